@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command: sets up everything it needs (cached), lints, type-checks, runs every tier.
+# Extra arguments go to pytest, e.g. `hack/test.sh -m unit -x`.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+"$KB_ROOT/hack/setup.sh"
+cd "$KB_ROOT"
+log "ruff"
+"$KB_VENV/bin/ruff" check operator tests bench
+log "mypy"
+"$KB_VENV/bin/mypy"
+log "pytest"
+if [ "$#" -eq 0 ]; then
+  set -- -m "unit or spark or integration or e2e"
+fi
+exec "$KB_VENV/bin/pytest" "$@"

@@ -1,0 +1,44 @@
+"""The one error tree of kafka-balancer.
+
+Every error the project raises on purpose derives from :class:`KafkaBalancerError`.
+The CLI maps the two user-facing families to its documented exit codes:
+
+* :class:`InputError` — bad input (snapshot, goals, plan, flags): exit 2, one line.
+* :class:`InfeasibleError` — hard goals cannot be satisfied: exit 3, says which and why.
+
+Everything else is an operational failure (Kafka, Kubernetes, Spark, the local test bed).
+"""
+
+from __future__ import annotations
+
+
+class KafkaBalancerError(Exception):
+    """Base of every error kafka-balancer raises on purpose."""
+
+
+class InputError(KafkaBalancerError):
+    """A user-supplied file, manifest or flag is invalid. ``str()`` is one line naming the field."""
+
+
+class InfeasibleError(KafkaBalancerError):
+    """Hard goals cannot all hold; ``str()`` names the goal (and partition or broker) and why."""
+
+
+class KafkaOperationError(KafkaBalancerError):
+    """Talking to Kafka failed, or Kafka refused or did not complete an operation."""
+
+
+class ExecutionError(KafkaOperationError):
+    """A plan's execution was refused, stalled or could not be verified."""
+
+
+class ScoringError(KafkaBalancerError):
+    """The Spark scoring job failed or produced unusable output."""
+
+
+class KubernetesError(KafkaBalancerError):
+    """A Kubernetes API operation of the operator failed."""
+
+
+class BedError(KafkaBalancerError):
+    """A component of the local test bed could not be provisioned or started."""

@@ -1,0 +1,17 @@
+"""Tiers: a test's directory decides its marker, so no test can land outside a tier."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+_TIERS = {"unit", "spark", "integration", "e2e"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = Path(str(item.fspath)).relative_to(Path(__file__).parent).parts[0]
+        if tier in _TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
