@@ -1,0 +1,398 @@
+"""A real Apache Kafka KRaft cluster on 127.0.0.1: one dedicated controller and N rack-labelled brokers.
+
+The jars come from ``hack/kafka/provision.sh`` (Maven Central, cached); this module only runs them.
+Everything a bed writes (configs, data, logs, its state file) lives in its run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from kafka_balancer.errors import BedError
+from kafka_balancer.localbed import kafka_config as cfg
+from kafka_balancer.localbed.ports import accepts_connections, free_port, free_ports
+from kafka_balancer.localbed.procs import ManagedProcess, pid_matches, stop_pid, wait_until
+
+REASSIGN_PARTITIONS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
+CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
+
+STATE_FILE = "kafka-bed.json"
+LOG_DIRS_PER_BROKER = 2
+DEFAULT_HEAP = "384m"
+STOP_GRACE_S = 30.0
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a Kafka command-line tool printed and returned."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class _Node:
+    """One started Kafka process of the bed."""
+
+    node_id: int
+    rack: str | None
+    port: int
+    directory: Path
+    process: ManagedProcess
+
+    @property
+    def name(self) -> str:
+        return f"controller-{self.node_id}" if self.rack is None else f"broker-{self.node_id}"
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "server.properties"
+
+    @property
+    def server_log(self) -> Path:
+        return self.directory / "logs" / "server.log"
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise BedError("java not found (install a JDK 17+ or set JAVA_HOME)")
+    return java
+
+
+class KafkaBed:
+    """Formats, starts and stops a local KRaft cluster; see the module docstring.
+
+    Broker ids are 1..N, racks cycle ``a, b, c, …``; the controller is node 100.
+    """
+
+    def __init__(
+        self,
+        libs_dir: Path,
+        run_dir: Path,
+        *,
+        brokers: int = 4,
+        racks: int = 3,
+        heap: str = DEFAULT_HEAP,
+        start_timeout_s: float = 120.0,
+    ) -> None:
+        if brokers < 1:
+            raise BedError(f"a Kafka bed needs at least one broker, got {brokers}")
+        if not any(libs_dir.glob("kafka_2.13-*.jar")):
+            raise BedError(f"no Kafka jars in {libs_dir} (run hack/kafka/provision.sh)")
+        self.libs_dir = libs_dir
+        self.run_dir = run_dir.resolve()
+        self.initial_brokers = brokers
+        self.rack_cycle = cfg.rack_names(racks)
+        self.heap = heap
+        self.start_timeout_s = start_timeout_s
+        self.cluster_id = cfg.new_cluster_id()
+        self._java = _java()
+        self._controller: _Node | None = None
+        self._brokers: dict[int, _Node] = {}
+        self._last_broker_id = 0
+
+    # -- what callers read -------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` of every running broker, comma-separated."""
+        return ",".join(f"{cfg.HOST}:{node.port}" for node in self._brokers.values())
+
+    @property
+    def racks(self) -> dict[int, str]:
+        """Running broker id → its ``broker.rack``."""
+        return {broker_id: node.rack for broker_id, node in self._brokers.items() if node.rack}
+
+    def log_path(self, node_id: int) -> Path:
+        """The server log of a broker (or of the controller, node 100)."""
+        node = self._controller if node_id == cfg.CONTROLLER_ID else self._brokers.get(node_id)
+        if node is None:
+            raise BedError(f"no running Kafka node {node_id} in this bed")
+        return node.server_log
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Format and start the controller and the initial brokers; return once all are unfenced.
+
+        On failure everything started so far is stopped and :class:`BedError` names the culprit's log.
+        """
+        refuse_if_running(self.run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "log4j2.xml").write_text(cfg.SERVER_LOG4J2)
+        (self.run_dir / "tools-log4j2.xml").write_text(cfg.TOOLS_LOG4J2)
+        try:
+            controller_port, *broker_ports = free_ports(1 + self.initial_brokers)
+            controller_dir = self._fresh_dir(f"controller-{cfg.CONTROLLER_ID}")
+            controller_props = cfg.controller_properties(
+                controller_port=controller_port, metadata_dir=controller_dir / "metadata"
+            )
+            plans: list[tuple[int, str | None, int, Path, dict[str, str]]] = [
+                (cfg.CONTROLLER_ID, None, controller_port, controller_dir, controller_props)
+            ]
+            for index, port in enumerate(broker_ports):
+                broker_id = index + 1
+                rack = self.rack_cycle[index % len(self.rack_cycle)]
+                directory, props = self._broker_plan(broker_id, rack, port, controller_port)
+                plans.append((broker_id, rack, port, directory, props))
+            self._format([(d, p) for _, _, _, d, p in plans])
+            for node_id, node_rack, node_port, node_dir, _ in plans:
+                node = self._launch(node_id, node_rack, node_port, node_dir)
+                if node_rack is None:
+                    self._controller = node
+                else:
+                    self._brokers[node_id] = node
+            self._last_broker_id = self.initial_brokers
+            self._await_listening(self._controller_node())
+            for node in self._brokers.values():
+                self._await_listening(node)
+            self._await_registered(set(self._brokers))
+        except BaseException:
+            self.stop()
+            raise
+        self._write_state()
+
+    def add_broker(self, rack: str) -> int:
+        """Start one more broker (next unused id) in ``rack``; return its id once it is unfenced."""
+        controller = self._controller_node()
+        broker_id = self._last_broker_id + 1
+        self._last_broker_id = broker_id
+        port = free_port()
+        directory, props = self._broker_plan(broker_id, rack, port, controller.port)
+        try:
+            self._format([(directory, props)])
+            node = self._launch(broker_id, rack, port, directory)
+            self._brokers[broker_id] = node
+            self._await_listening(node)
+            self._await_registered(set(self._brokers))
+        except BedError:
+            self._stop_node(self._brokers.pop(broker_id, None))
+            self._write_state()
+            raise
+        self._write_state()
+        return broker_id
+
+    def stop_broker(self, broker_id: int) -> None:
+        """Stop one broker gracefully (controlled shutdown); return once it has left cluster metadata."""
+        node = self._brokers.pop(broker_id, None)
+        if node is None:
+            raise BedError(f"no running broker {broker_id} in this bed (running: {sorted(self._brokers)})")
+        self._stop_node(node)
+        self._write_state()
+        if self._brokers:
+            controller_log = self._controller_node().server_log
+            wait_until(
+                lambda: broker_id not in self._live_brokers(),
+                timeout_s=self.start_timeout_s,
+                what=f"stopped broker {broker_id} to leave metadata (controller log {controller_log})",
+            )
+
+    def stop(self) -> None:
+        """Stop every process this bed started, brokers first (in parallel), then the controller."""
+        brokers = list(self._brokers.values())
+        for node in brokers:
+            node.process.signal_stop()
+        for node in brokers:
+            node.process.stop(STOP_GRACE_S)
+        self._brokers.clear()
+        self._stop_node(self._controller)
+        self._controller = None
+        (self.run_dir / STATE_FILE).unlink(missing_ok=True)
+
+    def __enter__(self) -> KafkaBed:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- Kafka's own tools -------------------------------------------------------------------------
+
+    def run_tool(self, main_class: str, args: Sequence[str], *, timeout_s: float = 300.0) -> ToolResult:
+        """Run a Kafka tool class from the bed's jars with ``--bootstrap-server`` set to this bed."""
+        argv = [
+            *self._java_argv(self.run_dir / "tools-log4j2.xml", heap="256m"),
+            main_class,
+            "--bootstrap-server",
+            self.bootstrap_servers,
+            *args,
+        ]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired as err:
+            raise BedError(f"Kafka tool {main_class} did not finish within {timeout_s:.0f}s") from err
+        return ToolResult(done.returncode, done.stdout, done.stderr)
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _controller_node(self) -> _Node:
+        if self._controller is None:
+            raise BedError("the Kafka bed is not started")
+        return self._controller
+
+    def _fresh_dir(self, name: str) -> Path:
+        directory = self.run_dir / name
+        shutil.rmtree(directory, ignore_errors=True)
+        (directory / "logs").mkdir(parents=True)
+        return directory
+
+    def _broker_plan(
+        self, broker_id: int, rack: str, port: int, controller_port: int
+    ) -> tuple[Path, dict[str, str]]:
+        directory = self._fresh_dir(f"broker-{broker_id}")
+        props = cfg.broker_properties(
+            broker_id=broker_id,
+            rack=rack,
+            port=port,
+            controller_port=controller_port,
+            log_dirs=[directory / f"data-{i}" for i in range(LOG_DIRS_PER_BROKER)],
+            cluster_size=self.initial_brokers,
+        )
+        return directory, props
+
+    def _java_argv(self, log4j2: Path, heap: str) -> list[str]:
+        return [
+            self._java,
+            "-Xms64m",
+            f"-Xmx{heap}",
+            # Two cores shared by every JVM of the bed: one GC thread, no C2 compile storms at start.
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:-UsePerfData",
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={log4j2}",
+            "-cp",
+            f"{self.libs_dir}/*",
+        ]
+
+    def _format(self, nodes: Sequence[tuple[Path, dict[str, str]]]) -> None:
+        """Write each node's properties and format its storage, all formatters running in parallel."""
+        formatters = []
+        for directory, props in nodes:
+            config = directory / "server.properties"
+            config.write_text(cfg.render_properties(props))
+            argv = [
+                *self._java_argv(self.run_dir / "tools-log4j2.xml", heap="128m"),
+                "kafka.tools.StorageTool",
+                "format",
+                "--cluster-id",
+                self.cluster_id,
+                "--config",
+                str(config),
+            ]
+            name = f"{directory.name} storage format"
+            formatters.append(ManagedProcess(name, argv, directory / "format.log"))
+        for proc in formatters:
+            code = wait_until(
+                proc.exit_code, timeout_s=self.start_timeout_s, what=f"{proc.name} (see {proc.log_path})"
+            )
+            if code != 0:
+                raise BedError(f"{proc.name} failed with exit code {code}; see {proc.log_path}")
+
+    def _launch(self, node_id: int, rack: str | None, port: int, directory: Path) -> _Node:
+        argv = [
+            *self._java_argv(self.run_dir / "log4j2.xml", heap=self.heap),
+            f"-Dkafka.logs.dir={directory / 'logs'}",
+            "kafka.Kafka",
+            str(directory / "server.properties"),
+        ]
+        name = f"controller-{node_id}" if rack is None else f"broker-{node_id}"
+        process = ManagedProcess(f"Kafka {name}", argv, directory / "stdout.log")
+        return _Node(node_id, rack, port, directory, process)
+
+    def _await_listening(self, node: _Node) -> None:
+        def listening() -> bool:
+            node.process.ensure_running(hint=node.server_log)
+            return accepts_connections(node.port)
+
+        wait_until(
+            listening,
+            timeout_s=self.start_timeout_s,
+            what=f"Kafka {node.name} to listen on {cfg.HOST}:{node.port} (see {node.server_log})",
+        )
+
+    def _live_brokers(self) -> dict[int, str | None]:
+        """Broker id → rack of every registered, unfenced broker, as the Admin API reports them."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 5000})
+        try:
+            described = admin.describe_cluster(request_timeout=5).result()
+        except Exception:  # the cluster is still coming up or a broker just left: ask again
+            return {}
+        return {node.id: node.rack for node in described.nodes}
+
+    def _await_registered(self, broker_ids: set[int]) -> None:
+        expected = {broker_id: self._brokers[broker_id].rack for broker_id in broker_ids}
+
+        def registered() -> bool:
+            for node in [self._controller_node(), *self._brokers.values()]:
+                node.process.ensure_running(hint=node.server_log)
+            live = self._live_brokers()
+            return all(live.get(broker_id, "") == rack for broker_id, rack in expected.items())
+
+        wait_until(
+            registered,
+            timeout_s=self.start_timeout_s,
+            what=f"brokers {sorted(broker_ids)} to register unfenced with their racks "
+            f"(controller log {self._controller_node().server_log})",
+        )
+
+    def _stop_node(self, node: _Node | None) -> None:
+        if node is not None:
+            node.process.stop(STOP_GRACE_S)
+
+    def _write_state(self) -> None:
+        nodes = [*self._brokers.values(), *([self._controller] if self._controller else [])]
+        state = {
+            "cluster_id": self.cluster_id,
+            "bootstrap_servers": self.bootstrap_servers,
+            "racks": {str(k): v for k, v in self.racks.items()},
+            # Brokers before the controller: the order `down` stops them in.
+            "processes": [
+                {"name": node.name, "pid": node.process.pid, "marker": str(node.config_path)}
+                for node in nodes
+            ],
+        }
+        (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+
+
+def read_state(run_dir: Path) -> dict[str, Any] | None:
+    """The state file a started bed keeps in ``run_dir``, or None."""
+    path = run_dir / STATE_FILE
+    if not path.exists():
+        return None
+    try:
+        state: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise BedError(f"unreadable Kafka bed state file {path}: {err}") from err
+    return state
+
+
+def refuse_if_running(run_dir: Path) -> None:
+    """Raise if a bed recorded in ``run_dir`` still has a live process (its data would be wiped)."""
+    state = read_state(run_dir)
+    if state and any(pid_matches(p["pid"], p["marker"]) for p in state["processes"]):
+        raise BedError(f"a Kafka bed is already running in {run_dir}; stop it first (kafka down)")
+
+
+def stop_recorded(run_dir: Path) -> list[str]:
+    """Stop the processes a bed recorded in ``run_dir`` (by PID, brokers first); return their names."""
+    state = read_state(run_dir)
+    if state is None:
+        return []
+    stopped = [p["name"] for p in state["processes"] if stop_pid(p["pid"], p["marker"], STOP_GRACE_S)]
+    (run_dir / STATE_FILE).unlink(missing_ok=True)
+    return stopped

@@ -1,0 +1,149 @@
+"""Pure rendering of the local Kafka bed's configuration: node properties, log4j2 files, names and ids."""
+
+from __future__ import annotations
+
+import base64
+import string
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from kafka_balancer.errors import BedError
+
+CONTROLLER_ID = 100
+LISTENER = "PLAINTEXT"
+CONTROLLER_LISTENER = "CONTROLLER"
+HOST = "127.0.0.1"
+
+
+def rack_names(count: int) -> list[str]:
+    """Rack names ``a, b, c, …`` for ``count`` racks."""
+    if not 1 <= count <= len(string.ascii_lowercase):
+        raise BedError(f"racks must be between 1 and {len(string.ascii_lowercase)}, got {count}")
+    return list(string.ascii_lowercase[:count])
+
+
+def new_cluster_id() -> str:
+    """A random KRaft cluster id: 16 random bytes, URL-safe base64 without padding, as Kafka's Uuid prints.
+
+    Kafka refuses ids that print with a leading dash, so those are drawn again.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
+def _voters(controller_port: int) -> str:
+    return f"{CONTROLLER_ID}@{HOST}:{controller_port}"
+
+
+# Brokers fence a silent peer fast, so a stopped broker leaves metadata within seconds.
+_HEARTBEATS = {
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "4000",
+}
+
+
+def controller_properties(*, controller_port: int, metadata_dir: Path) -> dict[str, str]:
+    """The dedicated KRaft controller (static single-voter quorum)."""
+    return {
+        "process.roles": "controller",
+        "node.id": str(CONTROLLER_ID),
+        "controller.quorum.voters": _voters(controller_port),
+        "controller.listener.names": CONTROLLER_LISTENER,
+        "listeners": f"{CONTROLLER_LISTENER}://{HOST}:{controller_port}",
+        "listener.security.protocol.map": f"{CONTROLLER_LISTENER}:PLAINTEXT",
+        "log.dirs": str(metadata_dir),
+        "num.network.threads": "1",
+        "num.io.threads": "2",
+        **_HEARTBEATS,
+    }
+
+
+def broker_properties(
+    *,
+    broker_id: int,
+    rack: str,
+    port: int,
+    controller_port: int,
+    log_dirs: Sequence[Path],
+    cluster_size: int,
+) -> dict[str, str]:
+    """One broker; ``cluster_size`` (the initial broker count) sizes the internal topics' replication."""
+    internal_rf = str(min(3, cluster_size))
+    internal_min_isr = str(min(2, cluster_size))
+    return {
+        "process.roles": "broker",
+        "node.id": str(broker_id),
+        "broker.rack": rack,
+        "controller.quorum.voters": _voters(controller_port),
+        "controller.listener.names": CONTROLLER_LISTENER,
+        "listeners": f"{LISTENER}://{HOST}:{port}",
+        "advertised.listeners": f"{LISTENER}://{HOST}:{port}",
+        "inter.broker.listener.name": LISTENER,
+        "listener.security.protocol.map": f"{LISTENER}:PLAINTEXT,{CONTROLLER_LISTENER}:PLAINTEXT",
+        "log.dirs": ",".join(str(d) for d in log_dirs),
+        "offsets.topic.replication.factor": internal_rf,
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": internal_rf,
+        "transaction.state.log.min.isr": internal_min_isr,
+        "share.coordinator.state.topic.replication.factor": internal_rf,
+        "share.coordinator.state.topic.min.isr": internal_min_isr,
+        "group.initial.rebalance.delay.ms": "0",
+        "auto.create.topics.enable": "false",
+        # A balancer's leadership decisions must stay as it made them.
+        "auto.leader.rebalance.enable": "false",
+        # Two cores for the whole machine: few threads per broker.
+        "num.network.threads": "2",
+        "num.io.threads": "2",
+        "num.replica.fetchers": "1",
+        "num.recovery.threads.per.data.dir": "1",
+        "background.threads": "2",
+        # The cleaner's dedupe buffer is heap; the 128 MiB default would crowd a small heap.
+        "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+        **_HEARTBEATS,
+    }
+
+
+def render_properties(props: Mapping[str, str]) -> str:
+    """Java properties text; values here never need escaping beyond what is rejected below."""
+    for key, value in props.items():
+        if "\n" in value or "\\" in value:
+            raise BedError(f"property {key} has a value that cannot be written plainly: {value!r}")
+    return "".join(f"{key}={value}\n" for key, value in props.items())
+
+
+# Kafka logs at INFO into a file per node (the node passes its directory as kafka.logs.dir).
+SERVER_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="warn" shutdownHook="disable">
+  <Appenders>
+    <File name="server" fileName="${sys:kafka.logs.dir}/server.log">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </File>
+  </Appenders>
+  <Loggers>
+    <Logger name="kafka.request.logger" level="warn"/>
+    <Logger name="org.apache.kafka.clients" level="warn"/>
+    <Root level="info">
+      <AppenderRef ref="server"/>
+    </Root>
+  </Loggers>
+</Configuration>
+"""
+
+# Tools print their own results on stdout; only their warnings reach stderr.
+TOOLS_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="warn" shutdownHook="disable">
+  <Appenders>
+    <Console name="stderr" target="SYSTEM_ERR">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </Console>
+  </Appenders>
+  <Loggers>
+    <Root level="warn">
+      <AppenderRef ref="stderr"/>
+    </Root>
+  </Loggers>
+</Configuration>
+"""

@@ -1,0 +1,37 @@
+"""Free TCP ports on the loopback interface."""
+
+from __future__ import annotations
+
+import socket
+from contextlib import ExitStack
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """Return ``count`` distinct ports that were free on ``host`` a moment ago.
+
+    All sockets stay bound until every port is chosen, so the ports are distinct; another process
+    can still take one before the caller binds it, which callers detect as a failed start.
+    """
+    with ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """Return one port that was free on ``host`` a moment ago."""
+    return free_ports(1, host)[0]
+
+
+def accepts_connections(port: int, host: str = LOOPBACK, timeout_s: float = 0.5) -> bool:
+    """Whether something listens on ``host:port``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
