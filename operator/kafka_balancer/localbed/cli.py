@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kafka_balancer.errors import BedError
-from kafka_balancer.localbed import kafka
+from kafka_balancer.localbed import kafka, kube_cli
 
 LIBS_ENV = "KB_KAFKA_LIBS"
 
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     down.set_defaults(handler=_kafka_down)
     for sub in (up, down):
         sub.add_argument("--run-dir", type=Path, default=_default_run_dir("kafka"))
+    kube_cli.add_parser(components, _default_run_dir("kube"))
     return parser
 
 
