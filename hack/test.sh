@@ -8,6 +8,8 @@ log "ruff"
 "$KB_VENV/bin/ruff" check operator tests bench
 log "mypy"
 "$KB_VENV/bin/mypy"
+log "kube bed binaries (built once from Go modules, then cached)"
+"$KB_ROOT/hack/kube/provision.sh" >/dev/null
 log "pytest"
 if [ "$#" -eq 0 ]; then
   set -- -m "unit or spark or integration or e2e"
