@@ -1,0 +1,40 @@
+"""``kafka-balancer plan``: snapshot + goals → Kafka reassignment JSON (+ report)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kafka_balancer.formats.goals_file import read_goals
+from kafka_balancer.formats.plan_file import plan_document, write_json_atomically
+from kafka_balancer.formats.report import report_document
+from kafka_balancer.formats.snapshot import read_snapshot
+from kafka_balancer.planner.optimizer import plan as make_plan
+from kafka_balancer.planner.plan import Plan
+
+
+def run_plan(snapshot: Path, goals: Path, output: Path, report: Path | None) -> int:
+    outputs = [p for p in (output, report) if p is not None]
+    # No output file on failure: a stale plan from an earlier run must not be taken for this one.
+    for path in outputs:
+        if path.is_file():
+            path.unlink()
+    cluster = read_snapshot(snapshot)
+    specs = read_goals(goals)
+    plan = make_plan(cluster, specs)
+    if report is not None:
+        write_json_atomically(report, report_document(cluster, plan))
+    write_json_atomically(output, plan_document(plan))
+    print(summary(plan), file=sys.stderr)
+    return 0
+
+
+def summary(plan: Plan) -> str:
+    f = plan.figures
+    unmet = [g.label for g in plan.goals if not g.after.satisfied]
+    goals = "all goals satisfied" if not unmet else f"not satisfied: {', '.join(unmet)}"
+    return (
+        f"plan: {len(plan.reassignments)} partition(s) changed, {f.replica_moves} replica move(s), "
+        f"{f.leader_changes} leader change(s), {f.bytes_moved:.4g} bytes moved "
+        f"(lower bound {f.bytes_moved_lower_bound:.4g}); {goals}; {plan.seconds:.2f} s"
+    )

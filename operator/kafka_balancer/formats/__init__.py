@@ -1,0 +1,1 @@
+"""The file contracts of DESIGN.md: snapshot in, goals manifests in, Kafka reassignment JSON out."""

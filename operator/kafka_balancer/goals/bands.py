@@ -1,0 +1,245 @@
+"""Goals that keep a per-broker quantity inside a band: capacity, resource and count distribution."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kafka_balancer.goals import math
+from kafka_balancer.goals.base import EPSILON, Goal, GoalStatus
+from kafka_balancer.goals.math import FloatArray
+from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
+from kafka_balancer.model.resources import Resource
+from kafka_balancer.planner.state import LEADERS, REPLICAS
+
+if TYPE_CHECKING:
+    from kafka_balancer.planner.search import Search
+    from kafka_balancer.planner.state import Candidates, PlanState
+
+# Floating-point safety: planned brokers stay this far (relative to scale) inside a band.
+MARGIN = 1e-6
+# A distribution goal being fixed aims for this fraction of its range, so the goals optimised
+# after it keep some room to move without breaking it.
+TARGET_RANGE = 0.9
+
+
+class BandGoal(Goal):
+    """Keeps ``state.quantity(column)`` of every broker within a band.
+
+    Three bands: ``lo..hi`` is the contract (reports, which brokers need fixing); the veto band
+    is the contract minus a floating-point margin; the target band is where fixed brokers go.
+    """
+
+    column: int
+    lo: FloatArray
+    hi: FloatArray
+    scale: FloatArray
+    active: bool = True
+
+    def _set_bands(self, margin: float, target_lo: FloatArray, target_hi: FloatArray) -> None:
+        slack = margin * self.scale
+        self.veto_lo = np.where(self.lo > 0, self.lo + slack, self.lo)
+        self.veto_hi = self.hi - slack
+        self.target_lo = np.maximum(np.where(target_lo > 0, target_lo + slack, target_lo), self.veto_lo)
+        self.target_hi = np.minimum(target_hi - slack, self.veto_hi)
+
+    def _bands(self, target: bool) -> tuple[FloatArray, FloatArray]:
+        return (self.target_lo, self.target_hi) if target else (self.veto_lo, self.veto_hi)
+
+    def affects_leadership(self) -> bool:
+        return self.column in (Resource.NETWORK_OUT, Resource.CPU, LEADERS)
+
+    def needs_fix(self, state: PlanState) -> FloatArray:
+        """Per-broker contract violation (relative); brokers above EPSILON get fixed."""
+        if not self.active:
+            return np.zeros(state.n_brokers)
+        return math.outside_band(state.quantity(self.column), self.lo, self.hi) / self.scale
+
+    def evaluate(
+        self, state: PlanState, cands: Candidates, target: bool = False
+    ) -> tuple[FloatArray, FloatArray]:
+        if not self.active:
+            return np.zeros(len(cands)), np.zeros((len(cands), state.n_brokers))
+        lo, hi = self._bands(target)
+        q = state.quantity(self.column)
+        d = cands.delta[:, self.column]
+        src = cands.src
+        before_src = math.outside_band(q[src], lo[src], hi[src])
+        after_src = math.outside_band(q[src] - d, lo[src], hi[src])
+        before = math.outside_band(q, lo, hi)
+        after = math.outside_band(q[None, :] + d[:, None], lo[None, :], hi[None, :])
+        return (after_src - before_src) / self.scale[src], (after - before[None, :]) / self.scale[None, :]
+
+    def evaluate_pairs(
+        self, state: PlanState, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
+    ) -> tuple[FloatArray, FloatArray]:
+        shape = (len(give), len(take))
+        if not self.active:
+            return np.zeros(shape), np.zeros(shape)
+        lo, hi = self._bands(target)
+        q = state.quantity(self.column)
+        dq = give.delta[:, self.column][:, None] - take.delta[:, self.column][None, :]
+        dx = math.outside_band(q[x] - dq, lo[x], hi[x]) - math.outside_band(q[x], lo[x], hi[x])
+        dy = math.outside_band(q[y] + dq, lo[y], hi[y]) - math.outside_band(q[y], lo[y], hi[y])
+        return dx / self.scale[x], dy / self.scale[y]
+
+    def violation(self, state: PlanState) -> float:
+        if not self.active:
+            return 0.0
+        return float((math.outside_band(state.quantity(self.column), self.lo, self.hi) / self.scale).sum())
+
+    def status(self, state: PlanState) -> GoalStatus:
+        fix = self.needs_fix(state)
+        worst = self.worst_deviation(state)
+        if not (fix > EPSILON).any():
+            return GoalStatus(True, worst, "")
+        b = int(np.argmax(fix))
+        q = float(state.quantity(self.column)[b])
+        detail = (
+            f"broker {int(state.broker_ids[b])} has {self.describe(q, b)}, "
+            f"band {self.describe(float(self.lo[b]), b)} .. {self.describe(float(self.hi[b]), b)}"
+        )
+        return GoalStatus(False, worst, detail)
+
+    def describe(self, value: float, broker: int) -> str:
+        return f"{value:.6g}"
+
+    def worst_deviation(self, state: PlanState) -> float:
+        raise NotImplementedError
+
+    def optimize(self, state: PlanState, search: Search) -> None:
+        for _ in range(64):
+            violation = self.needs_fix(state)
+            todo = [int(b) for b in np.argsort(-violation, kind="stable") if violation[b] > EPSILON]
+            if not todo:
+                return
+            progress = False
+            for b in todo:
+                if state.quantity(self.column)[b] > self.hi[b]:
+                    progress |= search.shed(self, b)
+            for b in todo:
+                if state.quantity(self.column)[b] < self.lo[b] and self.needs_fix(state)[b] > EPSILON:
+                    progress |= search.fill(self, b)
+            if not progress:
+                return
+
+    # Sizing for the search: how far a broker is from its target band, and what it can spare.
+    def excess(self, state: PlanState, broker: int) -> float:
+        return float(state.quantity(self.column)[broker] - self.target_hi[broker])
+
+    def deficit(self, state: PlanState, broker: int) -> float:
+        return float(self.target_lo[broker] - state.quantity(self.column)[broker])
+
+    def surplus(self, state: PlanState) -> FloatArray:
+        """How much each broker could give before leaving its band, relative to its scale."""
+        return (state.quantity(self.column) - self.veto_lo) / self.scale
+
+
+class CapacityGoal(BandGoal):
+    """A broker may use at most ``thresholdPercent`` of its capacity (of a resource or replicas)."""
+
+    def __init__(self, spec: GoalSpec, state: PlanState) -> None:
+        super().__init__(spec)
+        n = state.n_brokers
+        self.lo = np.full(n, -np.inf)
+        if spec.type is GoalType.REPLICA_CAPACITY:
+            self.column = REPLICAS
+            self.hi = np.full(n, float(spec.max_replicas_per_broker))
+            self.scale = np.maximum(self.hi, 1.0)
+            self._set_bands(0.0, self.lo, self.hi)
+        else:
+            resource = spec.type.resource
+            assert resource is not None
+            self.column = int(resource)
+            self.hi = state.capacity[:, self.column] * spec.threshold_percent / 100.0
+            self.scale = np.maximum(state.capacity[:, self.column], 1e-300)
+            self._set_bands(MARGIN, self.lo, self.hi)
+
+    def describe(self, value: float, broker: int) -> str:
+        if self.column == REPLICAS:
+            return f"{value:.0f} replicas"
+        return f"{100.0 * value / self.scale[broker]:.2f}% of capacity"
+
+    def status(self, state: PlanState) -> GoalStatus:
+        base = super().status(state)
+        if base.satisfied:
+            return base
+        b = int(np.argmax(self.needs_fix(state)))
+        q = float(state.quantity(self.column)[b])
+        limit = (
+            f"at most {self.hi[b]:.0f} replicas"
+            if self.column == REPLICAS
+            else f"threshold {self.spec.threshold_percent}%"
+        )
+        return GoalStatus(
+            False,
+            base.worst_deviation,
+            f"broker {int(state.broker_ids[b])} holds {self.describe(q, b)} ({limit})",
+        )
+
+    def worst_deviation(self, state: PlanState) -> float:
+        q = state.quantity(self.column)
+        mask = state.active
+        if not mask.any():
+            return 0.0
+        return float(100.0 * (q[mask] / self.scale[mask]).max())
+
+
+class DistributionGoal(BandGoal):
+    """Every active broker within mean × (1 ± range): utilisation for resources, counts for
+    replicas and leaders (expected count scaled by warm-up share, band floor/ceil)."""
+
+    def __init__(self, spec: GoalSpec, state: PlanState) -> None:
+        super().__init__(spec)
+        self.range = spec.range_percent / 100.0
+        resource = spec.type.resource
+        shares = state.share
+        if resource is not None:
+            self.column = int(resource)
+            total = float(state.load[:, self.column].sum())
+            cap = state.effective_capacity[:, self.column]
+            self.mean = float(math.capacity_weighted_mean(np.array(total), cap, state.active))
+            self.lo, self.hi = math.distribution_bounds(self.mean, self.range, cap)
+            target = math.distribution_bounds(self.mean, self.range * TARGET_RANGE, cap)
+            expected = self.mean * cap
+            fallback = self.mean * state.capacity[:, self.column]
+            self.active = self.mean > 0 and self.mean * 100.0 >= spec.threshold_percent
+            margin = MARGIN
+        else:
+            self.column = REPLICAS if spec.type is GoalType.REPLICA_DISTRIBUTION else LEADERS
+            total = float(state.rf.sum() if self.column == REPLICAS else len(state.rf))
+            expected = math.expected_counts(total, shares)
+            self.mean = total / max(float(shares.sum()), 1e-300)
+            self.lo, self.hi = math.count_bounds(expected, self.range)
+            target = math.count_bounds(expected, self.range * TARGET_RANGE)
+            fallback = np.full(state.n_brokers, self.mean)
+            self.active = total > 0
+            margin = 0.0
+        self.expected = expected
+        self.scale = np.maximum(np.where(expected > 0, expected, fallback), 1e-300)
+        self._set_bands(margin, *target)
+
+    def utilisation(self, state: PlanState) -> FloatArray:
+        q = state.quantity(self.column)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(np.where(self.expected > 0, q / self.expected * self.mean, 0.0))
+
+    def worst_deviation(self, state: PlanState) -> float:
+        mask = state.active
+        if not mask.any() or self.mean <= 0:
+            return 0.0
+        dev = math.relative_deviation(self.utilisation(state)[mask], self.mean)
+        return float(100.0 * dev.max())
+
+    def describe(self, value: float, broker: int) -> str:
+        if self.column >= REPLICAS:
+            return f"{value:.0f} {'replicas' if self.column == REPLICAS else 'leaders'}"
+        cap = float(self.scale[broker] / self.mean) if self.mean > 0 else 0.0
+        return f"{100.0 * value / cap:.2f}% utilisation" if cap > 0 else f"{value:.6g}"
+
+
+def band_goal(spec: GoalSpec, state: PlanState) -> BandGoal:
+    if spec.type.family is GoalFamily.CAPACITY:
+        return CapacityGoal(spec, state)
+    return DistributionGoal(spec, state)

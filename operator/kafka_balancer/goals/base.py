@@ -1,0 +1,77 @@
+"""What every goal offers the optimizer: a measure of its violation and how candidates change it."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kafka_balancer.goals.math import FloatArray
+from kafka_balancer.goals.spec import GoalSpec
+
+if TYPE_CHECKING:
+    from kafka_balancer.planner.search import Search
+    from kafka_balancer.planner.state import Candidates, PlanState
+
+# Violations are in relative units (a broker's deviation ÷ its expected value); below this
+# they are rounding noise, not something worth moving bytes for.
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class GoalStatus:
+    satisfied: bool
+    # Distribution goals: the largest |utilisation − mean| ÷ mean over active brokers, in %.
+    # Capacity goals: the highest utilisation in % of capacity. Rack: violating partitions.
+    worst_deviation: float
+    detail: str
+
+
+class Goal(abc.ABC):
+    """A goal bound to one planning state (its bands are fixed for the whole plan)."""
+
+    def __init__(self, spec: GoalSpec) -> None:
+        self.spec = spec
+
+    @property
+    def hard(self) -> bool:
+        return self.spec.hard
+
+    @abc.abstractmethod
+    def evaluate(
+        self, state: PlanState, cands: Candidates, target: bool = False
+    ) -> tuple[FloatArray, FloatArray]:
+        """Change of this goal's violation at each candidate's source ``[K]`` and at every
+        possible destination broker ``[K, B]`` if the candidate were applied there.
+
+        ``target``: measure against the band the goal aims for when it is being optimised
+        (narrower, to leave later goals some slack) instead of the band it defends as a veto."""
+
+    @abc.abstractmethod
+    def evaluate_pairs(
+        self, state: PlanState, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
+    ) -> tuple[FloatArray, FloatArray]:
+        """Change of the violation at ``x`` and at ``y`` ``[I, J]`` if ``give[i]`` moves from x to y
+        and ``take[j]`` moves from y to x together (a swap)."""
+
+    @abc.abstractmethod
+    def violation(self, state: PlanState) -> float:
+        """Total violation (0 when the goal holds with the planner's safety margin)."""
+
+    @abc.abstractmethod
+    def status(self, state: PlanState) -> GoalStatus:
+        """Whether the goal holds by the contract's bands, for reports and hard-goal checks."""
+
+    @abc.abstractmethod
+    def optimize(self, state: PlanState, search: Search) -> None:
+        """Apply moves (through ``search``, which enforces vetoes) until satisfied or stuck."""
+
+    def affects_leadership(self) -> bool:
+        """Whether a leadership change (no data moved) can change this goal's violation."""
+        return False
+
+
+def no_change(cands: Candidates, n_brokers: int) -> tuple[FloatArray, FloatArray]:
+    return np.zeros(len(cands)), np.zeros((len(cands), n_brokers))

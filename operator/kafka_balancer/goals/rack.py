@@ -1,0 +1,94 @@
+"""RackAware: no rack holds more than ceil(RF / number of racks) replicas of a partition."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kafka_balancer.goals.base import Goal, GoalStatus
+from kafka_balancer.goals.math import FloatArray, IntArray
+from kafka_balancer.goals.spec import GoalSpec
+from kafka_balancer.planner.state import NO_BROKER
+
+if TYPE_CHECKING:
+    from kafka_balancer.planner.search import Search
+    from kafka_balancer.planner.state import Candidates, PlanState
+
+
+def rack_counts(state: PlanState, parts: IntArray) -> IntArray:
+    """``[K, racks]``: replicas of each partition per rack."""
+    rows = state.replicas[parts]
+    n_racks = len(state.rack_names)
+    racks = np.where(rows >= 0, state.rack[np.where(rows >= 0, rows, 0)], n_racks)
+    counts = np.zeros((len(parts), n_racks + 1), dtype=np.int64)
+    np.add.at(counts, (np.repeat(np.arange(len(parts)), rows.shape[1]), racks.reshape(-1)), 1)
+    return counts[:, :n_racks]
+
+
+class RackAwareGoal(Goal):
+    def __init__(self, spec: GoalSpec, state: PlanState) -> None:
+        super().__init__(spec)
+
+    def excess(self, state: PlanState, parts: IntArray) -> IntArray:
+        over = rack_counts(state, parts) - state.rack_limit[parts][:, None]
+        return np.asarray(np.maximum(over, 0).sum(axis=1), dtype=np.int64)
+
+    def evaluate(
+        self, state: PlanState, cands: Candidates, target: bool = False
+    ) -> tuple[FloatArray, FloatArray]:
+        k = len(cands)
+        counts = rack_counts(state, cands.part)
+        limit = state.rack_limit[cands.part][:, None]
+        src_rack = state.rack[cands.src]
+        src_count = counts[np.arange(k), src_rack]
+        dst_count = counts[:, state.rack]
+        change = (dst_count >= limit).astype(np.float64) - (src_count[:, None] > limit).astype(np.float64)
+        same = state.rack[None, :] == src_rack[:, None]
+        moves = (cands.dst == NO_BROKER)[:, None]
+        return np.zeros(k), np.where(same | ~moves, 0.0, change)
+
+    def evaluate_pairs(
+        self, state: PlanState, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
+    ) -> tuple[FloatArray, FloatArray]:
+        # Two different partitions: their rack changes add up.
+        gives = self.evaluate(state, give)[1][:, y]
+        takes = self.evaluate(state, take)[1][:, x]
+        return np.zeros((len(give), len(take))), gives[:, None] + takes[None, :]
+
+    def violating(self, state: PlanState) -> IntArray:
+        parts = np.arange(len(state.rf))
+        return np.nonzero(self.excess(state, parts) > 0)[0]
+
+    def violation(self, state: PlanState) -> float:
+        return float(self.excess(state, np.arange(len(state.rf))).sum())
+
+    def status(self, state: PlanState) -> GoalStatus:
+        bad = self.violating(state)
+        if len(bad) == 0:
+            return GoalStatus(True, 0.0, "")
+        p = int(bad[0])
+        topic, part = state.names[p]
+        racks = [state.rack_names[state.rack[b]] for b in state.replicas[p, : state.rf[p]]]
+        return GoalStatus(
+            False,
+            float(len(bad)),
+            f"{len(bad)} partition(s) break rack awareness, e.g. {topic}-{part} with replicas in racks "
+            f"{racks} (at most {int(state.rack_limit[p])} per rack)",
+        )
+
+    def optimize(self, state: PlanState, search: Search) -> None:
+        for p in self.violating(state):
+            parts = np.array([p], dtype=np.int64)
+            while self.excess(state, parts)[0] > 0:
+                counts = rack_counts(state, parts)[0]
+                row = state.replicas[p, : state.rf[p]]
+                crowded = counts[state.rack[row]] > state.rack_limit[p]
+                # Move followers before the leader, so leadership stays where it is.
+                order = sorted(
+                    (int(s) for s in np.nonzero(crowded)[0]), key=lambda s: (s == state.leader_slot[p], s)
+                )
+                cands = [state.replica_moves(int(row[s]), parts) for s in order]
+                cands = [c for c in cands if len(c)]
+                if not cands or not search.place(self, type(cands[0]).concat(cands)):
+                    break

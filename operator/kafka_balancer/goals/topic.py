@@ -1,0 +1,126 @@
+"""TopicReplicaDistribution: each topic's replicas spread over brokers like the whole cluster's."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kafka_balancer.goals import math
+from kafka_balancer.goals.base import EPSILON, Goal, GoalStatus
+from kafka_balancer.goals.math import FloatArray, IntArray
+from kafka_balancer.goals.spec import GoalSpec
+from kafka_balancer.planner.state import REPLICAS
+
+if TYPE_CHECKING:
+    from kafka_balancer.planner.search import Search
+    from kafka_balancer.planner.state import Candidates, PlanState
+
+
+class TopicReplicaDistributionGoal(Goal):
+    def __init__(self, spec: GoalSpec, state: PlanState) -> None:
+        super().__init__(spec)
+        self.range = spec.range_percent / 100.0
+        share = state.share
+        self.fraction = share / share.sum() if share.sum() > 0 else share
+        expected = state.topic_total[:, None] * self.fraction[None, :]
+        self.lo, self.hi = math.count_bounds(expected, self.range)
+        self.expected = expected
+        self.scale = np.maximum(expected, 1.0)
+
+    def per_cell(self, state: PlanState) -> FloatArray:
+        return math.outside_band(state.topic_count, self.lo, self.hi) / self.scale
+
+    def evaluate(
+        self, state: PlanState, cands: Candidates, target: bool = False
+    ) -> tuple[FloatArray, FloatArray]:
+        t = state.topic[cands.part]
+        q = state.topic_count[t].astype(np.float64)
+        lo, hi, scale = self.lo[t], self.hi[t], self.scale[t]
+        d = cands.delta[:, REPLICAS]
+        k = np.arange(len(cands))
+        src = cands.src
+        src_before = math.outside_band(q[k, src], lo[k, src], hi[k, src])
+        src_after = math.outside_band(q[k, src] - d, lo[k, src], hi[k, src])
+        before = math.outside_band(q, lo, hi)
+        after = math.outside_band(q + d[:, None], lo, hi)
+        return (src_after - src_before) / scale[k, src], (after - before) / scale
+
+    def _cell_change(self, state: PlanState, topics: IntArray, broker: int, step: float) -> FloatArray:
+        q = state.topic_count[topics, broker].astype(np.float64)
+        lo, hi = self.lo[topics, broker], self.hi[topics, broker]
+        change = math.outside_band(q + step, lo, hi) - math.outside_band(q, lo, hi)
+        return np.asarray(change / self.scale[topics, broker], dtype=np.float64)
+
+    def evaluate_pairs(
+        self, state: PlanState, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
+    ) -> tuple[FloatArray, FloatArray]:
+        tg, tt = state.topic[give.part], state.topic[take.part]
+        moves = give.delta[:, REPLICAS][:, None] * take.delta[:, REPLICAS][None, :]
+        differ = (tg[:, None] != tt[None, :]) & (moves > 0)
+        dx = self._cell_change(state, tg, x, -1.0)[:, None] + self._cell_change(state, tt, x, 1.0)[None, :]
+        dy = self._cell_change(state, tg, y, 1.0)[:, None] + self._cell_change(state, tt, y, -1.0)[None, :]
+        return np.where(differ, dx, 0.0), np.where(differ, dy, 0.0)
+
+    def violation(self, state: PlanState) -> float:
+        return float(self.per_cell(state).sum())
+
+    def status(self, state: PlanState) -> GoalStatus:
+        cells = self.per_cell(state)
+        active = state.active
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dev = np.where(self.expected > 0, np.abs(state.topic_count - self.expected) / self.expected, 0.0)
+        worst = float(100.0 * dev[:, active].max()) if active.any() and dev.size else 0.0
+        if not (cells > EPSILON).any():
+            return GoalStatus(True, worst, "")
+        t, b = np.unravel_index(int(np.argmax(cells)), cells.shape)
+        return GoalStatus(
+            False,
+            worst,
+            f"topic {state.topic_names[t]} has {int(state.topic_count[t, b])} replicas on broker "
+            f"{int(state.broker_ids[b])}, band {int(self.lo[t, b])}..{int(self.hi[t, b])}",
+        )
+
+    def optimize(self, state: PlanState, search: Search) -> None:
+        for _ in range(16):
+            cells = self.per_cell(state)
+            topics = np.nonzero((cells > EPSILON).any(axis=1))[0]
+            if len(topics) == 0:
+                return
+            progress = False
+            for t in topics:
+                progress |= self._balance_topic(state, search, int(t))
+            if not progress:
+                return
+
+    def _balance_topic(self, state: PlanState, search: Search, t: int) -> bool:
+        progress = False
+        of_topic = state.topic == t
+        for x in np.argsort(-state.topic_count[t], kind="stable"):
+            while state.topic_count[t, x] > self.hi[t, x]:
+                parts = state.parts_on(int(x))
+                cands = state.replica_moves(int(x), parts[of_topic[parts]])
+                if not search.place(self, cands.take(np.argsort(cands.cost, kind="stable"))):
+                    break
+                progress = True
+        for y in np.argsort(state.topic_count[t], kind="stable"):
+            if not state.active[y]:
+                continue
+            while state.topic_count[t, y] < self.lo[t, y]:
+                if not self._pull(state, search, t, int(y)):
+                    break
+                progress = True
+        return progress
+
+    def _pull(self, state: PlanState, search: Search, t: int, y: int) -> bool:
+        of_topic = state.topic == t
+        surplus = state.topic_count[t] - self.lo[t]
+        for x in np.argsort(-surplus, kind="stable"):
+            if x == y or surplus[x] <= 0:
+                break
+            parts = state.parts_on(int(x))
+            parts = parts[of_topic[parts]]
+            cands = state.replica_moves(int(x), parts)
+            if len(cands) and search.place(self, cands.take(np.argsort(cands.cost, kind="stable")), dest=y):
+                return True
+        return False

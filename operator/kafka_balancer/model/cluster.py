@@ -1,0 +1,60 @@
+"""Frozen value objects describing a cluster as the snapshot contract does."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class BrokerState(enum.Enum):
+    ACTIVE = "active"
+    DRAINING = "draining"
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    id: int
+    rack: str
+    state: BrokerState
+    # Capacities in snapshot units: disk bytes, network bytes/s, cpu cores; order of ``Resource``.
+    capacity: tuple[float, float, float, float]
+    # A warming broker counts as this share of a full broker in every distribution goal.
+    warm_up_share: float = 1.0
+
+    @property
+    def active(self) -> bool:
+        return self.state is BrokerState.ACTIVE
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLoad:
+    disk: float
+    network_in: float
+    network_out: float
+    cpu: float
+    follower_cpu: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int
+    load: PartitionLoad
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    brokers: tuple[Broker, ...]
+    partitions: tuple[Partition, ...]
+
+    def broker(self, broker_id: int) -> Broker:
+        for broker in self.brokers:
+            if broker.id == broker_id:
+                return broker
+        raise KeyError(broker_id)

@@ -1,0 +1,128 @@
+"""The optimizer: drain, then every goal in priority order, repeated until nothing moves.
+
+Termination: each applied action strictly improves the goal being optimised and worsens no
+goal optimised before it (and no hard goal), so the vector of goal violations in priority
+order decreases lexicographically.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from kafka_balancer.errors import InfeasibleError
+from kafka_balancer.goals.bands import BandGoal, DistributionGoal
+from kafka_balancer.goals.base import Goal
+from kafka_balancer.goals.registry import build_goal, priority_order
+from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
+from kafka_balancer.model.cluster import Cluster
+from kafka_balancer.model.resources import Resource
+from kafka_balancer.planner.plan import GoalOutcome, Plan, broker_loads, bytes_moved_lower_bound, diff
+from kafka_balancer.planner.search import Search
+from kafka_balancer.planner.state import PlanState
+
+MAX_PASSES = 6
+
+
+def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
+    """Plan the moves that satisfy ``specs``; InfeasibleError if the hard goals cannot all hold."""
+    started = time.perf_counter()
+    state = PlanState(cluster)
+    ordered = priority_order(specs)
+    goals = [build_goal(spec, state) for spec in ordered]
+    _check_feasible(state, goals)
+    before_loads = broker_loads(state)
+    before = [g.status(state) for g in goals]
+    disk_before = state.load[:, Resource.DISK].copy()
+
+    _drain(state, goals)
+    for _ in range(MAX_PASSES):
+        actions = 0
+        for i, goal in enumerate(goals):
+            vetoes = [g for g in goals[:i] if not g.hard] + [g for g in goals if g.hard and g is not goal]
+            later = [g for g in goals[i + 1 :] if not g.hard]
+            search = Search(state, vetoes, later)
+            goal.optimize(state, search)
+            actions += search.actions
+        if actions == 0:
+            break
+
+    after = [g.status(state) for g in goals]
+    for goal, status in zip(goals, after, strict=True):
+        if goal.hard and not status.satisfied:
+            raise InfeasibleError(f"hard goal {goal.spec.label} cannot be satisfied: {status.detail}")
+
+    reassignments, figures = diff(state)
+    disk_goal = next(
+        (g for g in goals if isinstance(g, DistributionGoal) and g.spec.type is GoalType.DISK_DISTRIBUTION),
+        None,
+    )
+    lower = bytes_moved_lower_bound(
+        disk_before,
+        disk_goal.lo if disk_goal is not None and disk_goal.active else None,
+        disk_goal.hi if disk_goal is not None and disk_goal.active else None,
+        state.active.astype(np.int64),
+    )
+    return Plan(
+        reassignments=reassignments,
+        figures=replace(figures, bytes_moved_lower_bound=lower),
+        goals=tuple(
+            GoalOutcome(g.spec.label, g.spec.type.value, g.hard, g.spec.priority, b, a)
+            for g, b, a in zip(goals, before, after, strict=True)
+        ),
+        brokers_before=before_loads,
+        brokers_after=broker_loads(state),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _check_feasible(state: PlanState, goals: list[Goal]) -> None:
+    """Fail fast, with the reason, on what no sequence of moves could fix."""
+    n_active = int(state.active.sum())
+    if len(state.rf) and int(state.rf.max()) > n_active:
+        p = int(np.argmax(state.rf))
+        topic, number = state.names[p]
+        raise InfeasibleError(
+            f"partition {topic}-{number} has replication factor {int(state.rf[p])} "
+            f"but only {n_active} broker(s) are active"
+        )
+    for goal in goals:
+        if not (goal.hard and isinstance(goal, BandGoal) and goal.spec.type.family is GoalFamily.CAPACITY):
+            continue
+        total = float(state.quantity(goal.column).sum())
+        room = float(goal.hi[state.active].sum())
+        if total > room:
+            raise InfeasibleError(
+                f"hard goal {goal.spec.label} cannot be satisfied: the cluster's total "
+                f"{'replica count' if goal.spec.type is GoalType.REPLICA_CAPACITY else 'load'} "
+                f"{total:.6g} exceeds what the active brokers may hold ({room:.6g})"
+            )
+
+
+def _drain(state: PlanState, goals: list[Goal]) -> None:
+    """Move every replica off draining brokers: same rack first, within every hard goal."""
+    hard = [g for g in goals if g.hard]
+    search = Search(state, hard, [g for g in goals if not g.hard])
+    for b in (int(i) for i in np.nonzero(~state.active)[0]):
+        parts = state.parts_on(b)
+        for p in (int(i) for i in parts[np.lexsort((parts, -state.disk[parts]))]):
+            one = np.array([p], dtype=np.int64)
+            if not search.place(None, state.replica_moves(b, one)):
+                raise InfeasibleError(_drain_blocked(state, hard, b, p))
+
+
+def _drain_blocked(state: PlanState, hard: list[Goal], broker: int, p: int) -> str:
+    cands = state.replica_moves(broker, np.array([p], dtype=np.int64))
+    holders = state.holds(cands.part)[0]
+    open_brokers = np.nonzero(state.active & ~holders)[0]
+    reasons = []
+    for goal in hard:
+        src, dst = goal.evaluate(state, cands)
+        blocked = [int(state.broker_ids[b]) for b in open_brokers if dst[0, b] > 0 or src[0] > 0]
+        if blocked:
+            reasons.append(f"{goal.spec.label} blocks broker(s) {blocked}")
+    topic, number = state.names[p]
+    why = "; ".join(reasons) if reasons else "no active broker without a replica of it is left"
+    return f"cannot drain broker {int(state.broker_ids[broker])}: no broker can take {topic}-{number}: {why}"

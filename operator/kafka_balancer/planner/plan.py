@@ -1,0 +1,118 @@
+"""A plan is data: the diff between the original and the planned assignment, plus its figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kafka_balancer.goals.base import GoalStatus
+from kafka_balancer.goals.math import FloatArray, IntArray
+from kafka_balancer.planner.state import PlanState
+
+
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    topic: str
+    partition: int
+    # Broker ids after the plan; the first is the leader.
+    replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerLoad:
+    """One broker's load at one point: resources in snapshot units, then counts."""
+
+    loads: tuple[float, float, float, float]
+    replicas: int
+    leaders: int
+
+
+@dataclass(frozen=True, slots=True)
+class GoalOutcome:
+    label: str
+    type: str
+    hard: bool
+    priority: int
+    before: GoalStatus
+    after: GoalStatus
+
+
+@dataclass(frozen=True, slots=True)
+class PlanFigures:
+    replica_moves: int
+    leader_changes: int
+    bytes_moved: float
+    bytes_moved_lower_bound: float
+    cross_rack_bytes: float
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    reassignments: tuple[Reassignment, ...]
+    figures: PlanFigures
+    goals: tuple[GoalOutcome, ...]
+    brokers_before: tuple[BrokerLoad, ...]
+    brokers_after: tuple[BrokerLoad, ...]
+    seconds: float
+
+    @property
+    def empty(self) -> bool:
+        return not self.reassignments
+
+
+def broker_loads(state: PlanState) -> tuple[BrokerLoad, ...]:
+    return tuple(
+        BrokerLoad(
+            (float(row[0]), float(row[1]), float(row[2]), float(row[3])),
+            int(state.replica_count[b]),
+            int(state.leader_count[b]),
+        )
+        for b, row in enumerate(state.load)
+    )
+
+
+def diff(state: PlanState) -> tuple[tuple[Reassignment, ...], PlanFigures]:
+    """Reassignments for every changed partition and the data they move."""
+    changed = state.changed_partitions()
+    reassignments = []
+    moves = 0
+    bytes_moved = 0.0
+    cross_rack = 0.0
+    leader_changes = 0
+    for p in changed:
+        p = int(p)
+        topic, number = state.names[p]
+        reassignments.append(Reassignment(topic, number, tuple(state.assignment(p))))
+        before = [int(b) for b in state.original_replicas[p, : state.rf[p]]]
+        after = [int(b) for b in state.replicas[p, : state.rf[p]]]
+        added = [b for b in after if b not in before]
+        removed_racks = [int(state.rack[b]) for b in before if b not in after]
+        moves += len(added)
+        bytes_moved += len(added) * float(state.disk[p])
+        for b in added:
+            if int(state.rack[b]) in removed_racks:
+                removed_racks.remove(int(state.rack[b]))
+            else:
+                cross_rack += float(state.disk[p])
+        if (
+            state.original_replicas[p, state.original_leader_slot[p]]
+            != state.replicas[p, state.leader_slot[p]]
+        ):
+            leader_changes += 1
+    figures = PlanFigures(moves, leader_changes, bytes_moved, 0.0, cross_rack)
+    return tuple(reassignments), figures
+
+
+def bytes_moved_lower_bound(
+    disk_before: FloatArray, lo: FloatArray | None, hi: FloatArray | None, active: IntArray
+) -> float:
+    """max(Σ disk above each active broker's band + Σ disk on draining brokers,
+    Σ disk missing below each active broker's band)."""
+    on_draining = float(disk_before[~active.astype(bool)].sum())
+    if lo is None or hi is None:
+        return on_draining
+    mask = active.astype(bool)
+    above = float(np.maximum(disk_before - hi, 0.0)[mask].sum())
+    below = float(np.maximum(lo - disk_before, 0.0)[mask].sum())
+    return max(above + on_draining, below)

@@ -1,0 +1,230 @@
+"""Choosing and applying moves: candidates in order of preference, vetoes, destination ranking.
+
+Rules every applied action obeys:
+* a vetoing goal (every hard goal, and every goal optimised before the current one) gets
+  worse on no broker;
+* the current goal strictly improves on one end and gets no worse on the other;
+* a plan is a diff: a replica moved twice while planning moves once when executed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kafka_balancer.goals.base import EPSILON, Goal
+from kafka_balancer.goals.math import BoolArray, FloatArray, IntArray
+from kafka_balancer.planner.state import NO_BROKER, Candidates, PlanState
+
+if TYPE_CHECKING:
+    from kafka_balancer.goals.bands import BandGoal
+
+TOLERANCE = 1e-12
+# Candidates are evaluated in growing batches: the preferred few first, most of the time enough.
+BATCHES = (16, 128, 1024)
+MAX_SOURCES = 8
+SWAP_PARTNERS = 4
+SWAP_SIDE = 48
+
+
+def preference(benefit: FloatArray, cost: FloatArray, need: float, parts: IntArray) -> IntArray:
+    """Order candidates by bytes moved per unit of useful benefit, then fewer moves, then smaller."""
+    useful = np.minimum(benefit, max(need, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_unit = np.where(useful > 0, cost / useful, np.inf)
+    return np.lexsort((parts, cost, -useful, per_unit))
+
+
+@dataclass
+class Search:
+    state: PlanState
+    vetoes: list[Goal] = field(default_factory=list)
+    later: list[Goal] = field(default_factory=list)
+    actions: int = 0
+
+    # ---- choosing ---------------------------------------------------------------------
+
+    def _allowed(self, cands: Candidates, dest: int | None) -> BoolArray:
+        state = self.state
+        k = len(cands)
+        free = cands.dst == NO_BROKER
+        target = np.zeros((k, state.n_brokers), dtype=bool)
+        fixed = np.nonzero(~free)[0]
+        target[fixed, cands.dst[fixed]] = True
+        allowed = np.where(free[:, None], ~state.holds(cands.part), target)
+        allowed &= state.active[None, :]
+        allowed[np.arange(k), cands.src] = False
+        if dest is not None:
+            only = np.zeros(state.n_brokers, dtype=bool)
+            only[dest] = True
+            allowed &= only[None, :]
+        for goal in self.vetoes:
+            if not allowed.any():
+                break
+            src, dst = goal.evaluate(state, cands)
+            allowed &= (src <= TOLERANCE)[:, None] & (dst <= TOLERANCE)
+        return allowed
+
+    def _later_cost(self, cands: Candidates) -> FloatArray:
+        total = np.zeros((len(cands), self.state.n_brokers))
+        for goal in self.later:
+            src, dst = goal.evaluate(self.state, cands, target=True)
+            total += src[:, None] + dst
+        return total
+
+    def _choose(
+        self, goal: Goal | None, cands: Candidates, dest: int | None, same_rack_first: bool
+    ) -> tuple[int, int] | None:
+        state = self.state
+        start = 0
+        for size in BATCHES:
+            batch = cands.take(np.arange(start, min(start + size, len(cands))))
+            start += size
+            if len(batch) == 0:
+                break
+            allowed = self._allowed(batch, dest)
+            gain = np.zeros(allowed.shape)
+            if goal is not None and allowed.any():
+                src, dst = goal.evaluate(state, batch, target=True)
+                allowed &= ((src < -EPSILON)[:, None] & (dst <= TOLERANCE)) | (
+                    (dst < -EPSILON) & (src <= TOLERANCE)[:, None]
+                )
+                gain = src[:, None] + dst
+            rows = np.nonzero(allowed.any(axis=1))[0]
+            if len(rows) == 0:
+                continue
+            k = int(rows[0])
+            one = batch.take(np.array([k]))
+            ys = np.nonzero(allowed[k])[0]
+            other_rack = (state.rack[ys] != state.rack[batch.src[k]]).astype(np.float64)
+            later = self._later_cost(one)[0, ys]
+            keys = (
+                (ys, later, gain[k, ys], other_rack)
+                if same_rack_first
+                else (ys, later, other_rack, gain[k, ys])
+            )
+            y = int(ys[np.lexsort(keys)[0]])
+            return k + start - size, y
+        return None
+
+    def place(self, goal: Goal | None, cands: Candidates, dest: int | None = None) -> bool:
+        """Apply the first acceptable candidate (in the given order) at its best destination."""
+        if len(cands) == 0:
+            return False
+        choice = self._choose(goal, cands, dest, same_rack_first=goal is None)
+        if choice is None:
+            return False
+        k, y = choice
+        self.state.apply(cands, k, y)
+        self.actions += 1
+        return True
+
+    # ---- band goals: shed an over broker, fill an under broker -------------------------
+
+    def _ordered(self, goal: BandGoal, cands: Candidates, need: float) -> Candidates:
+        benefit = cands.delta[:, goal.column]
+        keep = np.nonzero(benefit > 0)[0]
+        cands = cands.take(keep)
+        return cands.take(preference(cands.delta[:, goal.column], cands.cost, need, cands.part))
+
+    def shed(self, goal: BandGoal, broker: int) -> bool:
+        state = self.state
+        progress = False
+        while goal.excess(state, broker) > 0 and goal.needs_fix(state)[broker] > EPSILON:
+            batches = [state.replica_moves(broker)]
+            if goal.affects_leadership():
+                batches.insert(0, state.leadership_away(broker))
+            cands = self._ordered(goal, Candidates.concat(batches), goal.excess(state, broker))
+            if not (self.place(goal, cands) or self._swap_with_partners(goal, broker, over=True)):
+                return progress
+            progress = True
+        return progress
+
+    def fill(self, goal: BandGoal, broker: int) -> bool:
+        state = self.state
+        progress = False
+        while goal.deficit(state, broker) > 0 and goal.needs_fix(state)[broker] > EPSILON:
+            need = goal.deficit(state, broker)
+            placed = False
+            if goal.affects_leadership():
+                placed = self.place(goal, self._ordered(goal, state.leadership_to(broker), need), dest=broker)
+            if not (
+                placed or self._pull(goal, broker, need) or self._swap_with_partners(goal, broker, over=False)
+            ):
+                return progress
+            progress = True
+        return progress
+
+    # ---- swaps: when a one-way move cannot fit --------------------------------------
+
+    def _swap_with_partners(self, goal: BandGoal, broker: int, over: bool) -> bool:
+        state = self.state
+        relative = state.quantity(goal.column) / goal.scale
+        # Same-rack partners first: with one replica per rack, only they can swap rack-aware.
+        other_rack = state.rack != state.rack[broker]
+        candidates = [int(b) for b in np.lexsort((relative if over else -relative, other_rack))]
+        partners = [b for b in candidates if b != broker and state.active[b]][:SWAP_PARTNERS]
+        for partner in partners:
+            x, y = (broker, partner) if over else (partner, broker)
+            if self.swap(goal, x, y):
+                return True
+        return False
+
+    def swap(self, goal: BandGoal, x: int, y: int) -> bool:
+        """Exchange a replica (or a leadership) of ``x`` for a lighter one of ``y``."""
+        state = self.state
+        kinds = [(state.replica_moves(x), state.replica_moves(y))]
+        if goal.affects_leadership():
+            away, back = state.leadership_away(x), state.leadership_away(y)
+            kinds.insert(
+                0, (away.take(np.nonzero(away.dst == y)[0]), back.take(np.nonzero(back.dst == x)[0]))
+            )
+        for give, take in kinds:
+            give = give.take(np.argsort(-give.delta[:, goal.column], kind="stable")[:SWAP_SIDE])
+            take = take.take(np.argsort(take.delta[:, goal.column], kind="stable")[:SWAP_SIDE])
+            if len(give) == 0 or len(take) == 0:
+                continue
+            ok = np.ones((len(give), len(take)), dtype=bool)
+            moves = give.dst == NO_BROKER
+            if moves.all():
+                ok &= ~state.holds(give.part)[:, y][:, None] & ~state.holds(take.part)[:, x][None, :]
+            for veto in self.vetoes:
+                if not ok.any():
+                    break
+                dx, dy = veto.evaluate_pairs(state, give, take, x, y)
+                ok &= (dx <= TOLERANCE) & (dy <= TOLERANCE)
+            if not ok.any():
+                continue
+            dx, dy = goal.evaluate_pairs(state, give, take, x, y, target=True)
+            ok &= ((dx < -EPSILON) & (dy <= TOLERANCE)) | ((dy < -EPSILON) & (dx <= TOLERANCE))
+            if not ok.any():
+                continue
+            gain = -(dx + dy)
+            cost = give.cost[:, None] + take.cost[None, :]
+            i, j = np.nonzero(ok)
+            best = np.lexsort((i, j, -gain[i, j], cost[i, j] / gain[i, j]))[0]
+            state.apply(give, int(i[best]), y)
+            state.apply(take, int(j[best]), x)
+            self.actions += 2
+            return True
+        return False
+
+    def _pull(self, goal: BandGoal, broker: int, need: float) -> bool:
+        """Move one replica onto ``broker``, from its own rack when a broker there can give."""
+        state = self.state
+        surplus = goal.surplus(state)
+        surplus[broker] = -np.inf
+        other_rack = state.rack != state.rack[broker]
+        sources = [int(s) for s in np.lexsort((np.arange(state.n_brokers), -surplus, other_rack))]
+        here = state.partitions_on[broker]
+        for s in sources[:MAX_SOURCES]:
+            if surplus[s] <= EPSILON:
+                break
+            parts = np.array([p for p in state.partitions_on[s] if p not in here], dtype=np.int64)
+            if len(parts) and self.place(
+                goal, self._ordered(goal, state.replica_moves(s, parts), need), dest=broker
+            ):
+                return True
+        return False

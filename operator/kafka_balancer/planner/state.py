@@ -1,0 +1,251 @@
+"""The planner's working copy of a cluster: numpy arrays that moves update in O(1).
+
+A plan is the diff between the state's original and current replica assignment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kafka_balancer.goals import math
+from kafka_balancer.goals.math import BoolArray, FloatArray, IntArray
+from kafka_balancer.model.cluster import Cluster
+
+# Columns of a candidate's delta: the four resources, then replica and leader counts.
+REPLICAS = 4
+LEADERS = 5
+N_QUANTITIES = 6
+
+NO_BROKER = -1
+
+
+@dataclass
+class Candidates:
+    """A batch of candidate actions, structure-of-arrays.
+
+    ``dst == NO_BROKER``: move the replica in ``slot`` to any broker. Otherwise a leadership
+    change: the replica in ``slot`` (on broker ``dst``) becomes the leader.
+    ``delta`` is what the action takes from ``src`` and gives to its destination.
+    """
+
+    part: IntArray
+    slot: IntArray
+    src: IntArray
+    dst: IntArray
+    delta: FloatArray
+    cost: FloatArray
+
+    def __len__(self) -> int:
+        return int(self.part.shape[0])
+
+    def take(self, index: IntArray) -> Candidates:
+        return Candidates(
+            self.part[index],
+            self.slot[index],
+            self.src[index],
+            self.dst[index],
+            self.delta[index],
+            self.cost[index],
+        )
+
+    @staticmethod
+    def concat(batches: list[Candidates]) -> Candidates:
+        return Candidates(
+            np.concatenate([b.part for b in batches]),
+            np.concatenate([b.slot for b in batches]),
+            np.concatenate([b.src for b in batches]),
+            np.concatenate([b.dst for b in batches]),
+            np.concatenate([b.delta for b in batches]),
+            np.concatenate([b.cost for b in batches]),
+        )
+
+
+class PlanState:
+    """Mutable arrays over brokers (index ``b``) and partitions (index ``p``)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        brokers = cluster.brokers
+        self.broker_ids: IntArray = np.array([b.id for b in brokers], dtype=np.int64)
+        self.index_of: dict[int, int] = {b.id: i for i, b in enumerate(brokers)}
+        self.rack_names: list[str] = sorted({b.rack for b in brokers})
+        rack_index = {r: i for i, r in enumerate(self.rack_names)}
+        self.rack: IntArray = np.array([rack_index[b.rack] for b in brokers], dtype=np.int64)
+        self.active: BoolArray = np.array([b.active for b in brokers], dtype=bool)
+        self.capacity: FloatArray = np.array([b.capacity for b in brokers], dtype=np.float64).reshape(-1, 4)
+        # A draining broker's share is 0: every distribution goal expects it empty.
+        self.share: FloatArray = np.where(
+            self.active, np.array([b.warm_up_share for b in brokers], dtype=np.float64), 0.0
+        )
+        self.effective_capacity: FloatArray = self.capacity * self.share[:, None]
+        self.n_racks = len(set(self.rack[self.active].tolist())) if self.active.any() else 0
+
+        parts = cluster.partitions
+        self.names: list[tuple[str, int]] = [(p.topic, p.partition) for p in parts]
+        self.topic_names: list[str] = sorted({p.topic for p in parts})
+        topic_index = {t: i for i, t in enumerate(self.topic_names)}
+        self.topic: IntArray = np.array([topic_index[p.topic] for p in parts], dtype=np.int64)
+        self.disk = np.array([p.load.disk for p in parts], dtype=np.float64)
+        self.network_in = np.array([p.load.network_in for p in parts], dtype=np.float64)
+        self.network_out = np.array([p.load.network_out for p in parts], dtype=np.float64)
+        self.cpu = np.array([p.load.cpu for p in parts], dtype=np.float64)
+        self.follower_cpu = np.array([p.load.follower_cpu for p in parts], dtype=np.float64)
+        self.rf: IntArray = np.array([len(p.replicas) for p in parts], dtype=np.int64)
+        max_rf = int(self.rf.max()) if len(parts) else 1
+        self.replicas: IntArray = np.full((len(parts), max_rf), NO_BROKER, dtype=np.int64)
+        self.leader_slot: IntArray = np.zeros(len(parts), dtype=np.int64)
+        for i, p in enumerate(parts):
+            self.replicas[i, : len(p.replicas)] = [self.index_of[r] for r in p.replicas]
+            self.leader_slot[i] = p.replicas.index(p.leader)
+        self.original_replicas = self.replicas.copy()
+        self.original_leader_slot = self.leader_slot.copy()
+        self.moved: BoolArray = np.zeros_like(self.replicas, dtype=bool)
+        self.rack_limit: IntArray = math.rack_limit(self.rf, self.n_racks)
+
+        # Per-partition contribution of its leader and of one follower, [P, 4].
+        self.leader_load = math.replica_contribution(
+            self.disk, self.network_in, self.network_out, self.cpu, self.follower_cpu, self.rf, True
+        )
+        self.follower_load = math.replica_contribution(
+            self.disk, self.network_in, self.network_out, self.cpu, self.follower_cpu, self.rf, False
+        )
+        self.n_brokers = len(brokers)
+        self.n_topics = len(self.topic_names)
+        self._recount()
+
+    def _recount(self) -> None:
+        mask = self.replicas >= 0
+        p_idx, s_idx = np.nonzero(mask)
+        brokers = self.replicas[p_idx, s_idx]
+        is_leader = self.leader_slot[p_idx] == s_idx
+        contrib = np.where(is_leader[:, None], self.leader_load[p_idx], self.follower_load[p_idx])
+        self.load: FloatArray = math.broker_loads(brokers, contrib, self.n_brokers)
+        self.replica_count: IntArray = np.bincount(brokers, minlength=self.n_brokers).astype(np.int64)
+        self.leader_count: IntArray = np.bincount(brokers[is_leader], minlength=self.n_brokers).astype(
+            np.int64
+        )
+        self.topic_count: IntArray = np.zeros((self.n_topics, self.n_brokers), dtype=np.int64)
+        np.add.at(self.topic_count, (self.topic[p_idx], brokers), 1)
+        self.topic_total: IntArray = np.bincount(self.topic, weights=self.rf, minlength=self.n_topics).astype(
+            np.int64
+        )
+        order = np.argsort(brokers, kind="stable")
+        bounds = np.searchsorted(brokers[order], np.arange(self.n_brokers + 1))
+        sorted_parts = p_idx[order]
+        self.partitions_on: list[set[int]] = [
+            set(sorted_parts[bounds[b] : bounds[b + 1]].tolist()) for b in range(self.n_brokers)
+        ]
+
+    # ---- quantities -------------------------------------------------------------------
+
+    def quantity(self, column: int) -> FloatArray:
+        """Per-broker value of a candidate-delta column (a resource, or a count)."""
+        if column < REPLICAS:
+            return self.load[:, column]
+        counts = self.replica_count if column == REPLICAS else self.leader_count
+        return counts.astype(np.float64)
+
+    def slot_of(self, parts: IntArray, broker: int) -> IntArray:
+        return np.asarray(np.argmax(self.replicas[parts] == broker, axis=1), dtype=np.int64)
+
+    def holds(self, parts: IntArray) -> BoolArray:
+        """``[K, B]``: does broker b already hold a replica of partition parts[k]?"""
+        rows = self.replicas[parts]
+        out = np.zeros((len(parts), self.n_brokers + 1), dtype=bool)
+        out[np.arange(len(parts))[:, None], np.where(rows >= 0, rows, self.n_brokers)] = True
+        return out[:, : self.n_brokers]
+
+    # ---- candidates -------------------------------------------------------------------
+
+    def parts_on(self, broker: int) -> IntArray:
+        return np.fromiter(self.partitions_on[broker], dtype=np.int64, count=len(self.partitions_on[broker]))
+
+    def replica_moves(self, broker: int, parts: IntArray | None = None) -> Candidates:
+        """Moves of ``broker``'s replicas (of ``parts``, default all).
+
+        A replica this plan already moves costs nothing more to send elsewhere instead: the
+        plan is a diff, so the data moves once either way."""
+        if parts is None:
+            parts = self.parts_on(broker)
+        parts = np.sort(parts)
+        slots = self.slot_of(parts, broker)
+        is_leader = self.leader_slot[parts] == slots
+        load = np.where(is_leader[:, None], self.leader_load[parts], self.follower_load[parts])
+        delta = np.zeros((len(parts), N_QUANTITIES), dtype=np.float64)
+        delta[:, :4] = load
+        delta[:, REPLICAS] = 1.0
+        delta[:, LEADERS] = is_leader
+        n = len(parts)
+        return Candidates(
+            parts,
+            slots,
+            np.full(n, broker, dtype=np.int64),
+            np.full(n, NO_BROKER, dtype=np.int64),
+            delta,
+            np.where(self.moved[parts, slots], 0.0, self.disk[parts]),
+        )
+
+    def leader_changes(self, parts: IntArray, new_leader: IntArray) -> Candidates:
+        """Make broker ``new_leader[k]`` (a follower of ``parts[k]``) the leader."""
+        slots = np.asarray(np.argmax(self.replicas[parts] == new_leader[:, None], axis=1), dtype=np.int64)
+        src = self.replicas[parts, self.leader_slot[parts]]
+        delta = np.zeros((len(parts), N_QUANTITIES), dtype=np.float64)
+        delta[:, :4] = self.leader_load[parts] - self.follower_load[parts]
+        delta[:, LEADERS] = 1.0
+        return Candidates(parts, slots, src, new_leader.astype(np.int64), delta, np.zeros(len(parts)))
+
+    def leadership_away(self, broker: int) -> Candidates:
+        """Every leadership change that hands a partition led by ``broker`` to one of its followers."""
+        parts = self.parts_on(broker)
+        parts = np.sort(parts[self.replicas[parts, self.leader_slot[parts]] == broker])
+        rows = self.replicas[parts]
+        p_rep = np.repeat(parts, rows.shape[1])
+        followers = rows.reshape(-1)
+        keep = (followers >= 0) & (followers != broker)
+        return self.leader_changes(p_rep[keep], followers[keep])
+
+    def leadership_to(self, broker: int) -> Candidates:
+        """Every leadership change that makes ``broker`` the leader of a partition it follows."""
+        parts = self.parts_on(broker)
+        parts = np.sort(parts[self.replicas[parts, self.leader_slot[parts]] != broker])
+        return self.leader_changes(parts, np.full(len(parts), broker, dtype=np.int64))
+
+    # ---- applying ---------------------------------------------------------------------
+
+    def apply(self, cands: Candidates, k: int, dest: int) -> None:
+        p, slot, src = int(cands.part[k]), int(cands.slot[k]), int(cands.src[k])
+        delta = cands.delta[k]
+        self.load[src] -= delta[:4]
+        self.load[dest] += delta[:4]
+        self.leader_count[src] -= int(delta[LEADERS])
+        self.leader_count[dest] += int(delta[LEADERS])
+        if cands.dst[k] == NO_BROKER:
+            self.replica_count[src] -= 1
+            self.replica_count[dest] += 1
+            t = self.topic[p]
+            self.topic_count[t, src] -= 1
+            self.topic_count[t, dest] += 1
+            self.partitions_on[src].discard(p)
+            self.partitions_on[dest].add(p)
+            self.replicas[p, slot] = dest
+            self.moved[p, slot] = dest != self.original_replicas[p, slot]
+        else:
+            self.leader_slot[p] = slot
+
+    # ---- the plan ---------------------------------------------------------------------
+
+    def changed_partitions(self) -> IntArray:
+        replica_changed = (self.replicas != self.original_replicas).any(axis=1)
+        leader_now = self.replicas[np.arange(len(self.rf)), self.leader_slot]
+        leader_before = self.original_replicas[np.arange(len(self.rf)), self.original_leader_slot]
+        return np.nonzero(replica_changed | (leader_now != leader_before))[0]
+
+    def leader_of(self, p: int) -> int:
+        return int(self.replicas[p, self.leader_slot[p]])
+
+    def assignment(self, p: int) -> list[int]:
+        """Broker ids of partition p, leader first, followers in their current order."""
+        row = [int(b) for b in self.replicas[p, : self.rf[p]]]
+        lead = row.pop(int(self.leader_slot[p]))
+        return [int(self.broker_ids[b]) for b in [lead, *row]]

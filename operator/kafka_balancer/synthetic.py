@@ -1,0 +1,89 @@
+"""Seeded synthetic clusters for benchmarks, property tests and the demo.
+
+Partition sizes and rates are log-normal (a few big topics, many small ones), replicas are
+placed rack-aware but skewed towards a few hot brokers, and new (empty) brokers can be added,
+so that a generated cluster needs real work to balance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
+
+RACK_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticSpec:
+    brokers: int
+    partitions: int
+    racks: int = 3
+    replication_factor: int = 3
+    topics: int = 0  # 0: about one topic per 200 partitions
+    hot_brokers: int = 0  # brokers that get extra replicas
+    hot_weight: float = 3.0
+    empty_brokers: int = 0  # the last brokers start empty (a scale-up)
+    disk_capacity: float = 4.0e12
+    network_capacity: float = 1.25e9
+    cpu_capacity: float = 16.0
+    mean_partition_bytes: float = 2.0e9
+    seed: int = 1
+
+
+def generate(spec: SyntheticSpec) -> Cluster:
+    rng = np.random.default_rng(spec.seed)
+    racks = [RACK_LETTERS[i % 26] + ("" if i < 26 else str(i // 26)) for i in range(spec.racks)]
+    brokers = tuple(
+        Broker(
+            id=i,
+            rack=racks[i % spec.racks],
+            state=BrokerState.ACTIVE,
+            capacity=(spec.disk_capacity, spec.network_capacity, spec.network_capacity, spec.cpu_capacity),
+        )
+        for i in range(spec.brokers)
+    )
+    placeable = spec.brokers - spec.empty_brokers
+    weights = np.ones(placeable)
+    hot = rng.choice(placeable, size=min(spec.hot_brokers, placeable), replace=False)
+    weights[hot] = spec.hot_weight
+    by_rack: dict[int, np.ndarray] = {
+        r: np.array([b for b in range(placeable) if b % spec.racks == r]) for r in range(spec.racks)
+    }
+    n_topics = spec.topics or max(1, spec.partitions // 200)
+    topic_of = np.sort(rng.integers(0, n_topics, size=spec.partitions))
+    sigma = 1.0
+    sizes = rng.lognormal(np.log(spec.mean_partition_bytes) - sigma**2 / 2, sigma, size=spec.partitions)
+    rate_in = sizes / 86_400.0 * rng.uniform(0.5, 1.5, size=spec.partitions)
+    fanout = rng.uniform(0.5, 3.0, size=spec.partitions)
+    cpu = rate_in / 2.0e7
+    partitions = []
+    counters = np.zeros(n_topics, dtype=np.int64)
+    for i in range(spec.partitions):
+        rack_order = rng.permutation(spec.racks)
+        replicas: list[int] = []
+        for j in range(spec.replication_factor):
+            pool = by_rack[int(rack_order[j % spec.racks])]
+            pool = np.array([b for b in pool if b not in replicas])
+            w = weights[pool]
+            replicas.append(int(rng.choice(pool, p=w / w.sum())))
+        t = int(topic_of[i])
+        partitions.append(
+            Partition(
+                topic=f"topic-{t:05d}",
+                partition=int(counters[t]),
+                replicas=tuple(replicas),
+                leader=replicas[0],
+                load=PartitionLoad(
+                    disk=float(sizes[i]),
+                    network_in=float(rate_in[i]),
+                    network_out=float(rate_in[i] * fanout[i]),
+                    cpu=float(cpu[i]),
+                    follower_cpu=float(cpu[i] * 0.3),
+                ),
+            )
+        )
+        counters[t] += 1
+    return Cluster(brokers, tuple(partitions))
