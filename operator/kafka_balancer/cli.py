@@ -1,21 +1,71 @@
-"""The ``kafka-balancer`` command line."""
+"""The ``kafka-balancer`` command line.
+
+Exit codes (DESIGN.md): 0 done; 2 bad input (one line naming the field, no output file);
+3 hard goals cannot be satisfied (says which and why, no output file). Each command's
+implementation lives in its layer; this module only parses arguments and maps errors.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INFEASIBLE = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.plan import run_plan
+
+    return run_plan(args.snapshot, args.goals, args.output, args.report)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafka-balancer", description=__doc__)
-    parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="kafka-balancer", description="Keeps Apache Kafka clusters balanced.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    plan = commands.add_parser("plan", help="plan partition moves for a snapshot and goals")
+    plan.add_argument("--snapshot", required=True, type=Path, help="cluster snapshot JSON")
+    plan.add_argument("--goals", required=True, type=Path, help="BalancerGoal manifests (YAML or JSON)")
+    plan.add_argument(
+        "--output", required=True, type=Path, help="where to write the plan (reassignment JSON)"
+    )
+    plan.add_argument("--report", type=Path, help="also write a JSON report of the plan")
+    plan.set_defaults(handler=_plan)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    del args
-    return 0
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except InputError as exc:
+        print(f"kafka-balancer {args.command}: bad input: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except InfeasibleError as exc:
+        print(f"kafka-balancer {args.command}: infeasible: {exc}", file=sys.stderr)
+        return EXIT_INFEASIBLE
+    except KafkaBalancerError as exc:
+        print(f"kafka-balancer {args.command}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":
