@@ -98,7 +98,9 @@ class GoalSpec:
 
     @property
     def label(self) -> str:
-        return self.name or self.type.value
+        if not self.name or self.name == self.type.value:
+            return self.type.value
+        return f"{self.type.value} ({self.name})"
 
     @classmethod
     def default(cls, goal_type: GoalType, **overrides: object) -> GoalSpec:

@@ -1,0 +1,72 @@
+"""Invariants of every plan, on random feasible clusters (hypothesis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_balancer.formats.plan_file import plan_document
+from kafka_balancer.formats.snapshot import parse_snapshot
+from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.planner.optimizer import plan
+from tests.unit import checker
+from tests.unit.clusters import broker, partition, snapshot
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> dict[str, Any]:
+    n_racks = draw(st.integers(1, 3))
+    per_rack = 4 if n_racks == 1 else 3
+    n_brokers = n_racks * per_rack
+    draining = draw(st.one_of(st.none(), st.integers(0, n_brokers - 1)))
+    warming = draw(st.one_of(st.none(), st.integers(0, n_brokers - 1)))
+    brokers = []
+    for b in range(n_brokers):
+        extra: dict[str, Any] = {}
+        if b == warming and b != draining:
+            extra["warmUpShare"] = draw(st.sampled_from([0.25, 0.5, 0.75]))
+        brokers.append(
+            broker(b, "abc"[b % n_racks], state="draining" if b == draining else "active",
+                   scale=draw(st.sampled_from([1.0, 2.0])), **extra)
+        )
+    rf = draw(st.integers(1, 3))
+    n_parts = draw(st.integers(1, 30))
+    parts = []
+    for i in range(n_parts):
+        replicas = draw(st.lists(st.integers(0, n_brokers - 1), min_size=rf, max_size=rf, unique=True))
+        parts.append(
+            partition(
+                draw(st.sampled_from(["orders", "clicks"])), i, replicas,
+                disk=float(draw(st.integers(1, 1000))) * 1e6, rate=float(draw(st.integers(0, 100))) * 1e3,
+                leader=draw(st.sampled_from(replicas)),
+            )
+        )
+    return snapshot(brokers, parts)
+
+
+def plan_of(snap: dict[str, Any]) -> dict[str, Any]:
+    return plan_document(plan(parse_snapshot(snap), default_goal_set()))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_every_plan_keeps_the_invariants(snap: dict[str, Any]) -> None:
+    result = plan_of(snap)
+    before = {(p["topic"], p["partition"]): p for p in snap["partitions"]}
+    draining = {b["id"] for b in snap["brokers"] if b["state"] == "draining"}
+    known = {b["id"] for b in snap["brokers"]}
+    for p in result["partitions"]:
+        old = before[(p["topic"], p["partition"])]
+        assert len(p["replicas"]) == len(old["replicas"]), "replication factor preserved"
+        assert len(set(p["replicas"])) == len(p["replicas"]), "replicas distinct"
+        assert set(p["replicas"]) <= known
+    after = checker.apply_plan(snap, result)
+    for p in after["partitions"]:
+        assert not set(p["replicas"]) & draining, "no replica left on a draining broker"
+    assert checker.rack_violations(after) == []
+    for resource, threshold in (("disk", 80), ("networkIn", 80), ("networkOut", 80), ("cpu", 70)):
+        assert checker.capacity_violations(after, resource, threshold) == []
+    assert plan_of(snap) == result, "same input, same plan"
+    assert plan_of(after)["partitions"] == [], "planning the planned state moves nothing"
