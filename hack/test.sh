@@ -10,6 +10,8 @@ log "mypy"
 "$KB_VENV/bin/mypy"
 log "kube bed binaries (built once from Go modules, then cached)"
 "$KB_ROOT/hack/kube/provision.sh" >/dev/null
+log "Kafka bed jars (resolved once from Maven Central, then cached)"
+"$KB_ROOT/hack/kafka/provision.sh" >/dev/null
 log "pytest"
 if [ "$#" -eq 0 ]; then
   set -- -m "unit or spark or integration or e2e"

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.fixtures.kafka_bed", "tests.fixtures.kube_bed"]
+
 _TIERS = {"unit", "spark", "integration", "e2e"}
 
 

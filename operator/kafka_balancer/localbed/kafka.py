@@ -329,7 +329,7 @@ class KafkaBed:
         """Broker id → rack of every registered, unfenced broker, as the Admin API reports them."""
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 5000})
         try:
-            described = admin.describe_cluster(request_timeout=5).result()
+            described = admin.describe_cluster(request_timeout=5).result(timeout=10)
         except Exception:  # the cluster is still coming up or a broker just left: ask again
             return {}
         return {node.id: node.rack for node in described.nodes}

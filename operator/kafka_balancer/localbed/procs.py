@@ -57,11 +57,11 @@ class ManagedProcess:
         return self._popen.poll()
 
     def ensure_running(self, hint: Path | None = None) -> None:
-        """Raise :class:`BedError` naming the process and its log if it has exited."""
+        """Raise :class:`BedError` naming the process and its logs (``hint``, its output) if it exited."""
         code = self.exit_code()
         if code is not None:
-            see = hint or self.log_path
-            raise BedError(f"{self.name} exited with code {code} while starting; see {see}")
+            logs = " and ".join(str(p) for p in (hint, self.log_path) if p is not None)
+            raise BedError(f"{self.name} exited with code {code} while starting; see {logs}")
 
     def stop(self, grace_s: float = 30.0) -> None:
         """SIGTERM, wait up to ``grace_s``, then SIGKILL; reaps the child."""
