@@ -59,31 +59,46 @@ def generate(spec: SyntheticSpec) -> Cluster:
     rate_in = sizes / 86_400.0 * rng.uniform(0.5, 1.5, size=spec.partitions)
     fanout = rng.uniform(0.5, 3.0, size=spec.partitions)
     cpu = rate_in / 2.0e7
-    partitions = []
-    counters = np.zeros(n_topics, dtype=np.int64)
-    for i in range(spec.partitions):
-        rack_order = rng.permutation(spec.racks)
-        replicas: list[int] = []
-        for j in range(spec.replication_factor):
-            pool = by_rack[int(rack_order[j % spec.racks])]
-            pool = np.array([b for b in pool if b not in replicas])
-            w = weights[pool]
-            replicas.append(int(rng.choice(pool, p=w / w.sum())))
-        t = int(topic_of[i])
-        partitions.append(
-            Partition(
-                topic=f"topic-{t:05d}",
-                partition=int(counters[t]),
-                replicas=tuple(replicas),
-                leader=replicas[0],
-                load=PartitionLoad(
-                    disk=float(sizes[i]),
-                    network_in=float(rate_in[i]),
-                    network_out=float(rate_in[i] * fanout[i]),
-                    cpu=float(cpu[i]),
-                    follower_cpu=float(cpu[i] * 0.3),
-                ),
-            )
+    replicas = _place(rng, spec, by_rack, weights)
+    starts = np.searchsorted(topic_of, np.arange(n_topics))
+    numbers = np.arange(spec.partitions) - starts[topic_of]
+    partitions = tuple(
+        Partition(
+            topic=f"topic-{int(topic_of[i]):05d}",
+            partition=int(numbers[i]),
+            replicas=tuple(int(b) for b in replicas[i]),
+            leader=int(replicas[i][0]),
+            load=PartitionLoad(
+                disk=float(sizes[i]),
+                network_in=float(rate_in[i]),
+                network_out=float(rate_in[i] * fanout[i]),
+                cpu=float(cpu[i]),
+                follower_cpu=float(cpu[i] * 0.3),
+            ),
         )
-        counters[t] += 1
-    return Cluster(brokers, tuple(partitions))
+        for i in range(spec.partitions)
+    )
+    return Cluster(brokers, partitions)
+
+
+def _place(
+    rng: np.random.Generator, spec: SyntheticSpec, by_rack: dict[int, np.ndarray], weights: np.ndarray
+) -> np.ndarray:
+    """``[partitions, RF]`` broker ids: each replica in a different rack while racks last,
+    brokers within a rack drawn by weight (hot brokers get more)."""
+    n, rf = spec.partitions, spec.replication_factor
+    rack_order = np.argsort(rng.random((n, spec.racks)), axis=1)
+    out = np.full((n, rf), -1, dtype=np.int64)
+    for slot in range(rf):
+        racks = rack_order[:, slot % spec.racks]
+        for r, pool in by_rack.items():
+            rows = np.nonzero(racks == r)[0]
+            if len(rows) == 0 or len(pool) == 0:
+                continue
+            cdf = np.cumsum(weights[pool]) / weights[pool].sum()
+            picks = pool[np.minimum(np.searchsorted(cdf, rng.random(len(rows))), len(pool) - 1)]
+            out[rows, slot] = picks
+    # Where racks repeat (RF > racks) a draw can hit the same broker twice: redraw those rows.
+    for i in np.nonzero([len(set(row)) < rf for row in out])[0] if rf > spec.racks else []:
+        out[i] = rng.choice(np.concatenate(list(by_rack.values())), size=rf, replace=False)
+    return out

@@ -1,0 +1,94 @@
+"""Planner benchmark: seeded synthetic clusters of increasing size.
+
+    .venv/bin/python bench/bench_planner.py [--sizes small,mid,large] [--goals default|no-topic]
+
+Per size it prints wall time, peak RSS of a fresh child process, bytes moved ÷ the lower bound
+(max(Σ disk above each active broker's band + Σ disk on draining brokers, Σ disk missing below
+each band), DiskDistribution band), and the worst deviation of every distribution goal before and
+after. Each size runs in its own process so peak memory is that size's alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import resource
+import time
+from typing import Any
+
+SIZES = {
+    "small": {"brokers": 12, "partitions": 900, "racks": 3},
+    "mid": {"brokers": 200, "partitions": 40_000, "racks": 6},
+    "large": {"brokers": 270, "partitions": 430_000, "racks": 6},
+}
+
+
+def run_size(name: str, goal_set: str, out: Any) -> None:
+    from kafka_balancer.goals.spec import GoalType, default_goal_set
+    from kafka_balancer.planner.optimizer import plan
+    from kafka_balancer.synthetic import SyntheticSpec, generate
+
+    size = SIZES[name]
+    spec = SyntheticSpec(
+        brokers=size["brokers"],
+        partitions=size["partitions"],
+        racks=size["racks"],
+        hot_brokers=max(1, size["brokers"] // 20),
+        empty_brokers=max(1, size["brokers"] // 25),
+        seed=7,
+    )
+    cluster = generate(spec)
+    goals = default_goal_set()
+    if goal_set == "no-topic":
+        goals = tuple(g for g in goals if g.type is not GoalType.TOPIC_REPLICA_DISTRIBUTION)
+    started = time.perf_counter()
+    result = plan(cluster, goals)
+    seconds = time.perf_counter() - started
+    f = result.figures
+    bound = f.bytes_moved_lower_bound
+    out.put(
+        {
+            "size": name,
+            **size,
+            "replicas": size["partitions"] * spec.replication_factor,
+            "seconds": round(seconds, 2),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "bytes_moved": f.bytes_moved,
+            "lower_bound": f.bytes_moved_lower_bound,
+            "moved_over_bound": round(f.bytes_moved / f.bytes_moved_lower_bound, 3)
+            if f.bytes_moved_lower_bound
+            else None,
+            "replica_moves": f.replica_moves,
+            "leader_changes": f.leader_changes,
+            "goals": {
+                g.label: {
+                    "before": round(g.before.worst_deviation, 1),
+                    "after": round(g.after.worst_deviation, 1),
+                    "satisfied": g.after.satisfied,
+                }
+                for g in result.goals
+                if g.type.endswith("Distribution")
+            },
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="small,mid,large")
+    parser.add_argument("--goals", choices=["default", "no-topic"], default="default")
+    args = parser.parse_args()
+    ctx = multiprocessing.get_context("spawn")
+    for name in args.sizes.split(","):
+        queue = ctx.Queue()
+        child = ctx.Process(target=run_size, args=(name, args.goals, queue))
+        child.start()
+        print(json.dumps(queue.get()), flush=True)
+        child.join()
+
+
+if __name__ == "__main__":
+    main()
