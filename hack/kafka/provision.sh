@@ -14,9 +14,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$pom_sum" ]; then
   staging="$home/libs.partial"
   rm -rf "$staging"
   mkdir -p "$staging"
-  mvn -q -B -f "$pom" \
+  if ! mvn -q -B -f "$pom" \
     -Dmaven.repo.local="$KB_CACHE_DIR/maven-repo" \
-    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$staging" >&2
+    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$staging" >"$home/mvn.log" 2>&1; then
+    cat "$home/mvn.log" >&2
+    log "resolving the Kafka jars failed (see above)"
+    exit 1
+  fi
   # Swap in whole so a broken download never leaves a half-filled libs directory behind.
   rm -rf "$libs"
   mv "$staging" "$libs"
