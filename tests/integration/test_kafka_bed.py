@@ -17,7 +17,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, TopicPartition
 
 from kafka_balancer.errors import BedError
-from kafka_balancer.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
+from kafka_balancer.localbed.kafka import (
+    CONSUMER_PERFORMANCE,
+    PRODUCER_PERFORMANCE,
+    REASSIGN_PARTITIONS,
+    KafkaBed,
+)
 
 MESSAGES = 10_000
 KEYS = 97
@@ -165,6 +170,23 @@ def test_a_partition_moves_and_kafkas_own_tool_verifies_it(kafka_bed: KafkaBed, 
     verify = kafka_bed.run_tool(REASSIGN_PARTITIONS, ["--verify", "--reassignment-json-file", str(plan)])
     assert verify.returncode == 0, verify.stderr
     assert f"Reassignment of partition {topic}-0 is completed" in verify.stdout, verify.stdout
+
+
+def test_kafkas_performance_tools_produce_and_consume_through_the_bed(kafka_bed: KafkaBed) -> None:
+    topic = f"perf-{uuid.uuid4().hex[:8]}"
+    _create_topic(kafka_bed, NewTopic(topic, num_partitions=3, replication_factor=3))
+    load = ["--topic", topic, "--num-records", "1000", "--record-size", "100", "--throughput", "-1"]
+    produced = kafka_bed.run_tool(PRODUCER_PERFORMANCE, [*load, "--command-property", "acks=all"])
+    assert produced.returncode == 0, produced.stderr
+    assert "1000 records sent" in produced.stdout, produced.stdout
+
+    consumed = kafka_bed.run_tool(
+        CONSUMER_PERFORMANCE, ["--topic", topic, "--num-records", "1000", "--timeout", "60000"]
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    header, row = consumed.stdout.strip().splitlines()[-2:]
+    columns = dict(zip(header.split(", "), row.split(", "), strict=True))
+    assert columns["data.consumed.in.nMsg"] == "1000", consumed.stdout
 
 
 def test_an_added_broker_joins_with_its_rack_and_leaves_when_stopped(kafka_bed: KafkaBed) -> None:
