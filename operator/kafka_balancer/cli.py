@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
+from kafka_balancer.scoring.options import add_arguments as add_score_arguments
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -35,6 +36,12 @@ def _plan(args: argparse.Namespace) -> int:
     return run_plan(args.snapshot, args.goals, args.output, args.report)
 
 
+def _score(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.score import run_score
+
+    return run_score(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kafka-balancer", description="Keeps Apache Kafka clusters balanced.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -47,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("--report", type=Path, help="also write a JSON report of the plan")
     plan.set_defaults(handler=_plan)
+
+    score = commands.add_parser("score", help="score the cluster model from a sample store (Spark)")
+    add_score_arguments(score)
+    score.set_defaults(handler=_score)
     return parser
 
 

@@ -1,0 +1,206 @@
+"""The scoring job: sample store → snapshot.json, broker_scores/, candidates/, manifest.json.
+
+Run embedded (``kafka-balancer score``) or on a cluster::
+
+    spark-submit --master k8s://… -m kafka_balancer.scoring.job --samples s3a://… --out s3a://…
+    python -m kafka_balancer.scoring.job --samples DIR --topology FILE --goals FILE --out DIR
+
+All reads and writes happen here; the transforms in :mod:`transforms` are pure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from kafka_balancer.errors import InputError, KafkaBalancerError, ScoringError
+from kafka_balancer.formats.goals_file import read_goals
+from kafka_balancer.formats.snapshot import cluster_to_snapshot, load_json, parse_snapshot
+from kafka_balancer.model.cluster import Cluster
+from kafka_balancer.samples.schema import BROKER_DIR, BROKER_SAMPLES, PARTITION_DIR, PARTITION_SAMPLES
+from kafka_balancer.scoring import options as opts
+from kafka_balancer.scoring import scores, storage, transforms
+from kafka_balancer.scoring.manifest import WindowPlan, manifest_document, window_plan
+from kafka_balancer.scoring.session import local_session
+
+SNAPSHOT = "snapshot.json"
+MANIFEST = "manifest.json"
+BROKER_SCORES = "broker_scores"
+CANDIDATES = "candidates"
+
+
+def read_topology(path: Path) -> Cluster:
+    """The brokers of a topology file: the snapshot's ``brokers`` array, bare or as ``{"brokers": …}``."""
+    data = load_json(path, "topology")
+    brokers = data.get("brokers") if isinstance(data, dict) else data
+    return parse_snapshot({"version": 1, "brokers": brokers, "partitions": []}, path.name)
+
+
+def topology_frame(spark: SparkSession, topology: Cluster) -> DataFrame:
+    rows = [(b.id, b.rack, b.active, b.warm_up_share, *b.capacity) for b in topology.brokers]
+    columns = "broker int, rack string, active boolean, share double, " + ", ".join(
+        f"{c} double" for c in scores.CAPACITY_COLUMNS
+    )
+    return spark.createDataFrame(rows, columns)
+
+
+def snapshot_document(topology: Cluster, model: pd.DataFrame) -> dict[str, Any]:
+    """The DESIGN snapshot of the model, validated by the same parser ``plan`` uses."""
+    partitions = [
+        {
+            "topic": str(r.topic),
+            "partition": int(r.partition),
+            "replicas": [int(b) for b in r.replicas],
+            "leader": int(r.leader),
+            "load": {
+                "disk": float(r.disk),
+                "networkIn": float(r.network_in),
+                "networkOut": float(r.network_out),
+                "cpu": float(r.cpu),
+                "followerCpu": float(r.follower_cpu),
+            },
+        }
+        for r in model.itertuples(index=False)
+    ]
+    document = cluster_to_snapshot(topology) | {"partitions": partitions}
+    return cluster_to_snapshot(parse_snapshot(document, "scored snapshot"))
+
+
+def _windows(samples: DataFrame, options: opts.ScoreOptions) -> WindowPlan:
+    row = samples.agg(
+        F.max("ts_ms").alias("newest"), F.min(F.col("ts_ms") - F.col("interval_ms")).alias("oldest")
+    ).first()
+    if row is None or row["newest"] is None:
+        raise InputError(f"samples {options.samples}: no partition samples")
+    plan = window_plan(options.window_ms, options.windows, int(row["newest"]), int(row["oldest"]))
+    if plan.used == 0:
+        raise ScoringError(
+            f"samples {options.samples}: no complete window of {options.window_ms} ms yet "
+            f"(history covers {plan.newest_ms - int(row['oldest'])} ms); the model is usable "
+            "after the first complete window"
+        )
+    return plan
+
+
+def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[str, Any]:
+    """Runs the job; returns the manifest it wrote."""
+    started = time.monotonic()
+    goals = read_goals(options.goals)
+    topology = read_topology(options.topology)
+    spark = spark or local_session(options.master)
+    partition_uri = storage.join(options.samples, PARTITION_DIR)
+    if not storage.exists(spark, partition_uri):
+        raise InputError(f"samples {options.samples}: no {PARTITION_DIR}/ directory")
+    samples = spark.read.schema(from_arrow_schema(PARTITION_SAMPLES)).parquet(partition_uri)
+    windows = _windows(samples, options)
+
+    used = transforms.in_windows(
+        transforms.bucket(samples, options.window_ms, windows.newest_ms), windows.used
+    )
+    complete = transforms.completeness(used, windows.used, options.min_samples_per_window).cache()
+    incomplete = sorted(
+        f"{r['topic']}-{r['partition']}" for r in complete.where(~F.col("complete")).collect()
+    )
+    model = transforms.partition_model(transforms.complete_only(used, complete))
+
+    broker_uri = storage.join(options.samples, BROKER_DIR)
+    broker_rows = 0
+    if storage.exists(spark, broker_uri):
+        broker_samples = spark.read.schema(from_arrow_schema(BROKER_SAMPLES)).parquet(broker_uri)
+        broker_used = transforms.in_windows(
+            transforms.bucket(broker_samples, options.window_ms, windows.newest_ms), windows.used
+        )
+        cpu = transforms.broker_cpu(broker_used).cache()
+        broker_rows = broker_used.count()
+    else:
+        cpu = spark.createDataFrame([], "broker int, broker_cpu double")
+    cpu_source = "broker samples" if cpu.count() > 0 else "none (cpu 0)"
+    model = transforms.attribute_cpu(model, cpu).cache()
+    model_pd: pd.DataFrame = model.select(
+        "topic", "partition", "replicas", "leader", "disk", "network_in", "network_out", "cpu", "follower_cpu"
+    ).toPandas()
+    snapshot = snapshot_document(topology, model_pd)
+
+    replicas = transforms.replica_rows(model).cache()
+    loads = transforms.broker_loads(
+        transforms.replica_contributions(replicas), topology_frame(spark, topology)
+    ).cache()
+    loads_pd: pd.DataFrame = loads.toPandas()
+    broker_scores = transforms.broker_scores(loads, goals).cache()
+    scores_pd: pd.DataFrame = broker_scores.toPandas()
+    over = scores_pd[(scores_pd["violation"] > 0) & (scores_pd["quantity"] > scores_pd["hi"])]
+    violating = sorted({int(b) for b in over["broker"]})
+    candidates = transforms.candidates(replicas, loads_pd, goals, options.top, violating).cache()
+
+    outputs = {
+        name: storage.join(options.out, name) for name in (SNAPSHOT, BROKER_SCORES, CANDIDATES, MANIFEST)
+    }
+    storage.write_text(spark, outputs[SNAPSHOT], json.dumps(snapshot, indent=1))
+    broker_scores.write.mode("overwrite").parquet(outputs[BROKER_SCORES])
+    candidates.write.mode("overwrite").parquet(outputs[CANDIDATES])
+    rows = {
+        "partitionSamples": samples.count(),
+        "partitionSamplesInWindows": used.count(),
+        "brokerSamplesInWindows": broker_rows,
+        "partitions": len(model_pd),
+        "replicas": replicas.count(),
+        "brokers": len(loads_pd),
+        "brokerScores": len(scores_pd),
+        "candidates": candidates.count(),
+    }
+    manifest = manifest_document(
+        windows=windows,
+        min_samples=options.min_samples_per_window,
+        rows=rows,
+        incomplete=incomplete,
+        complete=complete.where("complete").count(),
+        cpu_source=cpu_source,
+        follower_cpu_fraction=transforms.DEFAULT_FOLLOWER_CPU_FRACTION,
+        inputs={"samples": options.samples, "topology": str(options.topology), "goals": str(options.goals)},
+        outputs=outputs,
+        seconds=time.monotonic() - started,
+    )
+    storage.write_text(spark, outputs[MANIFEST], json.dumps(manifest, indent=1))
+    for frame in (complete, cpu, model, replicas, loads, broker_scores, candidates):
+        frame.unpersist()
+    return manifest
+
+
+def summary(manifest: dict[str, Any]) -> str:
+    rows, comp = manifest["rows"], manifest["completeness"]
+    return (
+        f"score: {rows['partitions']} partition(s) modelled from {manifest['windows']['used']} window(s), "
+        f"{comp['incompleteCount']} incomplete excluded, {rows['candidates']} candidate action(s); "
+        f"{manifest['durationSeconds']:.1f} s"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kafka_balancer.scoring.job", description="Score a Kafka cluster.")
+    opts.add_arguments(parser)
+    parser.set_defaults(master=None)
+    args = parser.parse_args(argv)
+    try:
+        manifest = run(opts.from_args(args))
+    except InputError as exc:
+        print(f"score: bad input: {exc}", file=sys.stderr)
+        return 2
+    except KafkaBalancerError as exc:
+        print(f"score: {exc}", file=sys.stderr)
+        return 1
+    print(summary(manifest), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

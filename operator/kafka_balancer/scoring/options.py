@@ -1,0 +1,64 @@
+"""Options of the scoring job, shared by ``kafka-balancer score`` and ``spark-submit`` (no pyspark)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_WINDOW_MS = 300_000
+DEFAULT_TOP = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreOptions:
+    samples: str  # local path or s3a:// URI of a sample store
+    topology: Path
+    goals: Path
+    out: str  # local path or s3a:// URI
+    window_ms: int = DEFAULT_WINDOW_MS
+    windows: int = 1
+    min_samples_per_window: int = 1
+    master: str | None = "local[2]"  # None: the master spark-submit configured
+    top: int = DEFAULT_TOP
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--samples", required=True, help="sample store (local dir or s3a:// URI)")
+    parser.add_argument("--topology", required=True, type=Path, help="brokers JSON (the snapshot's brokers)")
+    parser.add_argument("--goals", required=True, type=Path, help="BalancerGoal manifests (YAML or JSON)")
+    parser.add_argument("--out", required=True, help="output dir (local dir or s3a:// URI)")
+    parser.add_argument("--window-ms", type=_positive, default=DEFAULT_WINDOW_MS, help="window length")
+    parser.add_argument("--windows", type=_positive, default=1, help="newest complete windows to use")
+    parser.add_argument(
+        "--min-samples-per-window",
+        type=_positive,
+        default=1,
+        help="a partition with fewer samples in a used window is excluded",
+    )
+    parser.add_argument("--master", default="local[2]", help="Spark master of an embedded session")
+    parser.add_argument("--top", type=_positive, default=DEFAULT_TOP, help="candidates per broker and goal")
+
+
+def from_args(args: argparse.Namespace) -> ScoreOptions:
+    return ScoreOptions(
+        samples=args.samples,
+        topology=args.topology,
+        goals=args.goals,
+        out=args.out,
+        window_ms=args.window_ms,
+        windows=args.windows,
+        min_samples_per_window=args.min_samples_per_window,
+        master=args.master,
+        top=args.top,
+    )

@@ -1,0 +1,245 @@
+"""Per-broker goal scores and candidate actions over pandas frames (run inside pandas UDFs).
+
+Every band, violation and deviation comes from :mod:`kafka_balancer.goals.math`, the module
+the planner uses, so the job and the planner cannot disagree. Rack awareness and topic
+spread are per-partition/per-topic goals and are not scored per broker here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from kafka_balancer.goals import math
+from kafka_balancer.goals.math import FloatArray
+from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
+from kafka_balancer.model.resources import RESOURCES
+
+# Quantity columns of a broker: the four resources (``Resource`` order), then counts.
+LOAD_COLUMNS = tuple(f"load_{r.key}" for r in RESOURCES)
+CAPACITY_COLUMNS = tuple(f"cap_{r.key}" for r in RESOURCES)
+CONTRIBUTION_COLUMNS = tuple(f"c_{r.key}" for r in RESOURCES)
+REPLICAS = 4
+LEADERS = 5
+_NOT_PER_BROKER = {GoalType.RACK_AWARE, GoalType.TOPIC_REPLICA_DISTRIBUTION}
+# A candidate must improve its goal by more than this (violation units) to be listed.
+MIN_IMPROVEMENT = 1e-12
+
+SCORE_COLUMNS = (
+    "goal string, goal_type string, hard boolean, priority int, broker int, active boolean, "
+    "quantity double, utilisation double, lo double, hi double, scale double, violation double, "
+    "deviation double, mean double"
+)
+CANDIDATE_COLUMNS = (
+    "goal string, goal_type string, source_broker int, source_violation double, action string, "
+    "topic string, partition int, target_broker int, improvement double, bytes double"
+)
+
+
+def per_broker_goals(goals: Sequence[GoalSpec]) -> tuple[GoalSpec, ...]:
+    return tuple(g for g in goals if g.type not in _NOT_PER_BROKER)
+
+
+def goal_column(goal_type: GoalType) -> int:
+    if goal_type.resource is not None:
+        return int(goal_type.resource)
+    return LEADERS if goal_type is GoalType.LEADER_DISTRIBUTION else REPLICAS
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    quantity: FloatArray
+    lo: FloatArray
+    hi: FloatArray
+    scale: FloatArray
+    utilisation: FloatArray  # NaN where the goal has no utilisation (counts)
+    deviation: FloatArray  # NaN where the goal has no mean (capacity goals)
+    mean: float
+    enforced: bool  # a distribution goal below its threshold holds trivially
+
+    @property
+    def violation(self) -> FloatArray:
+        if not self.enforced:
+            return np.zeros_like(self.quantity)
+        return math.outside_band(self.quantity, self.lo, self.hi) / self.scale
+
+
+def band(goal: GoalSpec, brokers: pd.DataFrame) -> Band:
+    """The band of ``goal`` for every broker of ``brokers`` (one row per broker, sorted by id)."""
+    col = goal_column(goal.type)
+    quantities = np.column_stack(
+        [brokers[c].to_numpy(np.float64) for c in (*LOAD_COLUMNS, "replicas", "leaders")]
+    )
+    q = quantities[:, col]
+    n = len(q)
+    active = brokers["active"].to_numpy(bool)
+    nan = np.full(n, np.nan)
+    if goal.type.family is GoalFamily.CAPACITY:
+        if col == REPLICAS:
+            hi = np.full(n, float(goal.max_replicas_per_broker))
+            scale = np.maximum(hi, 1.0)
+        else:
+            scale = np.maximum(brokers[CAPACITY_COLUMNS[col]].to_numpy(np.float64), 1e-300)
+            hi = scale * goal.threshold_percent / 100.0
+        return Band(q, np.zeros(n), hi, scale, q / scale, nan, np.nan, True)
+    # Distribution: a draining broker's share is 0, so every distribution goal expects it empty.
+    share = np.where(active, brokers["share"].to_numpy(np.float64), 0.0)
+    range_fraction = goal.range_percent / 100.0
+    if col < REPLICAS:
+        capacity = brokers[CAPACITY_COLUMNS[col]].to_numpy(np.float64)
+        effective = capacity * share
+        mean = float(math.capacity_weighted_mean(np.array(q.sum()), effective, active))
+        lo, hi = math.distribution_bounds(mean, range_fraction, effective)
+        expected = mean * effective
+        scale = np.maximum(np.where(expected > 0, expected, mean * capacity), 1e-300)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            utilisation = np.where(effective > 0, q / effective, np.where(capacity > 0, q / capacity, 0.0))
+        enforced = mean > 0 and mean * 100.0 >= goal.threshold_percent
+    else:
+        total = float(q.sum())
+        expected = math.expected_counts(total, share)
+        mean = total / max(float(share.sum()), 1e-300)
+        lo, hi = math.count_bounds(expected, range_fraction)
+        scale = np.maximum(np.where(expected > 0, expected, mean), 1e-300)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            utilisation = np.where(expected > 0, q / expected * mean, 0.0)
+        enforced = total > 0
+    deviation = np.where(active, math.relative_deviation(utilisation, mean), np.nan)
+    shown = utilisation if col < REPLICAS else nan
+    return Band(q, lo, hi, scale, shown, deviation, mean, enforced)
+
+
+def score_brokers(brokers: pd.DataFrame, goals: Sequence[GoalSpec]) -> pd.DataFrame:
+    """One row per broker per per-broker goal: quantity, band, violation, deviation."""
+    brokers = brokers.sort_values("broker", kind="stable").reset_index(drop=True)
+    frames = []
+    for goal in per_broker_goals(goals):
+        b = band(goal, brokers)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "goal": goal.label,
+                    "goal_type": goal.type.value,
+                    "hard": goal.hard,
+                    "priority": np.int32(goal.priority),
+                    "broker": brokers["broker"].to_numpy(np.int32),
+                    "active": brokers["active"].to_numpy(bool),
+                    "quantity": b.quantity,
+                    "utilisation": b.utilisation,
+                    "lo": b.lo,
+                    "hi": b.hi,
+                    "scale": b.scale,
+                    "violation": b.violation,
+                    "deviation": b.deviation,
+                    "mean": b.mean,
+                }
+            )
+        )
+    if not frames:
+        return pd.DataFrame({c.split()[0]: [] for c in SCORE_COLUMNS.split(", ")})
+    return pd.concat(frames, ignore_index=True)
+
+
+def _contributions(replicas: pd.DataFrame, leader: bool) -> FloatArray:
+    """What each replica row would add to its broker as leader (True) or as follower."""
+    return math.replica_contribution(
+        replicas["disk"].to_numpy(np.float64),
+        replicas["network_in"].to_numpy(np.float64),
+        replicas["network_out"].to_numpy(np.float64),
+        replicas["cpu"].to_numpy(np.float64),
+        replicas["follower_cpu"].to_numpy(np.float64),
+        replicas["rf"].to_numpy(np.float64),
+        np.full(len(replicas), leader),
+    ).reshape(len(replicas), 4)
+
+
+def _deltas(replicas: pd.DataFrame, col: int) -> tuple[FloatArray, FloatArray]:
+    """Goal-quantity change of (moving the replica, handing its leadership to a follower)."""
+    is_leader = replicas["is_leader"].to_numpy(bool)
+    if col == REPLICAS:
+        return np.ones(len(replicas)), np.zeros(len(replicas))
+    if col == LEADERS:
+        return is_leader.astype(np.float64), is_leader.astype(np.float64)
+    as_leader = _contributions(replicas, True)[:, col]
+    as_follower = _contributions(replicas, False)[:, col]
+    move = np.where(is_leader, as_leader, as_follower)
+    return move, np.where(is_leader, as_leader - as_follower, 0.0)
+
+
+def _improvement(b: Band, src: int, dst: FloatArray, delta: FloatArray) -> FloatArray:
+    """Fall of the goal's violation (source plus target) when ``delta`` moves src → dst."""
+    idx = dst.astype(np.int64)
+    q, lo, hi, scale = b.quantity, b.lo, b.hi, b.scale
+    src_gain = math.outside_band(q[src], lo[src], hi[src]) - math.outside_band(
+        q[src] - delta, lo[src], hi[src]
+    )
+    dst_gain = math.outside_band(q[idx], lo[idx], hi[idx]) - math.outside_band(
+        q[idx] + delta, lo[idx], hi[idx]
+    )
+    return np.asarray(src_gain / scale[src] + dst_gain / scale[idx], dtype=np.float64)
+
+
+def candidates_for_broker(
+    replicas: pd.DataFrame, brokers: pd.DataFrame, goals: Sequence[GoalSpec], top: int
+) -> pd.DataFrame:
+    """Best actions that shed load from one broker (all ``replicas`` rows sit on it) for every
+    goal it is above the band of: move a replica to the least-loaded eligible broker (active,
+    not holding the partition), or hand the leadership to the least-loaded follower."""
+    brokers = brokers.sort_values("broker", kind="stable").reset_index(drop=True)
+    ids = brokers["broker"].to_numpy(np.int64)
+    position = {int(b): i for i, b in enumerate(ids)}
+    src_id = int(replicas["broker"].iloc[0])
+    src = position[src_id]
+    active = brokers["active"].to_numpy(bool)
+    # holds[k, j]: broker j already holds a replica of row k's partition.
+    holds = np.zeros((len(replicas), len(ids)), dtype=bool)
+    for k, members in enumerate(replicas["replicas"]):
+        holds[k, [position[int(m)] for m in members if int(m) in position]] = True
+    frames = []
+    for goal in per_broker_goals(goals):
+        b = band(goal, brokers)
+        if not b.enforced or b.quantity[src] <= b.hi[src] or b.violation[src] <= 0:
+            continue
+        relative = b.quantity / b.scale
+        move_delta, lead_delta = _deltas(replicas, goal_column(goal.type))
+        for action, eligible, delta, cost in (
+            ("move", active[None, :] & ~holds, move_delta, replicas["disk"].to_numpy(np.float64)),
+            (
+                "leader",
+                active[None, :] & holds & replicas["is_leader"].to_numpy(bool)[:, None],
+                lead_delta,
+                np.zeros(len(replicas)),
+            ),
+        ):
+            eligible = eligible.copy()
+            eligible[:, src] = False
+            ok = eligible.any(axis=1) & (delta > 0)
+            if not ok.any():
+                continue
+            target = np.argmin(np.where(eligible, relative[None, :], np.inf), axis=1)
+            gain = _improvement(b, src, target.astype(np.float64), delta)
+            keep = ok & (gain > MIN_IMPROVEMENT)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "goal": goal.label,
+                        "goal_type": goal.type.value,
+                        "source_broker": np.int32(src_id),
+                        "source_violation": float(b.violation[src]),
+                        "action": action,
+                        "topic": replicas["topic"].to_numpy()[keep],
+                        "partition": replicas["partition"].to_numpy(np.int32)[keep],
+                        "target_broker": ids[target[keep]].astype(np.int32),
+                        "improvement": gain[keep],
+                        "bytes": cost[keep],
+                    }
+                )
+            )
+    if not frames:
+        return pd.DataFrame({c.split()[0]: [] for c in CANDIDATE_COLUMNS.split(", ")})
+    found = pd.concat(frames, ignore_index=True)
+    found = found.sort_values(["goal", "improvement", "bytes"], ascending=[True, False, True], kind="stable")
+    return found.groupby("goal", sort=False).head(top).reset_index(drop=True)

@@ -1,0 +1,193 @@
+"""Pure DataFrame → DataFrame transforms of the scoring job (no I/O, no actions).
+
+Windows: samples are bucketed by ``ts_ms`` (the end of their interval) into windows of
+``window_ms`` ending at the newest sample: window 0 is ``(newest − w, newest]``, window 1 the
+one before, and so on.
+
+Load model rules (the snapshot's per-partition ``load``):
+- disk: the newest ``size_bytes``; networkIn/Out: Σ bytes ÷ Σ interval seconds over the used
+  windows (a time-weighted average); replicas and leader: the newest sample's (a leader that
+  is not a replica, e.g. -1 while offline, is taken to be the preferred leader, ``replicas[0]``).
+- cpu: a broker's average cpu over the used windows (time-weighted, null samples ignored) is
+  attributed to the partitions it leads in proportion to their bytes in (evenly when none has
+  any). Partitions whose leader has no cpu samples get 0.
+- followerCpu: ``follower_fraction`` × cpu, a fixed estimate (followers fetch and append what the
+  leader receives but serve no consumers).
+
+Goal math (broker loads, bands, violations) runs in pandas UDFs calling
+:mod:`kafka_balancer.goals.math` through :mod:`kafka_balancer.scoring.scores`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pandas as pd
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from kafka_balancer.goals import math
+from kafka_balancer.goals.spec import GoalSpec
+from kafka_balancer.scoring import scores
+
+DEFAULT_FOLLOWER_CPU_FRACTION = 0.2
+PARTITION_KEY = ("topic", "partition")
+
+
+def bucket(samples: DataFrame, window_ms: int, newest_ms: int) -> DataFrame:
+    """Adds ``window``: 0 for the newest window, 1 for the one before, …"""
+    return samples.withColumn(
+        "window", F.floor((F.lit(newest_ms) - F.col("ts_ms")) / F.lit(window_ms)).cast("int")
+    )
+
+
+def in_windows(bucketed: DataFrame, windows: int) -> DataFrame:
+    """Keeps the newest ``windows`` windows."""
+    return bucketed.where((F.col("window") >= 0) & (F.col("window") < windows))
+
+
+def completeness(used: DataFrame, windows: int, min_samples: int) -> DataFrame:
+    """Per partition: ``complete`` when every used window holds at least ``min_samples`` samples."""
+    per_window = used.groupBy(*PARTITION_KEY, "window").agg(F.count(F.lit(1)).alias("n"))
+    return (
+        per_window.groupBy(*PARTITION_KEY)
+        .agg(
+            F.sum(F.when(F.col("n") >= min_samples, 1).otherwise(0)).alias("full_windows"),
+            F.min("n").alias("min_samples"),
+        )
+        .select(
+            *PARTITION_KEY,
+            "min_samples",
+            (F.col("full_windows") == F.lit(windows)).alias("complete"),
+        )
+    )
+
+
+def complete_only(used: DataFrame, complete: DataFrame) -> DataFrame:
+    return used.join(complete.where("complete").select(*PARTITION_KEY), list(PARTITION_KEY), "left_semi")
+
+
+def partition_model(used: DataFrame) -> DataFrame:
+    """One row per partition: newest replicas/leader/size, windowed network averages."""
+    newest = F.struct("ts_ms", "replicas", "leader", "size_bytes")
+    agg = used.groupBy(*PARTITION_KEY).agg(
+        F.max_by(newest, F.col("ts_ms")).alias("newest"),
+        F.sum("bytes_in").alias("bytes_in"),
+        F.sum("bytes_out").alias("bytes_out"),
+        (F.sum("interval_ms") / F.lit(1000.0)).alias("seconds"),
+    )
+    replicas = F.col("newest.replicas")
+    leader = F.col("newest.leader")
+    return agg.select(
+        *PARTITION_KEY,
+        replicas.alias("replicas"),
+        F.when(F.array_contains(replicas, leader), leader).otherwise(replicas[0]).alias("leader"),
+        F.col("newest.size_bytes").alias("disk"),
+        (F.col("bytes_in") / F.col("seconds")).alias("network_in"),
+        (F.col("bytes_out") / F.col("seconds")).alias("network_out"),
+        F.col("bytes_in"),
+    )
+
+
+def broker_cpu(broker_samples_used: DataFrame) -> DataFrame:
+    """Per broker: time-weighted average cores used over the used windows (nulls ignored)."""
+    known = broker_samples_used.where(F.col("cpu").isNotNull())
+    return known.groupBy("broker").agg(
+        (F.sum(F.col("cpu") * F.col("interval_ms")) / F.sum("interval_ms")).alias("broker_cpu")
+    )
+
+
+def attribute_cpu(
+    partitions: DataFrame, cpu: DataFrame, follower_fraction: float = DEFAULT_FOLLOWER_CPU_FRACTION
+) -> DataFrame:
+    """Adds ``cpu`` and ``follower_cpu``: each leader's cpu shared by bytes in (see module doc)."""
+    led = Window.partitionBy("leader")
+    with_cpu = partitions.join(cpu.withColumnRenamed("broker", "leader"), "leader", "left")
+    total_in = F.sum("bytes_in").over(led)
+    share = F.when(total_in > 0, F.col("bytes_in") / total_in).otherwise(1.0 / F.count(F.lit(1)).over(led))
+    part_cpu = F.coalesce(F.col("broker_cpu") * share, F.lit(0.0))
+    return (
+        with_cpu.withColumn("cpu", part_cpu)
+        .withColumn("follower_cpu", F.col("cpu") * F.lit(follower_fraction))
+        .drop("broker_cpu")
+    )
+
+
+def replica_rows(partitions: DataFrame) -> DataFrame:
+    """One row per replica: its broker, whether it leads, the partition's RF and load."""
+    return partitions.select(
+        *PARTITION_KEY,
+        "replicas",
+        F.size("replicas").alias("rf"),
+        F.explode("replicas").alias("broker"),
+        "leader",
+        "disk",
+        "network_in",
+        "network_out",
+        "cpu",
+        "follower_cpu",
+    ).withColumn("is_leader", F.col("broker") == F.col("leader"))
+
+
+def _contribute(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    for frame in batches:
+        load = math.replica_contribution(
+            frame["disk"],
+            frame["network_in"],
+            frame["network_out"],
+            frame["cpu"],
+            frame["follower_cpu"],
+            frame["rf"],
+            frame["is_leader"],
+        ).reshape(len(frame), 4)
+        out = frame[["broker", "is_leader"]].copy()
+        for i, name in enumerate(scores.CONTRIBUTION_COLUMNS):
+            out[name] = load[:, i]
+        yield out
+
+
+def replica_contributions(replicas: DataFrame) -> DataFrame:
+    """Per replica: the load it adds to its broker (``goals.math.replica_contribution``)."""
+    schema = "broker int, is_leader boolean, " + ", ".join(f"{c} double" for c in scores.CONTRIBUTION_COLUMNS)
+    return replicas.select(
+        "broker", "is_leader", "disk", "network_in", "network_out", "cpu", "follower_cpu", "rf"
+    ).mapInPandas(_contribute, schema)
+
+
+def broker_loads(contributions: DataFrame, topology: DataFrame) -> DataFrame:
+    """Per broker of the topology: summed loads, replica and leader counts, capacity, state."""
+    sums = contributions.groupBy("broker").agg(
+        *(
+            F.sum(c).alias(load)
+            for c, load in zip(scores.CONTRIBUTION_COLUMNS, scores.LOAD_COLUMNS, strict=True)
+        ),
+        F.count(F.lit(1)).alias("replicas"),
+        F.sum(F.col("is_leader").cast("long")).alias("leaders"),
+    )
+    zero: dict[str, bool | float | int | str] = {c: 0.0 for c in scores.LOAD_COLUMNS}
+    zero |= {"replicas": 0, "leaders": 0}
+    return topology.join(sums, "broker", "left").fillna(zero)
+
+
+def broker_scores(loads: DataFrame, goals: Sequence[GoalSpec]) -> DataFrame:
+    """Per broker per goal: quantity, band lo/hi, violation, deviation (``goals.math``)."""
+    chosen = tuple(goals)
+
+    def score(frame: pd.DataFrame) -> pd.DataFrame:
+        return scores.score_brokers(frame, chosen)
+
+    return loads.groupBy(F.lit(0).alias("cluster")).applyInPandas(score, scores.SCORE_COLUMNS)
+
+
+def candidates(
+    replicas: DataFrame, loads: pd.DataFrame, goals: Sequence[GoalSpec], top: int, violating: Sequence[int]
+) -> DataFrame:
+    """Best ``top`` actions per goal for each broker in ``violating``, scored on ``loads`` (the
+    per-broker table, small, shipped to every task)."""
+    chosen = tuple(goals)
+
+    def best(frame: pd.DataFrame) -> pd.DataFrame:
+        return scores.candidates_for_broker(frame, loads, chosen, top)
+
+    on_violators = replicas.where(F.col("broker").isin([int(b) for b in violating]))
+    return on_violators.groupBy("broker").applyInPandas(best, scores.CANDIDATE_COLUMNS)
