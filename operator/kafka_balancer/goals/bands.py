@@ -24,6 +24,11 @@ MARGIN = 1e-6
 TARGET_RANGE = 0.9
 
 
+def _outside(q: FloatArray, lo: FloatArray, hi: FloatArray) -> FloatArray:
+    """``math.outside_band`` without its input conversions, for the hot path (float arrays only)."""
+    return np.maximum(q - hi, 0.0) + np.maximum(lo - q, 0.0)
+
+
 class BandGoal(Goal):
     """Keeps ``state.quantity(column)`` of every broker within a band.
 
@@ -36,6 +41,8 @@ class BandGoal(Goal):
     hi: FloatArray
     scale: FloatArray
     active: bool = True
+    _cache_key: tuple[int, bool] | None = None
+    _cache: tuple[FloatArray, FloatArray]
 
     def _set_bands(self, margin: float, target_lo: FloatArray, target_hi: FloatArray) -> None:
         slack = margin * self.scale
@@ -46,6 +53,15 @@ class BandGoal(Goal):
 
     def _bands(self, target: bool) -> tuple[FloatArray, FloatArray]:
         return (self.target_lo, self.target_hi) if target else (self.veto_lo, self.veto_hi)
+
+    def _before(self, state: PlanState, target: bool) -> tuple[FloatArray, FloatArray]:
+        """Per-broker quantity and its distance outside a band, cached until the state changes."""
+        key = (state.version, target)
+        if self._cache_key != key:
+            q = state.quantity(self.column)
+            self._cache = (q, _outside(q, *self._bands(target)))
+            self._cache_key = key
+        return self._cache
 
     def affects_leadership(self) -> bool:
         return self.column in (Resource.NETWORK_OUT, Resource.CPU, LEADERS)
@@ -62,14 +78,12 @@ class BandGoal(Goal):
         if not self.active:
             return np.zeros(len(cands)), np.zeros((len(cands), state.n_brokers))
         lo, hi = self._bands(target)
-        q = state.quantity(self.column)
+        q, before = self._before(state, target)
         d = cands.delta[:, self.column]
         src = cands.src
-        before_src = math.outside_band(q[src], lo[src], hi[src])
-        after_src = math.outside_band(q[src] - d, lo[src], hi[src])
-        before = math.outside_band(q, lo, hi)
-        after = math.outside_band(q[None, :] + d[:, None], lo[None, :], hi[None, :])
-        return (after_src - before_src) / self.scale[src], (after - before[None, :]) / self.scale[None, :]
+        after_src = _outside(q[src] - d, lo[src], hi[src])
+        after = _outside(q[None, :] + d[:, None], lo, hi)
+        return (after_src - before[src]) / self.scale[src], (after - before) / self.scale
 
     def evaluate_pairs(
         self, state: PlanState, give: Candidates, take: Candidates, x: int, y: int, target: bool = False

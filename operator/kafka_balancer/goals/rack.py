@@ -90,5 +90,5 @@ class RackAwareGoal(Goal):
                 )
                 cands = [state.replica_moves(int(row[s]), parts) for s in order]
                 cands = [c for c in cands if len(c)]
-                if not cands or not search.place(self, type(cands[0]).concat(cands)):
+                if not cands or search.place(self, type(cands[0]).concat(cands)) is None:
                     break

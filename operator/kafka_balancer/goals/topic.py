@@ -12,6 +12,9 @@ from kafka_balancer.goals.math import FloatArray, IntArray
 from kafka_balancer.goals.spec import GoalSpec
 from kafka_balancer.planner.state import REPLICAS
 
+# Brokers asked for a replica of a topic before giving up on an under-filled broker.
+MAX_SOURCES = 8
+
 if TYPE_CHECKING:
     from kafka_balancer.planner.search import Search
     from kafka_balancer.planner.state import Candidates, PlanState
@@ -100,7 +103,7 @@ class TopicReplicaDistributionGoal(Goal):
             while state.topic_count[t, x] > self.hi[t, x]:
                 parts = state.parts_on(int(x))
                 cands = state.replica_moves(int(x), parts[of_topic[parts]])
-                if not search.place(self, cands.take(np.argsort(cands.cost, kind="stable"))):
+                if search.place(self, cands.take(np.argsort(cands.cost, kind="stable"))) is None:
                     break
                 progress = True
         for y in np.argsort(state.topic_count[t], kind="stable"):
@@ -115,12 +118,13 @@ class TopicReplicaDistributionGoal(Goal):
     def _pull(self, state: PlanState, search: Search, t: int, y: int) -> bool:
         of_topic = state.topic == t
         surplus = state.topic_count[t] - self.lo[t]
-        for x in np.argsort(-surplus, kind="stable"):
+        for x in np.argsort(-surplus, kind="stable")[:MAX_SOURCES]:
             if x == y or surplus[x] <= 0:
                 break
             parts = state.parts_on(int(x))
             parts = parts[of_topic[parts]]
             cands = state.replica_moves(int(x), parts)
-            if len(cands) and search.place(self, cands.take(np.argsort(cands.cost, kind="stable")), dest=y):
+            ordered = cands.take(np.argsort(cands.cost, kind="stable"))
+            if len(cands) and search.place(self, ordered, dest=y) is not None:
                 return True
         return False

@@ -109,8 +109,12 @@ def _drain(state: PlanState, goals: list[Goal]) -> None:
         parts = state.parts_on(b)
         for p in (int(i) for i in parts[np.lexsort((parts, -state.disk[parts]))]):
             one = np.array([p], dtype=np.int64)
-            if not search.place(None, state.replica_moves(b, one)):
+            cands = state.replica_moves(b, one)
+            if search.place(None, cands) is None:
                 raise InfeasibleError(_drain_blocked(state, hard, b, p))
+            slot = int(cands.slot[0])
+            if state.rack[state.replicas[p, slot]] == state.rack[b]:
+                state.pin_to_rack(p, slot)
 
 
 def _drain_blocked(state: PlanState, hard: list[Goal], broker: int, p: int) -> str:

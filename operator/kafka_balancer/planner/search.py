@@ -29,6 +29,11 @@ SWAP_PARTNERS = 4
 SWAP_SIDE = 48
 
 
+def without(cands: Candidates, part: int) -> Candidates:
+    """The candidates that do not touch ``part`` (after an action changed it)."""
+    return cands.take(np.nonzero(cands.part != part)[0])
+
+
 def preference(benefit: FloatArray, cost: FloatArray, need: float, parts: IntArray) -> IntArray:
     """Order candidates by bytes moved per unit of useful benefit, then fewer moves, then smaller."""
     useful = np.minimum(benefit, max(need, 0.0))
@@ -53,7 +58,9 @@ class Search:
         target = np.zeros((k, state.n_brokers), dtype=bool)
         fixed = np.nonzero(~free)[0]
         target[fixed, cands.dst[fixed]] = True
-        allowed = np.where(free[:, None], ~state.holds(cands.part), target)
+        allowed = np.where(
+            free[:, None], ~state.holds(cands.part) & state.rack_allowed(cands.part, cands.slot), target
+        )
         allowed &= state.active[None, :]
         allowed[np.arange(k), cands.src] = False
         if dest is not None:
@@ -100,44 +107,62 @@ class Search:
             ys = np.nonzero(allowed[k])[0]
             other_rack = (state.rack[ys] != state.rack[batch.src[k]]).astype(np.float64)
             later = self._later_cost(one)[0, ys]
-            keys = (
-                (ys, later, gain[k, ys], other_rack)
-                if same_rack_first
-                else (ys, later, other_rack, gain[k, ys])
-            )
+            if same_rack_first:
+                # A drain: its own rack first, spread over that rack by capacity (the rest of
+                # a receiving broker's load can still move elsewhere, drained replicas cannot).
+                spread = state.drained_share(one)[0, ys]
+                keys = (ys, later, spread, other_rack)
+            else:
+                keys = (ys, later, other_rack, gain[k, ys])
             y = int(ys[np.lexsort(keys)[0]])
             return k + start - size, y
         return None
 
-    def place(self, goal: Goal | None, cands: Candidates, dest: int | None = None) -> bool:
-        """Apply the first acceptable candidate (in the given order) at its best destination."""
+    def place(self, goal: Goal | None, cands: Candidates, dest: int | None = None) -> int | None:
+        """Apply the first acceptable candidate (in the given order) at its best destination;
+        returns the partition it changed, or None when no candidate is acceptable."""
         if len(cands) == 0:
-            return False
+            return None
         choice = self._choose(goal, cands, dest, same_rack_first=goal is None)
         if choice is None:
-            return False
+            return None
         k, y = choice
         self.state.apply(cands, k, y)
         self.actions += 1
-        return True
+        return int(cands.part[k])
 
     # ---- band goals: shed an over broker, fill an under broker -------------------------
+    #
+    # A candidate's delta depends only on its own partition's state, so the candidates of a
+    # broker are built once per shed/fill and only the changed partition's rows are refreshed.
+
+    def _useful(self, goal: BandGoal, cands: Candidates) -> Candidates:
+        return cands.take(np.nonzero(cands.delta[:, goal.column] > 0)[0])
 
     def _ordered(self, goal: BandGoal, cands: Candidates, need: float) -> Candidates:
-        benefit = cands.delta[:, goal.column]
-        keep = np.nonzero(benefit > 0)[0]
-        cands = cands.take(keep)
         return cands.take(preference(cands.delta[:, goal.column], cands.cost, need, cands.part))
+
+    def _shed_pool(self, goal: BandGoal, broker: int, parts: IntArray | None = None) -> Candidates:
+        batches = [self.state.replica_moves(broker, parts)]
+        if goal.affects_leadership():
+            batches.insert(0, self.state.leadership_away(broker, parts))
+        return self._useful(goal, Candidates.concat(batches))
 
     def shed(self, goal: BandGoal, broker: int) -> bool:
         state = self.state
         progress = False
+        pool: Candidates | None = None
         while goal.excess(state, broker) > 0 and goal.needs_fix(state)[broker] > EPSILON:
-            batches = [state.replica_moves(broker)]
-            if goal.affects_leadership():
-                batches.insert(0, state.leadership_away(broker))
-            cands = self._ordered(goal, Candidates.concat(batches), goal.excess(state, broker))
-            if not (self.place(goal, cands) or self._swap_with_partners(goal, broker, over=True)):
+            if pool is None:
+                pool = self._shed_pool(goal, broker)
+            changed = self.place(goal, self._ordered(goal, pool, goal.excess(state, broker)))
+            if changed is not None:
+                pool = without(pool, changed)
+                if changed in state.partitions_on[broker]:
+                    pool = Candidates.concat([pool, self._shed_pool(goal, broker, np.array([changed]))])
+            elif self._swap_with_partners(goal, broker, over=True):
+                pool = None
+            else:
                 return progress
             progress = True
         return progress
@@ -145,17 +170,45 @@ class Search:
     def fill(self, goal: BandGoal, broker: int) -> bool:
         state = self.state
         progress = False
+        pools: dict[int, Candidates] = {}
+        lead: Candidates | None = None
         while goal.deficit(state, broker) > 0 and goal.needs_fix(state)[broker] > EPSILON:
             need = goal.deficit(state, broker)
-            placed = False
+            changed = None
             if goal.affects_leadership():
-                placed = self.place(goal, self._ordered(goal, state.leadership_to(broker), need), dest=broker)
-            if not (
-                placed or self._pull(goal, broker, need) or self._swap_with_partners(goal, broker, over=False)
-            ):
+                if lead is None:
+                    lead = self._useful(goal, state.leadership_to(broker))
+                changed = self.place(goal, self._ordered(goal, lead, need), dest=broker)
+            if changed is None:
+                changed = self._pull(goal, broker, need, pools)
+            if changed is not None:
+                pools = {s: without(c, changed) for s, c in pools.items()}
+                lead = None if lead is None else without(lead, changed)
+            elif self._swap_with_partners(goal, broker, over=False):
+                pools, lead = {}, None
+            else:
                 return progress
             progress = True
         return progress
+
+    def _pull(self, goal: BandGoal, broker: int, need: float, pools: dict[int, Candidates]) -> int | None:
+        """Move one replica onto ``broker``, from its own rack when a broker there can give."""
+        state = self.state
+        surplus = goal.surplus(state)
+        surplus[broker] = -np.inf
+        other_rack = state.rack != state.rack[broker]
+        sources = [int(s) for s in np.lexsort((np.arange(state.n_brokers), -surplus, other_rack))]
+        for s in sources[:MAX_SOURCES]:
+            if surplus[s] <= EPSILON:
+                break
+            if s not in pools:
+                here = state.partitions_on[broker]
+                parts = np.array([p for p in state.partitions_on[s] if p not in here], dtype=np.int64)
+                pools[s] = self._useful(goal, state.replica_moves(s, parts))
+            changed = self.place(goal, self._ordered(goal, pools[s], need), dest=broker)
+            if changed is not None:
+                return changed
+        return None
 
     # ---- swaps: when a one-way move cannot fit --------------------------------------
 
@@ -189,7 +242,9 @@ class Search:
             ok = np.ones((len(give), len(take)), dtype=bool)
             moves = give.dst == NO_BROKER
             if moves.all():
-                ok &= ~state.holds(give.part)[:, y][:, None] & ~state.holds(take.part)[:, x][None, :]
+                give_ok = ~state.holds(give.part)[:, y] & state.rack_allowed(give.part, give.slot)[:, y]
+                take_ok = ~state.holds(take.part)[:, x] & state.rack_allowed(take.part, take.slot)[:, x]
+                ok &= give_ok[:, None] & take_ok[None, :]
             for veto in self.vetoes:
                 if not ok.any():
                     break
@@ -209,22 +264,4 @@ class Search:
             state.apply(take, int(j[best]), x)
             self.actions += 2
             return True
-        return False
-
-    def _pull(self, goal: BandGoal, broker: int, need: float) -> bool:
-        """Move one replica onto ``broker``, from its own rack when a broker there can give."""
-        state = self.state
-        surplus = goal.surplus(state)
-        surplus[broker] = -np.inf
-        other_rack = state.rack != state.rack[broker]
-        sources = [int(s) for s in np.lexsort((np.arange(state.n_brokers), -surplus, other_rack))]
-        here = state.partitions_on[broker]
-        for s in sources[:MAX_SOURCES]:
-            if surplus[s] <= EPSILON:
-                break
-            parts = np.array([p for p in state.partitions_on[s] if p not in here], dtype=np.int64)
-            if len(parts) and self.place(
-                goal, self._ordered(goal, state.replica_moves(s, parts), need), dest=broker
-            ):
-                return True
         return False

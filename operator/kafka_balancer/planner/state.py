@@ -101,6 +101,10 @@ class PlanState:
         self.original_replicas = self.replicas.copy()
         self.original_leader_slot = self.leader_slot.copy()
         self.moved: BoolArray = np.zeros_like(self.replicas, dtype=bool)
+        # A replica drained to its own rack stays in that rack for the rest of the plan.
+        self.pinned_rack: IntArray = np.full_like(self.replicas, NO_BROKER)
+        # Bytes drained onto each broker, to spread a drain over its rack by capacity.
+        self.drained_disk: FloatArray = np.zeros(len(brokers))
         self.rack_limit: IntArray = math.rack_limit(self.rf, self.n_racks)
 
         # Per-partition contribution of its leader and of one follower, [P, 4].
@@ -112,6 +116,8 @@ class PlanState:
         )
         self.n_brokers = len(brokers)
         self.n_topics = len(self.topic_names)
+        # Bumped by every applied action, so goals can cache per-broker figures between actions.
+        self.version = 0
         self._recount()
 
     def _recount(self) -> None:
@@ -148,6 +154,23 @@ class PlanState:
 
     def slot_of(self, parts: IntArray, broker: int) -> IntArray:
         return np.asarray(np.argmax(self.replicas[parts] == broker, axis=1), dtype=np.int64)
+
+    def pin_to_rack(self, p: int, slot: int) -> None:
+        broker = self.replicas[p, slot]
+        self.pinned_rack[p, slot] = self.rack[broker]
+        self.drained_disk[broker] += self.disk[p]
+
+    def drained_share(self, cands: Candidates) -> FloatArray:
+        """``[K, B]``: drained bytes per unit of effective disk capacity if cands[k] went to b."""
+        capacity = self.effective_capacity[:, 0]
+        drained = self.drained_disk[None, :] + self.disk[cands.part][:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(capacity[None, :] > 0, drained / capacity[None, :], np.inf)
+
+    def rack_allowed(self, parts: IntArray, slots: IntArray) -> BoolArray:
+        """``[K, B]``: may replica (parts[k], slots[k]) move to broker b, given rack pins?"""
+        pinned = self.pinned_rack[parts, slots]
+        return np.asarray((pinned < 0)[:, None] | (self.rack[None, :] == pinned[:, None]), dtype=bool)
 
     def holds(self, parts: IntArray) -> BoolArray:
         """``[K, B]``: does broker b already hold a replica of partition parts[k]?"""
@@ -195,9 +218,10 @@ class PlanState:
         delta[:, LEADERS] = 1.0
         return Candidates(parts, slots, src, new_leader.astype(np.int64), delta, np.zeros(len(parts)))
 
-    def leadership_away(self, broker: int) -> Candidates:
-        """Every leadership change that hands a partition led by ``broker`` to one of its followers."""
-        parts = self.parts_on(broker)
+    def leadership_away(self, broker: int, parts: IntArray | None = None) -> Candidates:
+        """Leadership changes that hand a partition led by ``broker`` (of ``parts``, default all)
+        to one of its followers."""
+        parts = self.parts_on(broker) if parts is None else parts
         parts = np.sort(parts[self.replicas[parts, self.leader_slot[parts]] == broker])
         rows = self.replicas[parts]
         p_rep = np.repeat(parts, rows.shape[1])
@@ -216,6 +240,7 @@ class PlanState:
     def apply(self, cands: Candidates, k: int, dest: int) -> None:
         p, slot, src = int(cands.part[k]), int(cands.slot[k]), int(cands.src[k])
         delta = cands.delta[k]
+        self.version += 1
         self.load[src] -= delta[:4]
         self.load[dest] += delta[:4]
         self.leader_count[src] -= int(delta[LEADERS])
