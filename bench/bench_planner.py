@@ -56,9 +56,7 @@ def run_size(name: str, goal_set: str, out: Any) -> None:
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "bytes_moved": f.bytes_moved,
             "lower_bound": f.bytes_moved_lower_bound,
-            "moved_over_bound": round(f.bytes_moved / bound, 3)
-            if bound
-            else None,
+            "moved_over_bound": round(f.bytes_moved / bound, 3) if bound else None,
             "replica_moves": f.replica_moves,
             "leader_changes": f.leader_changes,
             "goals": {
