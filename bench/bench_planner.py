@@ -15,6 +15,7 @@ import json
 import multiprocessing
 import resource
 import time
+from queue import Empty
 from typing import Any
 
 SIZES = {
@@ -37,6 +38,8 @@ def run_size(name: str, goal_set: str, out: Any) -> None:
         hot_brokers=max(1, size["brokers"] // 20),
         empty_brokers=max(1, size["brokers"] // 25),
         seed=7,
+        # Partition sizes chosen so that the cluster is about 40 % full on average.
+        mean_partition_bytes=0.4 * 4.0e12 * size["brokers"] / (size["partitions"] * 3),
     )
     cluster = generate(spec)
     goals = default_goal_set()
@@ -84,7 +87,14 @@ def main() -> None:
         queue = ctx.Queue()
         child = ctx.Process(target=run_size, args=(name, args.goals, queue))
         child.start()
-        print(json.dumps(queue.get()), flush=True)
+        while True:
+            try:
+                print(json.dumps(queue.get(timeout=5)), flush=True)
+                break
+            except Empty:
+                if not child.is_alive():
+                    print(json.dumps({"size": name, "error": f"exit code {child.exitcode}"}), flush=True)
+                    break
         child.join()
 
 
