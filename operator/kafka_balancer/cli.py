@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
 from kafka_balancer.scoring.options import add_arguments as add_score_arguments
@@ -42,6 +42,59 @@ def _score(args: argparse.Namespace) -> int:
     return run_score(args)
 
 
+def _execute(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.execute import run_execute
+
+    return run_execute(args)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.execute import run_status
+
+    return run_status(args)
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.execute import run_cancel
+
+    return run_cancel(args)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value}")
+    return value
+
+
+def _add_execution_commands(commands: Any) -> None:
+    execute = commands.add_parser("execute", help="execute a plan on Kafka: throttled, batched, resumable")
+    execute.add_argument("--plan", required=True, type=Path, help="plan (Kafka reassignment JSON)")
+    execute.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    execute.add_argument("--command-config", type=Path, help="client properties (security, SASL, SSL)")
+    execute.add_argument("--throttle", type=_positive, help="replication throttle, bytes/s per broker")
+    execute.add_argument("--max-moves-per-broker", type=_positive, default=2)
+    execute.add_argument("--max-moves", type=_positive, default=10, help="moves in flight cluster-wide")
+    execute.add_argument("--state", type=Path, help="state file (default: <plan>.state.json)")
+    execute.add_argument("--timeout-per-move", type=_positive, default=600, help="seconds without progress")
+    execute.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
+    execute.add_argument("--force", action="store_true", help="start despite under-replicated partitions")
+    execute.set_defaults(handler=_execute)
+
+    status = commands.add_parser("status", help="progress of an execution")
+    status.add_argument("--state", required=True, type=Path, help="the execution's state file")
+    status.set_defaults(handler=_status)
+
+    cancel = commands.add_parser("cancel", help="cancel an execution and remove its throttles")
+    cancel.add_argument("--state", required=True, type=Path, help="the execution's state file")
+    cancel.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    cancel.add_argument("--command-config", type=Path, help="client properties (security, SASL, SSL)")
+    cancel.set_defaults(handler=_cancel)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kafka-balancer", description="Keeps Apache Kafka clusters balanced.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -54,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("--report", type=Path, help="also write a JSON report of the plan")
     plan.set_defaults(handler=_plan)
+    _add_execution_commands(commands)
 
     score = commands.add_parser("score", help="score the cluster model from a sample store (Spark)")
     add_score_arguments(score)

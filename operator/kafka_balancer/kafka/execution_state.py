@@ -1,0 +1,187 @@
+"""The execution state file: the plan, each move's status, the throttles we set, progress.
+
+It is written atomically after every step, so a crashed or killed executor resumes from it with no
+move lost, duplicated or reverted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from kafka_balancer.errors import InputError
+from kafka_balancer.formats.plan_file import write_json_atomically
+
+STATE_VERSION = 1
+
+
+class MoveStatus(StrEnum):
+    PENDING = "pending"
+    IN_FLIGHT = "in-flight"
+    DONE = "done"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Move:
+    """One partition of the plan: from ``source`` to ``target`` (``target[0]`` leads afterwards)."""
+
+    topic: str
+    partition: int
+    source: tuple[int, ...]
+    target: tuple[int, ...]
+    size: int = 0
+    status: MoveStatus = MoveStatus.PENDING
+    reason: str = ""
+    started_at: float | None = None
+    finished_at: float | None = None
+    progress_bytes: int = 0
+    progress_at: float | None = None
+
+    @property
+    def tp(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def adding(self) -> tuple[int, ...]:
+        return tuple(b for b in self.target if b not in self.source)
+
+    @property
+    def removing(self) -> tuple[int, ...]:
+        return tuple(b for b in self.source if b not in self.target)
+
+    @property
+    def brokers(self) -> frozenset[int]:
+        """Brokers that send or receive data for this move (none for a leadership-only reorder)."""
+        if not self.adding:
+            return frozenset()
+        return frozenset(self.adding) | frozenset(self.source)
+
+    @property
+    def bytes_total(self) -> int:
+        return self.size * len(self.adding)
+
+    @property
+    def bytes_done(self) -> int:
+        return (
+            self.bytes_total if self.status is MoveStatus.DONE else min(self.progress_bytes, self.bytes_total)
+        )
+
+
+@dataclass(frozen=True)
+class ExecutionState:
+    """Everything the executor needs to resume; ``throttled_*`` name the configs WE set, per resource."""
+
+    moves: tuple[Move, ...]
+    created_at: float
+    updated_at: float
+    throttle_rate: int | None = None
+    throttled_brokers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    throttled_topics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    foreign_throttles: tuple[str, ...] = ()
+    leadership_done: bool = False
+    finished_at: float | None = None
+
+    def with_move(self, move: Move) -> ExecutionState:
+        return replace(self, moves=tuple(move if m.tp == move.tp else m for m in self.moves))
+
+    def by_status(self, status: MoveStatus) -> list[Move]:
+        return [m for m in self.moves if m.status is status]
+
+    @property
+    def bytes_total(self) -> int:
+        return sum(m.bytes_total for m in self.moves)
+
+    @property
+    def bytes_done(self) -> int:
+        return sum(m.bytes_done for m in self.moves)
+
+    def plan_targets(self) -> dict[tuple[str, int], tuple[int, ...]]:
+        return {m.tp: m.target for m in self.moves}
+
+
+def _move_from(doc: Mapping[str, Any]) -> Move:
+    return Move(
+        topic=str(doc["topic"]),
+        partition=int(doc["partition"]),
+        source=tuple(int(b) for b in doc["source"]),
+        target=tuple(int(b) for b in doc["target"]),
+        size=int(doc.get("size", 0)),
+        status=MoveStatus(doc["status"]),
+        reason=str(doc.get("reason", "")),
+        started_at=doc.get("startedAt"),
+        finished_at=doc.get("finishedAt"),
+        progress_bytes=int(doc.get("progressBytes", 0)),
+        progress_at=doc.get("progressAt"),
+    )
+
+
+def _move_doc(move: Move) -> dict[str, Any]:
+    return {
+        "topic": move.topic,
+        "partition": move.partition,
+        "source": list(move.source),
+        "target": list(move.target),
+        "size": move.size,
+        "status": move.status.value,
+        "reason": move.reason,
+        "startedAt": move.started_at,
+        "finishedAt": move.finished_at,
+        "progressBytes": move.progress_bytes,
+        "progressAt": move.progress_at,
+    }
+
+
+def state_document(state: ExecutionState) -> dict[str, Any]:
+    return {
+        "version": STATE_VERSION,
+        "createdAt": state.created_at,
+        "updatedAt": state.updated_at,
+        "finishedAt": state.finished_at,
+        "throttleRate": state.throttle_rate,
+        "throttles": {
+            "brokers": {k: list(v) for k, v in state.throttled_brokers.items()},
+            "topics": {k: list(v) for k, v in state.throttled_topics.items()},
+            "foreign": list(state.foreign_throttles),
+        },
+        "leadershipDone": state.leadership_done,
+        "bytesDone": state.bytes_done,
+        "bytesTotal": state.bytes_total,
+        "moves": [_move_doc(m) for m in state.moves],
+    }
+
+
+def state_from_document(doc: Mapping[str, Any]) -> ExecutionState:
+    throttles = doc.get("throttles", {})
+    return ExecutionState(
+        moves=tuple(_move_from(m) for m in doc["moves"]),
+        created_at=float(doc["createdAt"]),
+        updated_at=float(doc["updatedAt"]),
+        throttle_rate=doc.get("throttleRate"),
+        throttled_brokers={str(k): tuple(v) for k, v in throttles.get("brokers", {}).items()},
+        throttled_topics={str(k): tuple(v) for k, v in throttles.get("topics", {}).items()},
+        foreign_throttles=tuple(throttles.get("foreign", [])),
+        leadership_done=bool(doc.get("leadershipDone", False)),
+        finished_at=doc.get("finishedAt"),
+    )
+
+
+def save_state(path: Path, state: ExecutionState) -> None:
+    write_json_atomically(path, state_document(state))
+
+
+def load_state(path: Path) -> ExecutionState:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if doc.get("version") != STATE_VERSION:
+            raise InputError(f"state file {path}: unsupported version {doc.get('version')!r}")
+        return state_from_document(doc)
+    except OSError as err:
+        raise InputError(f"state file {path}: {err.strerror}") from err
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        raise InputError(f"state file {path} is malformed: {err}") from err

@@ -1,0 +1,254 @@
+"""Execute a plan safely: validated, throttled, batched, resumable, verified.
+
+Every step is committed to the state file before the cluster is changed, so a killed executor
+resumes from the file and reconciles it with what Kafka reports (ongoing reassignments and the
+actual replica sets): no move is lost, submitted twice or reverted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kafka_balancer.errors import ExecutionError, InputError
+from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
+from kafka_balancer.kafka.batching import next_batch
+from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus, save_state
+from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan
+from kafka_balancer.kafka.port import AdminPort
+from kafka_balancer.kafka.throttle import leftover_throttles, sync_throttles
+
+
+@dataclass(frozen=True)
+class ExecuteOptions:
+    throttle: int | None = None
+    max_moves_per_broker: int = 2
+    max_moves: int = 10
+    timeout_per_move_s: float = 600.0
+    poll_interval_s: float = 1.0
+    settle_timeout_s: float = 120.0
+    force: bool = False
+
+
+def new_state(
+    admin: AdminPort, plan: list[PlannedPartition], options: ExecuteOptions, now: float
+) -> ExecutionState:
+    """Validate the plan against the cluster (raises :class:`InputError`) and build the initial state."""
+    partitions = admin.partitions({p.topic for p in plan})
+    check_plan(plan, admin.broker_ids(), partitions)
+    sizes = admin.partition_sizes([(p.topic, p.partition) for p in plan])
+    moves = []
+    for entry in plan:
+        source = partitions[(entry.topic, entry.partition)].replicas
+        size = max((sizes.get((entry.topic, entry.partition, b), 0) for b in source), default=0)
+        moves.append(Move(entry.topic, entry.partition, source, entry.replicas, size=size))
+    return ExecutionState(moves=tuple(moves), created_at=now, updated_at=now, throttle_rate=options.throttle)
+
+
+def check_same_plan(state: ExecutionState, plan: list[PlannedPartition], state_path: Path) -> None:
+    if state.plan_targets() != {(p.topic, p.partition): p.replicas for p in plan}:
+        raise InputError(f"state file {state_path} belongs to a different plan")
+
+
+class Executor:
+    """Runs one plan to completion against ``admin``, committing ``state`` to ``state_path`` at every step."""
+
+    def __init__(
+        self,
+        admin: AdminPort,
+        state_path: Path,
+        options: ExecuteOptions,
+        *,
+        log: Callable[[str], None] = print,
+        cancel_requested: Callable[[], bool] = lambda: False,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.admin = admin
+        self.state_path = state_path
+        self.options = options
+        self.log = log
+        self.cancel_requested = cancel_requested
+        self.clock = clock
+        self.sleep = sleep
+
+    def commit(self, state: ExecutionState) -> ExecutionState:
+        state = replace(state, updated_at=self.clock())
+        save_state(self.state_path, state)
+        return state
+
+    def run(self, state: ExecutionState) -> ExecutionState:
+        """Move every partition, apply leadership, clear throttles, verify (ExecutionError if not)."""
+        if state.throttle_rate != self.options.throttle and self.options.throttle is not None:
+            state = replace(state, throttle_rate=self.options.throttle)
+        state = self.commit(self.reconcile(state))
+        self.preflight(state)
+        while True:
+            if self.cancel_requested():
+                self.commit(state)
+                raise ExecutionError("cancel requested: stopped submitting moves")
+            state = self.commit(self.stop_stuck(self.reconcile(state)))
+            state = self.submit(state)
+            state = sync_throttles(self.admin, state, self.commit)
+            if not state.by_status(MoveStatus.PENDING) and not state.by_status(MoveStatus.IN_FLIGHT):
+                break
+            self.sleep(self.options.poll_interval_s)
+        state = self.apply_leadership(state)
+        state = sync_throttles(self.admin, state, self.commit, final=True)
+        return self.verify(state)
+
+    # -- steps -------------------------------------------------------------------------------------
+
+    def reconcile(self, state: ExecutionState) -> ExecutionState:
+        """Bring each move's status in line with Kafka's ongoing reassignments and replica sets."""
+        listed = self.admin.reassignments()
+        parts = self.admin.partitions({m.topic for m in state.moves})
+        now = self.clock()
+        for move in state.moves:
+            updated = _reconciled(move, parts.get(move.tp), listed.get(move.tp), now)
+            if updated != move:
+                if updated.status is not move.status:
+                    change = f"{move.status.value} -> {updated.status.value} {updated.reason}"
+                    self.log(f"{_name(move)}: {change.rstrip()}")
+                state = state.with_move(updated)
+        return self.progress(state, now)
+
+    def progress(self, state: ExecutionState, now: float) -> ExecutionState:
+        moving = [m for m in state.by_status(MoveStatus.IN_FLIGHT) if m.adding]
+        if not moving:
+            return state
+        sizes = self.admin.partition_sizes([m.tp for m in moving])
+        for move in moving:
+            copied = sum(min(sizes.get((move.topic, move.partition, b), 0), move.size) for b in move.adding)
+            if copied > move.progress_bytes:
+                state = state.with_move(replace(move, progress_bytes=copied, progress_at=now))
+        return state
+
+    def preflight(self, state: ExecutionState) -> None:
+        if self.options.force:
+            return
+        ours = {m.tp for m in state.by_status(MoveStatus.IN_FLIGHT)}
+        foreign = sorted(tp for tp in self.admin.reassignments() if tp not in ours)
+        if foreign:
+            raise ExecutionError(
+                f"{len(foreign)} reassignment(s) not started by this execution are in flight "
+                f"(e.g. {_tp(foreign[0])}); wait for them or use --force"
+            )
+        under = sorted(
+            tp for tp, p in self.admin.partitions().items() if tp not in ours and p.isr < set(p.replicas)
+        )
+        if under:
+            raise ExecutionError(
+                f"{len(under)} partition(s) are under-replicated (e.g. {_tp(under[0])}); "
+                "fix the cluster first or use --force"
+            )
+
+    def stop_stuck(self, state: ExecutionState) -> ExecutionState:
+        now = self.clock()
+        stuck = [
+            m
+            for m in state.by_status(MoveStatus.IN_FLIGHT)
+            if now - (m.progress_at or m.started_at or now) > self.options.timeout_per_move_s
+        ]
+        if not stuck:
+            return state
+        self.admin.alter_reassignments({m.tp: None for m in stuck})
+        for move in stuck:
+            reason = f"no progress for {self.options.timeout_per_move_s:.0f}s; reassignment cancelled"
+            self.log(f"{_name(move)}: failed: {reason}")
+            state = state.with_move(replace(move, status=MoveStatus.FAILED, reason=reason, finished_at=now))
+        return state
+
+    def submit(self, state: ExecutionState) -> ExecutionState:
+        batch = next_batch(state.moves, self.options.max_moves_per_broker, self.options.max_moves)
+        if not batch:
+            return state
+        now = self.clock()
+        for move in batch:
+            state = state.with_move(
+                replace(move, status=MoveStatus.IN_FLIGHT, started_at=now, progress_at=now)
+            )
+        state = self.commit(state)
+        state = sync_throttles(self.admin, state, self.commit)
+        refused = self.admin.alter_reassignments({m.tp: m.target for m in batch})
+        for move in batch:
+            self.log(f"{_name(move)}: {list(move.source)} -> {list(move.target)} ({move.size} bytes)")
+            if move.tp in refused:
+                reason = f"Kafka refused the reassignment: {refused[move.tp]}"
+                self.log(f"{_name(move)}: failed: {reason}")
+                failed = replace(move, status=MoveStatus.FAILED, reason=reason, finished_at=now)
+                state = state.with_move(failed)
+        return self.commit(state)
+
+    def apply_leadership(self, state: ExecutionState) -> ExecutionState:
+        """Preferred-leader election where the leader is not ``replicas[0]`` of the plan."""
+        done = {m.tp: m.target[0] for m in state.by_status(MoveStatus.DONE)}
+        deadline = self.clock() + self.options.settle_timeout_s
+        while True:
+            parts = self.admin.partitions({tp[0] for tp in done})
+            wrong = sorted(tp for tp, leader in done.items() if tp in parts and parts[tp].leader != leader)
+            if not wrong:
+                return self.commit(replace(state, leadership_done=True))
+            if self.clock() > deadline:
+                self.log(
+                    f"leadership not applied within {self.options.settle_timeout_s:.0f}s for {len(wrong)}"
+                )
+                return state
+            self.log(f"electing preferred leaders for {len(wrong)} partition(s)")
+            self.admin.elect_preferred_leaders(wrong)
+            self.sleep(self.options.poll_interval_s)
+
+    def verify(self, state: ExecutionState) -> ExecutionState:
+        """Replicas, leader and ISR as planned for every move, no throttle of ours left; else raise."""
+        deadline = self.clock() + self.options.settle_timeout_s
+        while True:
+            parts = self.admin.partitions({m.topic for m in state.moves})
+            problems = [p for m in state.moves if (p := _verify_move(m, parts.get(m.tp)))]
+            problems += [f"throttle left: {t}" for t in leftover_throttles(self.admin, state)]
+            if not problems:
+                return self.commit(replace(state, finished_at=self.clock()))
+            settling = all("ISR" in p or "leader" in p for p in problems)
+            if not settling or self.clock() > deadline:
+                raise ExecutionError(f"verification failed: {len(problems)} problem(s), first: {problems[0]}")
+            self.sleep(self.options.poll_interval_s)
+
+
+def _reconciled(move: Move, part: PartitionState | None, listed: Reassignment | None, now: float) -> Move:
+    if move.status not in (MoveStatus.PENDING, MoveStatus.IN_FLIGHT) or part is None:
+        return move
+    if listed is not None:
+        return move
+    if part.replicas == move.target:
+        return replace(move, status=MoveStatus.DONE, finished_at=now, reason="")
+    if move.status is MoveStatus.PENDING:
+        return move
+    if part.replicas == move.source:
+        # Recorded in flight, but Kafka never took it (a crash before submission): submit it again.
+        return replace(move, status=MoveStatus.PENDING, started_at=None, progress_at=None, progress_bytes=0)
+    reason = f"replicas are {list(part.replicas)}, neither the source nor the target"
+    return replace(move, status=MoveStatus.FAILED, finished_at=now, reason=reason)
+
+
+def _verify_move(move: Move, part: PartitionState | None) -> str | None:
+    name = _name(move)
+    if move.status is not MoveStatus.DONE:
+        return f"{name} is {move.status.value} {move.reason}".rstrip()
+    if part is None:
+        return f"{name} no longer exists"
+    if part.replicas != move.target:
+        return f"{name} replicas {list(part.replicas)}, planned {list(move.target)}"
+    if part.leader != move.target[0]:
+        return f"{name} leader {part.leader}, planned {move.target[0]}"
+    if part.isr != set(move.target):
+        return f"{name} ISR {sorted(part.isr)} incomplete"
+    return None
+
+
+def _tp(tp: Tp) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+def _name(move: Move) -> str:
+    return _tp(move.tp)

@@ -1,0 +1,28 @@
+"""The admin operations the executor needs; :class:`~kafka_balancer.kafka.admin.KafkaAdmin` provides them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
+
+
+class AdminPort(Protocol):
+    def broker_ids(self) -> frozenset[int]: ...
+
+    def partitions(self, topics: Iterable[str] | None = None) -> dict[Tp, PartitionState]: ...
+
+    def partition_sizes(self, partitions: Iterable[Tp]) -> dict[tuple[str, int, int], int]: ...
+
+    def reassignments(self) -> dict[Tp, Reassignment]: ...
+
+    def alter_reassignments(self, targets: Mapping[Tp, tuple[int, ...] | None]) -> dict[Tp, str]: ...
+
+    def dynamic_configs(self, kind: str, names: Iterable[str]) -> dict[str, dict[str, str]]: ...
+
+    def alter_configs(
+        self, kind: str, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()
+    ) -> None: ...
+
+    def elect_preferred_leaders(self, partitions: Iterable[Tp]) -> dict[Tp, str]: ...

@@ -1,0 +1,113 @@
+"""Replication throttles: what the moves in flight need, and bringing the cluster to exactly that.
+
+Only configs we set are ever changed or removed; a throttle someone else set is left alone. Every
+config is recorded in the state (through ``commit``) BEFORE it is set, so a crash cannot leak one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+
+from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
+from kafka_balancer.kafka.port import AdminPort
+
+BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+TOPIC_REPLICAS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+
+Commit = Callable[[ExecutionState], ExecutionState]
+
+
+def wanted_topic_values(moves: Iterable[Move]) -> dict[str, dict[str, str]]:
+    """Topic → throttled-replica lists: leaders are the current replicas, followers the added ones."""
+    leaders: dict[str, list[str]] = {}
+    followers: dict[str, list[str]] = {}
+    for move in moves:
+        if not move.adding:
+            continue
+        leaders.setdefault(move.topic, []).extend(f"{move.partition}:{b}" for b in move.source)
+        followers.setdefault(move.topic, []).extend(f"{move.partition}:{b}" for b in move.adding)
+    return {
+        topic: {
+            LEADER_REPLICAS: ",".join(sorted(leaders[topic])),
+            FOLLOWER_REPLICAS: ",".join(sorted(followers[topic])),
+        }
+        for topic in leaders
+    }
+
+
+def wanted_brokers(moves: Iterable[Move]) -> set[str]:
+    return {str(b) for move in moves for b in move.brokers}
+
+
+def sync_throttles(
+    admin: AdminPort, state: ExecutionState, commit: Commit, *, final: bool = False
+) -> ExecutionState:
+    """Set throttles for the moves in flight and remove ours where nothing of ours is in flight."""
+    in_flight = [] if final or state.throttle_rate is None else state.by_status(MoveStatus.IN_FLIGHT)
+    brokers = wanted_brokers(in_flight)
+    topics = wanted_topic_values(in_flight)
+
+    for broker, names in list(state.throttled_brokers.items()):
+        if broker not in brokers:
+            admin.alter_configs("broker", broker, {}, names)
+            state = commit(replace(state, throttled_brokers=_without(state.throttled_brokers, broker)))
+    for topic, names in list(state.throttled_topics.items()):
+        if topic not in topics:
+            admin.alter_configs("topic", topic, {}, names)
+            state = commit(replace(state, throttled_topics=_without(state.throttled_topics, topic)))
+
+    rate = str(state.throttle_rate)
+    new_brokers = sorted(brokers - set(state.throttled_brokers))
+    for broker, present in admin.dynamic_configs("broker", new_brokers).items():
+        ours = tuple(name for name in BROKER_RATES if name not in present)
+        state = commit(
+            replace(
+                state,
+                throttled_brokers={**state.throttled_brokers, broker: ours},
+                foreign_throttles=_foreign(state, "broker", broker, BROKER_RATES, present),
+            )
+        )
+        admin.alter_configs("broker", broker, dict.fromkeys(ours, rate))
+
+    new_topics = sorted(set(topics) - set(state.throttled_topics))
+    for topic, present in admin.dynamic_configs("topic", new_topics).items():
+        ours = tuple(name for name in TOPIC_REPLICAS if name not in present)
+        state = commit(
+            replace(
+                state,
+                throttled_topics={**state.throttled_topics, topic: ours},
+                foreign_throttles=_foreign(state, "topic", topic, TOPIC_REPLICAS, present),
+            )
+        )
+    for topic, names in state.throttled_topics.items():
+        if topic in topics and names:
+            admin.alter_configs("topic", topic, {name: topics[topic][name] for name in names})
+    return state
+
+
+def leftover_throttles(admin: AdminPort, state: ExecutionState) -> list[str]:
+    """Throttle configs on the plan's brokers and topics that are not someone else's (should be none)."""
+    brokers = sorted({str(b) for m in state.moves for b in (*m.source, *m.target)})
+    topics = sorted({m.topic for m in state.moves})
+    left = [
+        f"{kind} {name}: {config}"
+        for kind, names, throttles in (("broker", brokers, BROKER_RATES), ("topic", topics, TOPIC_REPLICAS))
+        for name, configs in admin.dynamic_configs(kind, names).items()
+        for config in throttles
+        if config in configs and f"{kind} {name}: {config}" not in state.foreign_throttles
+    ]
+    return left
+
+
+def _foreign(
+    state: ExecutionState, kind: str, name: str, throttles: Iterable[str], present: Mapping[str, str]
+) -> tuple[str, ...]:
+    found = {f"{kind} {name}: {config}" for config in throttles if config in present}
+    return tuple(sorted(set(state.foreign_throttles) | found))
+
+
+def _without(records: Mapping[str, tuple[str, ...]], key: str) -> dict[str, tuple[str, ...]]:
+    return {k: v for k, v in records.items() if k != key}
