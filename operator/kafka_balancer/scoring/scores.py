@@ -140,7 +140,16 @@ def score_brokers(brokers: pd.DataFrame, goals: Sequence[GoalSpec]) -> pd.DataFr
         )
     if not frames:
         return pd.DataFrame({c.split()[0]: [] for c in SCORE_COLUMNS.split(", ")})
-    return pd.concat(frames, ignore_index=True)
+    return _plain_strings(pd.concat(frames, ignore_index=True))
+
+
+def _plain_strings(frame: pd.DataFrame) -> pd.DataFrame:
+    """Object-dtype strings: pandas 3's Arrow-backed strings become chunked after a concat,
+    which pyspark's Arrow serializer for pandas UDF results cannot take."""
+    for name in frame.columns:
+        if pd.api.types.is_string_dtype(frame[name]):
+            frame[name] = frame[name].astype(object)
+    return frame
 
 
 def _contributions(replicas: pd.DataFrame, leader: bool) -> FloatArray:
@@ -242,4 +251,4 @@ def candidates_for_broker(
         return pd.DataFrame({c.split()[0]: [] for c in CANDIDATE_COLUMNS.split(", ")})
     found = pd.concat(frames, ignore_index=True)
     found = found.sort_values(["goal", "improvement", "bytes"], ascending=[True, False, True], kind="stable")
-    return found.groupby("goal", sort=False).head(top).reset_index(drop=True)
+    return _plain_strings(found.groupby("goal", sort=False).head(top).reset_index(drop=True))
