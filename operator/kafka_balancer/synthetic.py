@@ -102,3 +102,38 @@ def _place(
     for i in np.nonzero([len(set(row)) < rf for row in out])[0] if rf > spec.racks else []:
         out[i] = rng.choice(np.concatenate(list(by_rack.values())), size=rf, replace=False)
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kafka_balancer.synthetic --output S``: write a skewed synthetic snapshot."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from kafka_balancer.formats.snapshot import cluster_to_snapshot
+
+    parser = argparse.ArgumentParser(prog="python -m kafka_balancer.synthetic", description=main.__doc__)
+    parser.add_argument("--brokers", type=int, default=12)
+    parser.add_argument("--partitions", type=int, default=900)
+    parser.add_argument("--racks", type=int, default=3)
+    parser.add_argument("--hot-brokers", type=int, default=2)
+    parser.add_argument("--empty-brokers", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--output", type=Path, required=True)
+    args = parser.parse_args(argv)
+    spec = SyntheticSpec(
+        brokers=args.brokers,
+        partitions=args.partitions,
+        racks=args.racks,
+        hot_brokers=args.hot_brokers,
+        empty_brokers=args.empty_brokers,
+        seed=args.seed,
+        mean_partition_bytes=0.4 * 4.0e12 * args.brokers / (args.partitions * 3),
+    )
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(cluster_to_snapshot(generate(spec))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
