@@ -1,0 +1,114 @@
+"""An in-memory fake of the executor's admin port, for pure-logic unit tests only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
+
+
+@dataclass
+class FakeKafkaCluster:
+    """Reassignments advance one ``tick()`` at a time: a fraction of bytes copied, then done."""
+
+    brokers: frozenset[int]
+    replicas: dict[Tp, tuple[int, ...]]
+    sizes: dict[Tp, int]
+    ticks_to_finish: int = 2
+    stuck: set[Tp] = field(default_factory=set)
+    configs: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    leaders: dict[Tp, int] = field(default_factory=dict)
+    ongoing: dict[Tp, tuple[tuple[int, ...], int]] = field(default_factory=dict)
+    submitted: list[dict[Tp, tuple[int, ...] | None]] = field(default_factory=list)
+    throttled_when_submitted: list[dict[tuple[str, str], dict[str, str]]] = field(default_factory=list)
+    elections: list[list[Tp]] = field(default_factory=list)
+
+    def tick(self, _seconds: float = 0.0) -> None:
+        for tp, (target, done) in list(self.ongoing.items()):
+            if tp in self.stuck:
+                continue
+            if done + 1 >= self.ticks_to_finish:
+                del self.ongoing[tp]
+                self.replicas[tp] = target
+            else:
+                self.ongoing[tp] = (target, done + 1)
+
+    def leader(self, tp: Tp) -> int:
+        return self.leaders.get(tp, self.replicas[tp][0])
+
+    def broker_ids(self) -> frozenset[int]:
+        return self.brokers
+
+    def partitions(self, topics: Iterable[str] | None = None) -> dict[Tp, PartitionState]:
+        wanted = None if topics is None else set(topics)
+        found = {}
+        for tp, replicas in self.replicas.items():
+            if wanted is None or tp[0] in wanted:
+                shown = replicas
+                if tp in self.ongoing:
+                    target = self.ongoing[tp][0]
+                    shown = target + tuple(b for b in replicas if b not in target)
+                found[tp] = PartitionState(shown, self.leader(tp), frozenset(replicas))
+        return found
+
+    def partition_sizes(self, partitions: Iterable[Tp]) -> dict[tuple[str, int, int], int]:
+        sizes = {}
+        for tp in partitions:
+            for broker in self.replicas[tp]:
+                sizes[(tp[0], tp[1], broker)] = self.sizes[tp]
+            if tp in self.ongoing:
+                target, done = self.ongoing[tp]
+                for broker in target:
+                    if broker not in self.replicas[tp]:
+                        sizes[(tp[0], tp[1], broker)] = self.sizes[tp] * done // self.ticks_to_finish
+        return sizes
+
+    def reassignments(self) -> dict[Tp, Reassignment]:
+        return {
+            tp: Reassignment(target, tuple(b for b in target if b not in self.replicas[tp]), ())
+            for tp, (target, _) in self.ongoing.items()
+        }
+
+    def alter_reassignments(self, targets: Mapping[Tp, tuple[int, ...] | None]) -> dict[Tp, str]:
+        self.submitted.append(dict(targets))
+        self.throttled_when_submitted.append({k: dict(v) for k, v in self.configs.items() if v})
+        for tp, target in targets.items():
+            if target is None:
+                self.ongoing.pop(tp, None)
+            else:
+                self.ongoing[tp] = (target, 0)
+        return {}
+
+    def dynamic_configs(self, kind: str, names: Iterable[str]) -> dict[str, dict[str, str]]:
+        return {name: dict(self.configs.get((kind, name), {})) for name in names}
+
+    def alter_configs(
+        self, kind: str, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()
+    ) -> None:
+        current = self.configs.setdefault((kind, name), {})
+        current.update(set_)
+        for key in delete:
+            current.pop(key, None)
+
+    def elect_preferred_leaders(self, partitions: Iterable[Tp]) -> dict[Tp, str]:
+        chosen = list(partitions)
+        self.elections.append(chosen)
+        for tp in chosen:
+            self.leaders.pop(tp, None)
+        return {}
+
+
+class FakeClock:
+    """Time that only moves when the executor sleeps, which also advances the fake cluster."""
+
+    def __init__(self, cluster: FakeKafkaCluster) -> None:
+        self.now = 1000.0
+        self.cluster = cluster
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.cluster.tick()

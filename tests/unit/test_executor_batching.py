@@ -1,0 +1,40 @@
+"""Batches: bounded per broker (sender or receiver) and cluster-wide, smaller partitions first."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kafka_balancer.kafka.batching import next_batch
+from kafka_balancer.kafka.execution_state import Move, MoveStatus
+
+
+def _move(partition: int, source: tuple[int, ...], target: tuple[int, ...], size: int) -> Move:
+    return Move("t", partition, source, target, size=size)
+
+
+def test_smaller_partitions_go_first_within_the_cluster_wide_bound() -> None:
+    moves = [_move(0, (1,), (2,), 300), _move(1, (3,), (4,), 100), _move(2, (5,), (6,), 200)]
+    batch = next_batch(moves, max_per_broker=5, max_total=2)
+    assert [m.partition for m in batch] == [1, 2]
+
+
+def test_a_broker_counts_moves_it_sends_and_receives() -> None:
+    moves = [_move(0, (1,), (2,), 1), _move(1, (2,), (3,), 2), _move(2, (4,), (5,), 3)]
+    batch = next_batch(moves, max_per_broker=1, max_total=10)
+    assert [m.partition for m in batch] == [0, 2]  # partition 1 would make broker 2 send while it receives
+
+
+def test_moves_in_flight_use_up_the_bounds() -> None:
+    in_flight = replace(_move(0, (1,), (2,), 1), status=MoveStatus.IN_FLIGHT)
+    pending = [_move(1, (1,), (3,), 1), _move(2, (4,), (5,), 1), _move(3, (6,), (7,), 1)]
+    batch = next_batch([in_flight, *pending], max_per_broker=1, max_total=2)
+    assert [m.partition for m in batch] == [2]
+
+
+def test_only_pending_moves_are_batched() -> None:
+    moves = [
+        replace(_move(p, (1,), (2,), 1), status=s)
+        for p, s in enumerate(MoveStatus)
+        if s is not MoveStatus.IN_FLIGHT
+    ]
+    assert [m.status for m in next_batch(moves, max_per_broker=9, max_total=9)] == [MoveStatus.PENDING]

@@ -1,0 +1,140 @@
+"""Executor state transitions against an in-memory fake cluster: throttles, resume, stuck moves, refusals."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kafka_balancer.errors import ExecutionError, InputError
+from kafka_balancer.kafka.execution_state import MoveStatus, load_state, save_state
+from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
+from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan, read_plan
+from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
+
+RATE = "leader.replication.throttled.rate"
+
+
+def _cluster(**extra: object) -> FakeKafkaCluster:
+    return FakeKafkaCluster(
+        brokers=frozenset({1, 2, 3, 4}),
+        replicas={("t", 0): (1, 2), ("t", 1): (1, 2), ("u", 0): (3, 4)},
+        sizes={("t", 0): 500, ("t", 1): 100, ("u", 0): 50},
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+PLAN = [
+    PlannedPartition("t", 0, (3, 1)),
+    PlannedPartition("t", 1, (2, 4)),
+    PlannedPartition("u", 0, (4, 3)),  # leadership only
+]
+
+
+def _executor(cluster: FakeKafkaCluster, tmp_path: Path, **options: object) -> tuple[Executor, FakeClock]:
+    clock = FakeClock(cluster)
+    opts = replace(ExecuteOptions(throttle=1000, poll_interval_s=1.0), **options)  # type: ignore[arg-type]
+    executor = Executor(
+        cluster, tmp_path / "state.json", opts, log=lambda _: None, clock=clock.time, sleep=clock.sleep
+    )
+    return executor, clock
+
+
+def test_every_move_lands_leaders_are_elected_and_throttles_are_removed(tmp_path: Path) -> None:
+    cluster = _cluster()
+    cluster.configs[("broker", "4")] = {RATE: "777"}  # someone else's throttle
+    executor, clock = _executor(cluster, tmp_path)
+    state = executor.run(new_state(cluster, PLAN, executor.options, clock.time()))
+
+    assert [m.status for m in state.moves] == [MoveStatus.DONE] * 3
+    assert cluster.replicas == {("t", 0): (3, 1), ("t", 1): (2, 4), ("u", 0): (4, 3)}
+    assert cluster.configs[("broker", "4")] == {RATE: "777"}
+    assert all(not v for k, v in cluster.configs.items() if k != ("broker", "4"))
+    assert state.bytes_done == state.bytes_total == 500 + 100
+    assert load_state(tmp_path / "state.json").finished_at is not None
+
+    first = cluster.throttled_when_submitted[0]
+    assert first[("topic", "t")]["follower.replication.throttled.replicas"] in {"0:3", "1:4", "0:3,1:4"}
+    assert state.throttled_brokers == {} and state.throttled_topics == {}
+    assert "broker 4: leader.replication.throttled.rate" in state.foreign_throttles
+
+
+def test_the_small_partition_moves_first_and_bounds_hold(tmp_path: Path) -> None:
+    cluster = _cluster()
+    executor, clock = _executor(cluster, tmp_path, max_moves=1)
+    executor.run(new_state(cluster, PLAN, executor.options, clock.time()))
+    order = [tp for batch in cluster.submitted for tp in batch]
+    assert order == [("u", 0), ("t", 1), ("t", 0)]
+
+
+def test_a_move_recorded_in_flight_but_never_submitted_is_submitted_once_on_resume(tmp_path: Path) -> None:
+    cluster = _cluster()
+    executor, clock = _executor(cluster, tmp_path)
+    state = new_state(cluster, PLAN, executor.options, clock.time())
+    crashed = state.with_move(replace(state.moves[0], status=MoveStatus.IN_FLIGHT, started_at=clock.time()))
+    crashed = crashed.with_move(replace(state.moves[1], status=MoveStatus.IN_FLIGHT, started_at=clock.time()))
+    cluster.ongoing[("t", 1)] = ((2, 4), 1)  # this one Kafka did take before the crash
+    save_state(tmp_path / "state.json", crashed)
+
+    executor.run(load_state(tmp_path / "state.json"))
+    submissions = [tp for batch in cluster.submitted for tp in batch]
+    assert submissions.count(("t", 0)) == 1
+    assert ("t", 1) not in submissions
+
+
+def test_a_move_without_progress_is_cancelled_and_reported_failed(tmp_path: Path) -> None:
+    cluster = _cluster(stuck={("t", 0)})
+    executor, clock = _executor(cluster, tmp_path, timeout_per_move_s=5.0)
+    with pytest.raises(ExecutionError, match="t-0 is failed no progress for 5s"):
+        executor.run(new_state(cluster, PLAN, executor.options, clock.time()))
+    assert {("t", 0): None} in cluster.submitted
+    assert cluster.replicas[("t", 0)] == (1, 2)
+    assert all(not v for v in cluster.configs.values())
+    failed = load_state(tmp_path / "state.json").moves[0]
+    assert failed.status is MoveStatus.FAILED
+
+
+def test_foreign_reassignments_and_under_replication_refuse_the_start_unless_forced(tmp_path: Path) -> None:
+    cluster = _cluster()
+    cluster.ongoing[("u", 0)] = ((3, 1), 0)
+    executor, clock = _executor(cluster, tmp_path)
+    state = new_state(cluster, PLAN[:2], executor.options, clock.time())
+    with pytest.raises(ExecutionError, match="not started by this execution"):
+        executor.run(state)
+    assert cluster.submitted == []
+
+    forced, _ = _executor(cluster, tmp_path, force=True)
+    assert [m.status for m in forced.run(state).moves] == [MoveStatus.DONE] * 2
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (PlannedPartition("nope", 0, (1, 2)), "unknown topic 'nope'"),
+        (PlannedPartition("t", 9, (1, 2)), "unknown partition t-9"),
+        (PlannedPartition("t", 0, (1, 9)), "unknown broker(s) [9]"),
+        (PlannedPartition("t", 0, (1, 2, 3)), "replication factor from 2 to 3"),
+    ],
+)
+def test_the_plan_is_checked_against_the_cluster(entry: PlannedPartition, message: str) -> None:
+    cluster = _cluster()
+    with pytest.raises(InputError) as err:
+        check_plan([entry], cluster.broker_ids(), cluster.partitions())
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[", "not JSON"),
+        ('{"partitions": {}}', "'partitions' must be a list"),
+        ('{"partitions": [{"topic": "t", "partition": 0, "replicas": [1, 1]}]}', "duplicate broker"),
+        ('{"partitions": [{"topic": "t", "partition": -1, "replicas": [1]}]}', "partition: must be"),
+    ],
+)
+def test_a_malformed_plan_file_names_the_problem(tmp_path: Path, text: str, message: str) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(text)
+    with pytest.raises(InputError, match=message):
+        read_plan(plan)
