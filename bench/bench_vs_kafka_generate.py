@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,8 @@ def current_leaders(snapshot: dict[str, Any]) -> dict[tuple[str, int], int]:
 class Run:
     name: str
     seconds: float
+    # CPU time (all threads) as well: wall time on a shared 2-core machine depends on the neighbours.
+    cpu_seconds: float
     assignment: Assignment
     # Leaders after the plan where they differ from replicas[0] (never for a plan's listed partitions).
     leaders: dict[tuple[str, int], int]
@@ -100,9 +103,9 @@ def run_ours(snapshot: dict[str, Any], name: str, without_topic_goal: bool) -> R
     goals = default_goal_set()
     if without_topic_goal:
         goals = tuple(g for g in goals if g.type is not GoalType.TOPIC_REPLICA_DISTRIBUTION)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     result = plan(cluster, goals)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     assignment = current_assignment(snapshot)
     leaders = current_leaders(snapshot)
     for r in result.reassignments:
@@ -114,7 +117,7 @@ def run_ours(snapshot: dict[str, Any], name: str, without_topic_goal: bool) -> R
         "planner_replica_moves": result.figures.replica_moves,
         "unsatisfied_goals": unsatisfied,
     }
-    return Run(name, seconds, assignment, leaders, notes)
+    return Run(name, seconds, cpu, assignment, leaders, notes)
 
 
 # -- Kafka's --generate -------------------------------------------------------------------------
@@ -151,22 +154,27 @@ def write_generator_input(snapshot: dict[str, Any], path: Path) -> None:
 
 
 def run_kafka(libs: Path, classes: Path, input_path: Path, output: Path, name: str) -> Run:
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), children_cpu()
     done = subprocess.run(
         ["java", "-cp", f"{classes}:{libs}/*", "KafkaGenerate", str(input_path), str(output)],
         capture_output=True,
         text=True,
         check=False,
     )
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, children_cpu() - cpu_started
     if done.returncode != 0:
         raise BenchError(f"KafkaGenerate failed: {done.stderr.strip()}")
     placed = re.search(r"in ([0-9.]+) s", done.stderr)
     document = json.loads(output.read_text(encoding="utf-8"))
     assignment = {(p["topic"], p["partition"]): tuple(p["replicas"]) for p in document["partitions"]}
-    notes = {"placement_seconds": float(placed.group(1)) if placed else None, "jvm_wall_seconds": seconds}
+    notes = {"placement_seconds": float(placed.group(1)) if placed else None}
     # Leaders: replicas[0], as the preferred-leader election after the reassignment makes them.
-    return Run(name, seconds, assignment, {}, notes)
+    return Run(name, seconds, cpu, assignment, {}, notes)
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 # -- the independent load model -----------------------------------------------------------------
@@ -266,6 +274,7 @@ def judge(snapshot: dict[str, Any], brokers: Brokers, run: Run) -> dict[str, Any
     return {
         "plan": run.name,
         "seconds": round(run.seconds, 2),
+        "cpu_seconds": round(run.cpu_seconds, 2),
         "partitions_changed": touched,
         "replica_moves": moves,
         "bytes_moved": round(moved),
@@ -282,7 +291,7 @@ def judge(snapshot: dict[str, Any], brokers: Brokers, run: Run) -> dict[str, Any
 
 def print_table(rows: Sequence[dict[str, Any]]) -> None:
     head = (
-        f"{'plan':<34}{'wall s':>8}{'moves':>8}{'TB moved':>10}{'% data':>8}{'ldr chg':>8}"
+        f"{'plan':<34}{'wall s':>8}{'cpu s':>8}{'moves':>8}{'TB moved':>10}{'% data':>8}{'ldr chg':>8}"
         + "".join(f"{SHORT[c]:>9}" for c in COLUMNS)
         + f"{'rack viol':>10}"
     )
@@ -291,7 +300,8 @@ def print_table(rows: Sequence[dict[str, Any]]) -> None:
     for r in rows:
         dev = r["worst_deviation_percent"]
         print(
-            f"{r['plan']:<34}{r['seconds']:>8.2f}{r['replica_moves']:>8}{r['bytes_moved'] / 1e12:>10.2f}"
+            f"{r['plan']:<34}{r['seconds']:>8.2f}{r['cpu_seconds']:>8.2f}"
+            f"{r['replica_moves']:>8}{r['bytes_moved'] / 1e12:>10.2f}"
             f"{r['share_of_data_moved_percent']:>8.2f}{r['leader_changes']:>8}"
             + "".join(f"{dev[c]:>9.1f}" for c in COLUMNS)
             + f"{r['rack_aware_violations']:>10}"
@@ -335,7 +345,7 @@ def compare(size: str, kafka_runs: int, work: Path) -> dict[str, Any]:
     snapshot = cluster_snapshot(size)
     (work / "snapshot.json").write_text(json.dumps(snapshot), encoding="utf-8")
     brokers = brokers_of(snapshot)
-    before = Run("before (snapshot)", 0.0, current_assignment(snapshot), current_leaders(snapshot), {})
+    before = Run("before (snapshot)", 0.0, 0.0, current_assignment(snapshot), current_leaders(snapshot), {})
     runs = [
         before,
         run_ours(snapshot, "ours: default − TopicReplicaDistr.", without_topic_goal=True),
