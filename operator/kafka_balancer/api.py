@@ -1,15 +1,19 @@
 """Pydantic models of the custom resources' specs: the boundary between manifests and the core.
 
-Shared by the CLI (goals files are ``BalancerGoal`` manifests) and the operator.
+Shared by the CLI (goals files are ``BalancerGoal`` manifests) and the operator. They accept exactly
+what ``crds/`` accepts (a unit test compares them), with one deliberate difference: ``poolRef`` is
+optional here because the CLI ignores it; the CRD requires it.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from kafka_balancer.goals.spec import GoalSpec, GoalType
+from kafka_balancer.reconcile.quantity import is_quantity
 
 GROUP = "kafkabalancer.io"
 VERSION = "v1alpha1"
@@ -48,6 +52,21 @@ class BalancerGoalSpec(BaseModel):
     max_replicas_per_broker: int | None = Field(default=None, alias="maxReplicasPerBroker", ge=1)
     pool_ref: PoolRef | None = Field(default=None, alias="poolRef")
 
+    @model_validator(mode="after")
+    def _cross_field(self) -> BalancerGoalSpec:
+        # The CRD's CEL rules, with the same messages.
+        if self.range_percent is not None and not self.type.endswith("Distribution"):
+            raise ValueError("rangePercent applies only to distribution goals (types ending in Distribution)")
+        if self.threshold_percent is not None and self.type in ("RackAware", "ReplicaCapacity"):
+            raise ValueError("thresholdPercent does not apply to RackAware or ReplicaCapacity")
+        if self.threshold_percent == 0 and self.type.endswith("Capacity"):
+            raise ValueError(
+                "thresholdPercent of a capacity goal must be at least 1 (0 would reject every broker)"
+            )
+        if self.max_replicas_per_broker is not None and self.type != "ReplicaCapacity":
+            raise ValueError("maxReplicasPerBroker applies only to the ReplicaCapacity goal")
+        return self
+
     def to_goal(self, name: str = "") -> GoalSpec:
         return GoalSpec.default(
             GoalType(self.type),
@@ -72,3 +91,178 @@ class BalancerGoal(BaseModel):
     kind: Literal["BalancerGoal"]
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: BalancerGoalSpec
+
+
+def _check_quantity(value: int | str) -> int | str:
+    if not is_quantity(value):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 2Ti, 125M, 7500m, 8)")
+    return value
+
+
+# int-or-string in the CRD; never a float (API conventions).
+Quantity = Annotated[int | str, AfterValidator(_check_quantity)]
+BrokerId = Annotated[int, Field(ge=0)]
+BOOTSTRAP_PATTERN = r"^[^,\s]+:[0-9]{1,5}(,[^,\s]+:[0-9]{1,5})*$"
+DURATION_PATTERN = r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+
+class SecretKeyRef(_Spec):
+    name: str = Field(min_length=1)
+    username_key: str = Field(default="username", alias="usernameKey")
+    password_key: str = Field(default="password", alias="passwordKey")
+
+
+class SecretRef(_Spec):
+    name: str = Field(min_length=1)
+
+
+class Sasl(_Spec):
+    mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    secret_ref: SecretKeyRef = Field(alias="secretRef")
+
+
+class Tls(_Spec):
+    secret_ref: SecretRef = Field(alias="secretRef")
+
+
+class KafkaConnection(_Spec):
+    bootstrap_servers: str = Field(
+        alias="bootstrapServers", min_length=1, max_length=4096, pattern=BOOTSTRAP_PATTERN
+    )
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        default="PLAINTEXT", alias="securityProtocol"
+    )
+    sasl: Sasl | None = None
+    tls: Tls | None = None
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> KafkaConnection:
+        sasl_protocol = self.security_protocol.startswith("SASL_")
+        if sasl_protocol and self.sasl is None:
+            raise ValueError(
+                "securityProtocol SASL_PLAINTEXT or SASL_SSL needs kafka.sasl (mechanism and secretRef)"
+            )
+        if self.sasl is not None and not sasl_protocol:
+            raise ValueError("kafka.sasl is only used with securityProtocol SASL_PLAINTEXT or SASL_SSL")
+        if self.tls is not None and self.security_protocol not in ("SSL", "SASL_SSL"):
+            raise ValueError("kafka.tls is only used with securityProtocol SSL or SASL_SSL")
+        return self
+
+
+class CapacityOverride(_Spec):
+    broker: BrokerId
+    disk: Quantity | None = None
+    network_in: Quantity | None = Field(default=None, alias="networkIn")
+    network_out: Quantity | None = Field(default=None, alias="networkOut")
+    cpu: Quantity | None = None
+
+    @model_validator(mode="after")
+    def _some_value(self) -> CapacityOverride:
+        if (self.disk, self.network_in, self.network_out, self.cpu) == (None, None, None, None):
+            raise ValueError("a capacity override must set at least one of disk, networkIn, networkOut, cpu")
+        return self
+
+
+class Capacity(_Spec):
+    disk: Quantity
+    network_in: Quantity = Field(alias="networkIn")
+    network_out: Quantity = Field(alias="networkOut")
+    cpu: Quantity
+    overrides: list[CapacityOverride] = Field(default_factory=list, max_length=1000)
+
+    @model_validator(mode="after")
+    def _unique_brokers(self) -> Capacity:
+        brokers = [o.broker for o in self.overrides]
+        if len(set(brokers)) != len(brokers):
+            raise ValueError(f"capacity.overrides: a broker is listed twice in {brokers}")
+        return self
+
+
+def _unique(values: list[int]) -> list[int]:
+    if len(set(values)) != len(values):
+        raise ValueError(f"duplicate broker id in {values}")
+    return values
+
+
+BrokerSet = Annotated[list[BrokerId], Field(max_length=1000), AfterValidator(_unique)]
+
+
+class WarmUp(_Spec):
+    duration: str = Field(default="30m", pattern=DURATION_PATTERN, min_length=1)
+    steps: int = Field(default=4, ge=1, le=20)
+    brokers: BrokerSet = Field(default_factory=list)
+
+    @property
+    def seconds(self) -> int:
+        units = {"h": 3600, "m": 60, "s": 1}
+        return sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)([hms])", self.duration))
+
+
+class Execution(_Spec):
+    throttle_bytes_per_second: Quantity = Field(default="50Mi", alias="throttleBytesPerSecond")
+    max_moves_per_broker: int = Field(default=5, ge=1, alias="maxMovesPerBroker")
+    max_moves: int = Field(default=50, ge=1, alias="maxMoves")
+
+    @model_validator(mode="after")
+    def _per_broker_within_total(self) -> Execution:
+        if self.max_moves_per_broker > self.max_moves:
+            raise ValueError("execution.maxMovesPerBroker must not exceed execution.maxMoves")
+        return self
+
+
+class ScoringResources(_Spec):
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+
+
+class Scoring(_Spec):
+    engine: Literal["Embedded", "SparkOnKubernetes"] = "Embedded"
+    image: str | None = Field(default=None, min_length=1)
+    executors: int = Field(default=1, ge=1, le=100)
+    resources: ScoringResources | None = None
+
+    @model_validator(mode="after")
+    def _image_for_kubernetes(self) -> Scoring:
+        if self.engine == "SparkOnKubernetes" and self.image is None:
+            raise ValueError("scoring.image is required when scoring.engine is SparkOnKubernetes")
+        return self
+
+
+Mode = Literal["Auto", "Manual", "DryRun"]
+
+
+class BrokerPoolSpec(_Spec):
+    """``BrokerPool.spec``. ``mode`` defaults to Manual: nothing moves until a plan is approved."""
+
+    mode: Mode = "Manual"
+    paused: bool = False
+    detection_interval_seconds: int = Field(default=60, ge=10, le=86400, alias="detectionIntervalSeconds")
+    kafka: KafkaConnection
+    capacity: Capacity
+    warm_up: WarmUp = Field(default_factory=WarmUp, alias="warmUp")
+    drain: BrokerSet = Field(default_factory=list)
+    execution: Execution = Field(default_factory=Execution)
+    excluded_topics: list[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
+        default_factory=list, alias="excludedTopics", max_length=100
+    )
+    scoring: Scoring = Field(default_factory=Scoring)
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> BrokerPoolSpec:
+        if set(self.drain) & set(self.warm_up.brokers):
+            raise ValueError(
+                "a broker cannot be both drained (spec.drain) and warmed up as new (spec.warmUp.brokers)"
+            )
+        return self
+
+
+class BrokerPool(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    api_version: Literal["kafkabalancer.io/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["BrokerPool"]
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: BrokerPoolSpec

@@ -26,3 +26,39 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- default "default" .Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Namespaces whose Secrets the operator may read. */}}
+{{- define "kafka-balancer.secretNamespaces" -}}
+{{- $namespaces := .Values.kafka.secretNamespaces | default (list .Release.Namespace) -}}
+{{- toJson $namespaces -}}
+{{- end -}}
+
+{{/* The rules for the operator's own resources, ConfigMaps and Events (cluster-wide or per namespace). */}}
+{{- define "kafka-balancer.workRules" -}}
+- apiGroups: ["kafkabalancer.io"]
+  resources: ["brokerpools", "balancergoals"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["kafkabalancer.io"]
+  resources: ["brokerpools/status", "balancergoals/status"]
+  verbs: ["get", "patch", "update"]
+# Plans, loads and execution state live in ConfigMaps owned by each pool.
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- if .Values.scoring.sparkOnKubernetes }}
+- apiGroups: ["sparkoperator.k8s.io"]
+  resources: ["sparkapplications"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+{{- end }}
+{{- if .Values.watchNamespaces }}
+- apiGroups: ["kopf.dev"]
+  resources: ["kopfpeerings"]
+  verbs: ["get", "list", "watch", "patch"]
+{{- end }}
+{{- end -}}

@@ -1,0 +1,196 @@
+"""The CRDs in crds/ on the real apiserver: valid CRs round-trip, invalid ones are refused with a message a
+user understands, and the pydantic models (api.py) give the same verdict as the apiserver."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
+from kafka_balancer.localbed import kube
+
+CRDS = Path(__file__).resolve().parents[2] / "crds"
+NAMESPACE = "kb-test-crds"
+POOL_SPEC: dict[str, Any] = {
+    "kafka": {"bootstrapServers": "kafka-0.kafka:9092,kafka-1.kafka:9092"},
+    "capacity": {"disk": "2Ti", "networkIn": "125M", "networkOut": 125000000, "cpu": "7500m"},
+}
+
+
+def manifest(kind: str, name: str, spec: dict[str, Any]) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "kafkabalancer.io/v1alpha1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": spec,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def crds(kube_bed: kube.KubeBed) -> Iterator[None]:
+    applied = kube_bed.kubectl("apply", "--server-side", "-f", str(CRDS))
+    assert applied.returncode == 0, applied.stderr
+    for crd in ("brokerpools.kafkabalancer.io", "balancergoals.kafkabalancer.io"):
+        kube.wait_established(kube_bed, crd)
+    created = kube_bed.kubectl("create", "namespace", NAMESPACE)
+    assert created.returncode == 0, created.stderr
+    yield
+    kube_bed.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+
+
+def test_a_pool_and_its_goals_are_accepted_and_read_back_with_defaults(
+    kube_bed: kube.KubeBed, crds: None
+) -> None:
+    pool = kube_bed.kubectl(
+        "create", "-f", "-", stdin=manifest("BrokerPool", "main", {**POOL_SPEC, "drain": [3]})
+    )
+    goal = kube_bed.kubectl(
+        "create",
+        "-f",
+        "-",
+        stdin=manifest(
+            "BalancerGoal",
+            "disk",
+            {"type": "DiskDistribution", "rangePercent": 15, "priority": 70, "poolRef": {"name": "main"}},
+        ),
+    )
+    assert pool.returncode == 0, pool.stderr
+    assert goal.returncode == 0, goal.stderr
+
+    stored = json.loads(kube_bed.kubectl("get", "bp", "main", "-n", NAMESPACE, "-o", "json").stdout)
+    spec = stored["spec"]
+    assert spec["mode"] == "Manual"
+    assert spec["detectionIntervalSeconds"] == 60
+    assert spec["warmUp"] == {"duration": "30m", "steps": 4}
+    assert spec["execution"] == {"maxMoves": 50, "maxMovesPerBroker": 5, "throttleBytesPerSecond": "50Mi"}
+    assert spec["kafka"]["securityProtocol"] == "PLAINTEXT"
+    assert spec["drain"] == [3]
+    # What the apiserver stores (defaults filled in) is what the operator parses.
+    parsed = BrokerPoolSpec.model_validate(spec)
+    assert parsed.model_dump(by_alias=True, exclude_none=True) == {
+        **spec,
+        "capacity": {**spec["capacity"], "overrides": []},
+        "warmUp": {**spec["warmUp"], "brokers": []},
+        "excludedTopics": [],
+    }
+
+    listed = kube_bed.kubectl("get", "bg", "-n", NAMESPACE)
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.splitlines()
+    assert header.split() == ["NAME", "TYPE", "HARD", "PRIORITY", "SATISFIED", "WORST", "DEVIATION", "AGE"]
+    # Hard, Satisfied and Worst Deviation are empty until set (the operator writes status).
+    assert row.split()[:3] == ["disk", "DiskDistribution", "70"]
+    pools = kube_bed.kubectl("get", "bp", "-n", NAMESPACE).stdout.splitlines()
+    assert pools[0].split() == ["NAME", "MODE", "BROKERS", "BALANCED", "MOVES", "REMAINING", "READY", "AGE"]
+
+
+GOAL_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("unknown-type", {"type": "Balanced", "poolRef": {"name": "p"}}, 'Unsupported value: "Balanced"'),
+    (
+        "range-150",
+        {"type": "DiskDistribution", "rangePercent": 150, "poolRef": {"name": "p"}},
+        "spec.rangePercent in body should be less than or equal to 100",
+    ),
+    (
+        "float-threshold",
+        {"type": "DiskCapacity", "thresholdPercent": 80.5, "poolRef": {"name": "p"}},
+        "spec.thresholdPercent in body must be of type integer",
+    ),
+    (
+        "range-on-capacity",
+        {"type": "DiskCapacity", "rangePercent": 10, "poolRef": {"name": "p"}},
+        "rangePercent applies only to distribution goals",
+    ),
+    (
+        "zero-capacity-threshold",
+        {"type": "CpuCapacity", "thresholdPercent": 0, "poolRef": {"name": "p"}},
+        "thresholdPercent of a capacity goal must be at least 1",
+    ),
+    (
+        "threshold-on-rack",
+        {"type": "RackAware", "thresholdPercent": 50, "poolRef": {"name": "p"}},
+        "thresholdPercent does not apply to RackAware or ReplicaCapacity",
+    ),
+    (
+        "max-replicas-on-disk",
+        {"type": "DiskDistribution", "maxReplicasPerBroker": 10, "poolRef": {"name": "p"}},
+        "maxReplicasPerBroker applies only to the ReplicaCapacity goal",
+    ),
+    ("no-pool", {"type": "RackAware"}, "spec.poolRef: Required value"),
+]
+
+POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "float-disk",
+        {"capacity": {**POOL_SPEC["capacity"], "disk": 1.5}},
+        "spec.capacity.disk in body must be of type integer,string",
+    ),
+    ("bad-quantity", {"capacity": {**POOL_SPEC["capacity"], "cpu": "8 cores"}}, "spec.capacity.cpu in body"),
+    (
+        "moves",
+        {"execution": {"maxMoves": 2, "maxMovesPerBroker": 3}},
+        "execution.maxMovesPerBroker must not exceed execution.maxMoves",
+    ),
+    ("drain-twice", {"drain": [1, 1]}, "spec.drain[1]: Duplicate value: 1"),
+    (
+        "drain-and-warm",
+        {"drain": [1], "warmUp": {"brokers": [1]}},
+        "a broker cannot be both drained (spec.drain) and warmed up as new (spec.warmUp.brokers)",
+    ),
+    (
+        "sasl-without-secret",
+        {"kafka": {"bootstrapServers": "a:9092", "securityProtocol": "SASL_SSL"}},
+        "securityProtocol SASL_PLAINTEXT or SASL_SSL needs kafka.sasl",
+    ),
+    (
+        "spark-without-image",
+        {"scoring": {"engine": "SparkOnKubernetes"}},
+        "scoring.image is required when scoring.engine is SparkOnKubernetes",
+    ),
+    ("too-often", {"detectionIntervalSeconds": 5}, "should be greater than or equal to 10"),
+    ("bad-mode", {"mode": "Yolo"}, 'Unsupported value: "Yolo"'),
+    ("no-steps", {"warmUp": {"steps": 0}}, "spec.warmUp.steps in body should be greater than or equal to 1"),
+    ("bad-bootstrap", {"kafka": {"bootstrapServers": "kafka-0"}}, "spec.kafka.bootstrapServers in body"),
+]
+
+
+@pytest.mark.parametrize(("name", "spec", "message"), GOAL_CASES)
+def test_an_invalid_goal_is_refused_with_a_message_and_pydantic_agrees(
+    kube_bed: kube.KubeBed, crds: None, name: str, spec: dict[str, Any], message: str
+) -> None:
+    created = kube_bed.kubectl("create", "-f", "-", stdin=manifest("BalancerGoal", name, spec))
+
+    assert created.returncode != 0
+    assert message in created.stderr
+    assert kube_bed.kubectl("get", "bg", name, "-n", NAMESPACE).returncode != 0
+    if name != "no-pool":  # poolRef is optional for the CLI (see api.py)
+        with pytest.raises(ValidationError):
+            BalancerGoalSpec.model_validate(spec)
+
+
+@pytest.mark.parametrize(("name", "spec", "message"), POOL_CASES)
+def test_an_invalid_pool_is_refused_with_a_message_and_pydantic_agrees(
+    kube_bed: kube.KubeBed, crds: None, name: str, spec: dict[str, Any], message: str
+) -> None:
+    created = kube_bed.kubectl("create", "-f", "-", stdin=manifest("BrokerPool", name, {**POOL_SPEC, **spec}))
+
+    assert created.returncode != 0
+    assert message in created.stderr
+    with pytest.raises(ValidationError):
+        BrokerPoolSpec.model_validate({**POOL_SPEC, **spec})
+
+
+def test_the_chart_ships_exactly_the_crds_of_crds_dir() -> None:
+    chart_crds = CRDS.parent / "charts" / "kafka-balancer" / "crds"
+    for crd in sorted(CRDS.glob("*.yaml")):
+        assert (chart_crds / crd.name).read_bytes() == crd.read_bytes(), (
+            f"charts/kafka-balancer/crds/{crd.name} differs from crds/{crd.name}; "
+            "copy crds/*.yaml into the chart"
+        )
