@@ -102,10 +102,11 @@ def _openssl(args: Sequence[str], log: Path) -> None:
 
 def _get(url: str, *, token: str | None = None, ca_file: Path | None = None) -> tuple[int, str]:
     """HTTP GET; (status, body), status 0 when nothing answers (yet)."""
-    context = ssl.create_default_context(cafile=str(ca_file)) if ca_file else None
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     request = urllib.request.Request(url, headers=headers)
     try:
+        # Inside the try: the apiserver may still be writing its certificate (ssl.SSLError is an OSError).
+        context = ssl.create_default_context(cafile=str(ca_file)) if ca_file else None
         with urllib.request.urlopen(request, timeout=2, context=context) as response:
             return int(response.status), response.read().decode(errors="replace")
     except urllib.error.HTTPError as err:
