@@ -36,6 +36,12 @@ def _plan(args: argparse.Namespace) -> int:
     return run_plan(args.snapshot, args.goals, args.output, args.report)
 
 
+def _snapshot(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.snapshot import run_snapshot
+
+    return run_snapshot(args)
+
+
 def _score(args: argparse.Namespace) -> int:
     from kafka_balancer.commands.score import run_score
 
@@ -107,6 +113,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("--report", type=Path, help="also write a JSON report of the plan")
     plan.set_defaults(handler=_plan)
+
+    snapshot = commands.add_parser("snapshot", help="sample load through the Admin API, write a snapshot")
+    snapshot.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
+    snapshot.add_argument("--command-config", type=Path, help="client properties (security, SASL, SSL)")
+    snapshot.add_argument("--window", default="5m", help="how long to sample (e.g. 5m, 90s)")
+    snapshot.add_argument("--interval", default="10s", help="time between sampling passes")
+    snapshot.add_argument("--capacity-file", type=Path, help="broker capacities (JSON)")
+    snapshot.add_argument("--disk-capacity", type=float, help="bytes per broker")
+    snapshot.add_argument("--network-capacity", type=float, help="bytes/s per broker, in and out")
+    snapshot.add_argument("--cpu-capacity", type=float, help="cores per broker")
+    snapshot.add_argument("--store", type=Path, help="durable sample store directory (default: temporary)")
+    snapshot.add_argument("--output", required=True, type=Path, help="where to write the snapshot JSON")
+    snapshot.set_defaults(handler=_snapshot)
     _add_execution_commands(commands)
 
     score = commands.add_parser("score", help="score the cluster model from a sample store (Spark)")

@@ -1,0 +1,145 @@
+"""``kafka-balancer snapshot``: sample a cluster through the Admin API for a window, write the snapshot.
+
+Capacities come from ``--capacity-file`` (JSON: ``{"default": {capacity}, "brokers": [{"id": 1,
+"capacity": {capacity}}]}``, either part optional; a capacity is the snapshot's
+``{"disk", "networkIn", "networkOut", "cpu"}``) or from the three ``--*-capacity`` flags, the same
+for every broker (``--network-capacity`` is both networkIn and networkOut).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kafka_balancer.errors import InputError
+from kafka_balancer.formats.errors import one_line
+from kafka_balancer.formats.plan_file import write_json_atomically
+from kafka_balancer.formats.snapshot import CapacityIn, load_json, parse_snapshot
+from kafka_balancer.kafka.admin import load_properties
+from kafka_balancer.kafka.collector import AdminReader, Collector, PassResult, total_requests
+from kafka_balancer.kafka.sample_store import SampleStore
+from kafka_balancer.kafka.snapshot_builder import Capacities, Capacity, build_snapshot
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+
+
+class _BrokerCapacity(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    id: int = Field(ge=0)
+    capacity: CapacityIn
+
+
+class _CapacityFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    default: CapacityIn | None = None
+    brokers: list[_BrokerCapacity] = []
+
+
+def duration_ms(flag: str, text: str) -> int:
+    """``500ms``, ``10s``, ``5m``, ``1h`` or bare seconds → milliseconds (positive)."""
+    found = _DURATION.match(text.strip())
+    if found is None:
+        raise InputError(f"{flag} {text!r}: not a duration (e.g. 10s, 5m, 500ms)")
+    ms = int(float(found.group(1)) * _UNIT_MS[found.group(2) or "s"])
+    if ms <= 0:
+        raise InputError(f"{flag} {text!r}: must be positive")
+    return ms
+
+
+def _as_tuple(cap: CapacityIn) -> Capacity:
+    return (cap.disk, cap.network_in, cap.network_out, cap.cpu)
+
+
+def read_capacity_file(path: Path) -> Capacities:
+    try:
+        parsed = _CapacityFile.model_validate(load_json(path, "capacity file"))
+    except ValidationError as exc:
+        raise InputError(one_line(exc, f"capacity file {path.name}")) from None
+    per_broker = {b.id: _as_tuple(b.capacity) for b in parsed.brokers}
+    return Capacities(per_broker, _as_tuple(parsed.default) if parsed.default else None)
+
+
+def capacities(args: argparse.Namespace) -> Capacities:
+    flags = {
+        "--disk-capacity": args.disk_capacity,
+        "--network-capacity": args.network_capacity,
+        "--cpu-capacity": args.cpu_capacity,
+    }
+    given = [name for name, value in flags.items() if value is not None]
+    if args.capacity_file is not None:
+        if given:
+            raise InputError(f"--capacity-file and {given[0]} exclude each other")
+        return read_capacity_file(args.capacity_file)
+    if len(given) != len(flags):
+        missing = [name for name in flags if name not in given]
+        raise InputError(f"give --capacity-file, or all of {', '.join(flags)} (missing {missing[0]})")
+    values = []
+    for name, value in flags.items():
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"{name} {value}: must be a positive number")
+        values.append(float(value))
+    disk, network, cpu = values
+    return Capacities({}, (disk, network, network, cpu))
+
+
+def _progress(passes: int, caps: Capacities) -> Callable[[int, PassResult], None]:
+    def show(i: int, result: PassResult) -> None:
+        obs = result.observation
+        for broker in obs.brokers:
+            # Fail at the first pass, not after a whole window, when a broker has no capacity.
+            caps.of(broker.id)
+        print(
+            f"pass {i + 1}/{passes}: {len(obs.partitions)} partition(s), {len(obs.brokers)} broker(s), "
+            f"{result.samples_written} sample(s) stored, {sum(obs.requests.values())} admin request(s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return show
+
+
+def run_snapshot(args: argparse.Namespace) -> int:
+    if args.output.is_file():
+        # No output file on failure: a stale snapshot must not be taken for this run's.
+        args.output.unlink()
+    window_ms = duration_ms("--window", args.window)
+    interval_ms = duration_ms("--interval", args.interval)
+    if interval_ms > window_ms:
+        raise InputError(f"--interval {args.interval} is longer than --window {args.window}")
+    caps = capacities(args)
+    props = load_properties(args.command_config) if args.command_config else {}
+    passes = math.ceil(window_ms / interval_ms) + 1
+    with tempfile.TemporaryDirectory(prefix="kafka-balancer-samples-") as scratch:
+        store = SampleStore(args.store if args.store is not None else Path(scratch))
+        reader = AdminReader(args.bootstrap_server, props)
+        try:
+            collector = Collector(reader, store)
+            results = collector.run(passes, interval_ms / 1000.0, on_pass=_progress(passes, caps))
+        finally:
+            reader.close()
+        last = results[-1].observation
+        since = last.ts_ms - window_ms
+        document = build_snapshot(
+            last.brokers, caps, store.partition_samples(since), store.broker_samples(since), window_ms
+        )
+    parse_snapshot(document, "collected snapshot")
+    write_json_atomically(args.output, document)
+    requests: Counter[str] = total_requests(results)
+    per_pass = sum(requests.values()) / passes
+    by_api = ", ".join(f"{api} {n / passes:.1f}" for api, n in sorted(requests.items()))
+    print(
+        f"snapshot: {len(document['brokers'])} broker(s), {len(document['partitions'])} partition(s) "
+        f"from {passes} pass(es) over {window_ms / 1000:.0f} s; {per_pass:.1f} admin request(s) per pass "
+        f"({by_api})",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,316 @@
+"""The zero-install load collector: partition and broker samples from Kafka's Admin API alone.
+
+One pass reads brokers and racks, partition metadata (replicas, leader, ISR), each partition's log
+size on its leader (DescribeLogDirs), start and end offsets (ListOffsets) and every consumer group's
+committed offsets (ListGroups + OffsetFetch). Two consecutive passes give one sample per partition:
+
+- average record size: size delta ÷ end-offset delta when both grew, else size ÷ (end − start);
+- bytes in: end-offset delta × average record size (messages in: the offset delta);
+- bytes out: Σ over consumer groups of the committed-offset delta × average record size.
+
+Broker cpu and network columns stay null: the Admin API has no resource usage (a Prometheus source
+would fill them). Every broker request a pass causes is counted, by API, so the cost is visible.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pyarrow as pa
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._listoffsets import OffsetSpec
+from kafka import KafkaAdminClient
+
+from kafka_balancer.errors import KafkaOperationError
+from kafka_balancer.kafka.admin import confluent_config, kafka_python_config
+from kafka_balancer.kafka.sample_store import SampleStore
+from kafka_balancer.kafka.snapshot_builder import BrokerInfo
+from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
+
+TIMEOUT_S = 30.0
+Tp = tuple[str, int]
+K = TypeVar("K")
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    replicas: tuple[int, ...]
+    leader: int
+    isr: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one pass read; ``ts_ms`` is when the end offsets were read."""
+
+    ts_ms: int
+    brokers: tuple[BrokerInfo, ...]
+    partitions: Mapping[Tp, PartitionInfo]
+    sizes: Mapping[Tp, int]
+    start_offsets: Mapping[Tp, int]
+    end_offsets: Mapping[Tp, int]
+    committed: Mapping[tuple[str, Tp], int]
+    requests: Counter[str] = field(default_factory=Counter)
+
+
+def _fail(what: str, err: BaseException) -> KafkaOperationError:
+    return KafkaOperationError(f"{what} failed: {type(err).__name__}: {err}")
+
+
+class AdminReader:
+    """The Admin API reads of a pass; ``requests`` counts broker requests by API name.
+
+    Counts follow each call's fan-out: DescribeLogDirs and ListOffsets go to each leader broker,
+    ListGroups to every broker, OffsetFetch once per group (the clients' own metadata refreshes and
+    coordinator lookups are not included).
+    """
+
+    def __init__(self, bootstrap: str, props: Mapping[str, str] | None = None) -> None:
+        props = props or {}
+        self._ck = AdminClient(confluent_config(bootstrap, props))
+        self._kp_config = kafka_python_config(bootstrap, props)
+        self._kp: KafkaAdminClient | None = None
+        self.requests: Counter[str] = Counter()
+
+    def close(self) -> None:
+        if self._kp is not None:
+            self._kp.close()
+            self._kp = None
+
+    def brokers(self) -> tuple[BrokerInfo, ...]:
+        self.requests["DescribeCluster"] += 1
+        try:
+            described = self._ck.describe_cluster(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+        except Exception as err:
+            raise _fail("describing the cluster", err) from err
+        return tuple(sorted((BrokerInfo(n.id, n.rack) for n in described.nodes), key=lambda b: b.id))
+
+    def partitions(self) -> dict[Tp, PartitionInfo]:
+        self.requests["Metadata"] += 1
+        try:
+            metadata = self._ck.list_topics(timeout=TIMEOUT_S)
+        except KafkaException as err:
+            raise _fail("reading topic metadata", err) from err
+        return {
+            (name, pid): PartitionInfo(tuple(p.replicas), p.leader, frozenset(p.isrs))
+            for name, topic in metadata.topics.items()
+            if topic.error is None
+            for pid, p in topic.partitions.items()
+        }
+
+    def leader_sizes(self, leaders: Mapping[Tp, int]) -> dict[Tp, int]:
+        """Log size of each partition's leader replica, one DescribeLogDirs request per leader broker."""
+        by_broker: dict[int, dict[str, list[int]]] = {}
+        for (topic, pid), leader in leaders.items():
+            by_broker.setdefault(leader, {}).setdefault(topic, []).append(pid)
+        sizes: dict[Tp, int] = {}
+        for broker, topics in sorted(by_broker.items()):
+            self.requests["DescribeLogDirs"] += 1
+            try:
+                answers = self._kafka_python().describe_log_dirs(topic_partitions=topics, brokers=[broker])
+            except Exception as err:
+                raise _fail(f"describing log dirs of broker {broker}", err) from err
+            for answer in answers:
+                for log_dir in answer["log_dirs"]:
+                    for topic in log_dir["topics"]:
+                        for part in topic["partitions"]:
+                            # A future replica (log-dir move) is also listed; the larger is the live log.
+                            key = (topic["name"], part["partition_index"])
+                            sizes[key] = max(sizes.get(key, 0), int(part["partition_size"]))
+        return sizes
+
+    def offsets(self, leaders: Mapping[Tp, int], spec: OffsetSpec) -> dict[Tp, int]:
+        """Earliest or latest offsets; a partition whose query fails (e.g. leader moving) is left out."""
+        if not leaders:
+            return {}
+        self.requests["ListOffsets"] += len(set(leaders.values()))
+        request = {TopicPartition(t, p): spec for t, p in leaders}
+        try:
+            futures = self._ck.list_offsets(request, request_timeout=TIMEOUT_S)
+        except KafkaException as err:
+            raise _fail("listing offsets", err) from err
+        return {(tp.topic, tp.partition): info.offset for tp, info in _settled(futures).items()}
+
+    def committed_offsets(self, broker_count: int) -> dict[tuple[str, Tp], int]:
+        """(group, partition) → committed offset, for every consumer group."""
+        self.requests["ListGroups"] += broker_count
+        try:
+            listed = self._ck.list_consumer_groups(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+        except Exception as err:
+            raise _fail("listing consumer groups", err) from err
+        groups = sorted(g.group_id for g in listed.valid)
+        self.requests["OffsetFetch"] += len(groups)
+        # One group per call (the client's limit), all in flight at once.
+        futures: dict[str, Future[Any]] = {}
+        for group in groups:
+            futures.update(
+                self._ck.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT_S
+                )
+            )
+        committed: dict[tuple[str, Tp], int] = {}
+        for group, answer in _settled(futures).items():
+            for tp in answer.topic_partitions:
+                if tp.error is None and tp.offset >= 0:  # -1001: none committed
+                    committed[(group, (tp.topic, tp.partition))] = tp.offset
+        return committed
+
+    def _kafka_python(self) -> KafkaAdminClient:
+        if self._kp is None:
+            try:
+                self._kp = KafkaAdminClient(**self._kp_config)
+            except Exception as err:
+                raise _fail("connecting the log-dirs client", err) from err
+        return self._kp
+
+
+def _settled(futures: Mapping[K, Future[Any]]) -> dict[K, Any]:
+    """The results of the futures that succeeded (a group deleted mid-pass, a partition without leader)."""
+    done: dict[K, Any] = {}
+    for key, future in futures.items():
+        try:
+            done[key] = future.result(timeout=TIMEOUT_S)
+        except Exception:  # one partition or group failing must not lose the others' samples
+            continue
+    return done
+
+
+def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Observation:
+    """One pass of Admin API reads; partitions without a leader are left out of this pass."""
+    before = Counter(reader.requests)
+    brokers = reader.brokers()
+    partitions = reader.partitions()
+    leaders = {tp: p.leader for tp, p in partitions.items() if p.leader >= 0}
+    end = reader.offsets(leaders, OffsetSpec.latest())  # type: ignore[no-untyped-call]
+    ts_ms = int(clock() * 1000)
+    start = reader.offsets(leaders, OffsetSpec.earliest())  # type: ignore[no-untyped-call]
+    sizes = reader.leader_sizes(leaders)
+    committed = reader.committed_offsets(len(brokers))
+    return Observation(
+        ts_ms=ts_ms,
+        brokers=brokers,
+        partitions=partitions,
+        sizes=sizes,
+        start_offsets=start,
+        end_offsets=end,
+        committed=committed,
+        requests=Counter(reader.requests) - before,
+    )
+
+
+def average_record_size(size: int, prev_size: int | None, end: int, prev_end: int, start: int) -> float:
+    """Bytes per record: from the deltas when both grew, else from the whole log."""
+    if prev_size is not None and size > prev_size and end > prev_end:
+        return (size - prev_size) / (end - prev_end)
+    records = end - start
+    return size / records if records > 0 else 0.0
+
+
+def samples_between(prev: Observation, cur: Observation) -> tuple[pa.Table, pa.Table]:
+    """Partition and broker samples of the interval between two passes (schemas of ``samples.schema``)."""
+    interval_ms = cur.ts_ms - prev.ts_ms
+    if interval_ms <= 0:
+        raise KafkaOperationError(f"sampling passes out of order ({prev.ts_ms} then {cur.ts_ms} ms)")
+    out_offsets: dict[Tp, int] = Counter()
+    for (group, tp), offset in cur.committed.items():
+        before = prev.committed.get((group, tp))
+        if before is not None and offset > before:
+            out_offsets[tp] += offset - before
+    rows = []
+    for tp, info in sorted(cur.partitions.items()):
+        if tp not in cur.end_offsets or tp not in prev.end_offsets or tp not in cur.sizes:
+            continue
+        end, prev_end = cur.end_offsets[tp], prev.end_offsets[tp]
+        size = cur.sizes[tp]
+        record = average_record_size(size, prev.sizes.get(tp), end, prev_end, cur.start_offsets.get(tp, end))
+        # An end offset that went back means the topic was recreated: nothing measurable produced.
+        produced = max(0, end - prev_end)
+        rows.append(
+            {
+                "ts_ms": cur.ts_ms,
+                "interval_ms": interval_ms,
+                "topic": tp[0],
+                "partition": tp[1],
+                "leader": info.leader,
+                "replicas": list(info.replicas),
+                "size_bytes": float(size),
+                "bytes_in": produced * record,
+                "bytes_out": out_offsets.get(tp, 0) * record,
+                "messages_in": produced,
+            }
+        )
+    brokers = [
+        {
+            "ts_ms": cur.ts_ms,
+            "interval_ms": interval_ms,
+            "broker": b.id,
+            "rack": b.rack,
+            "cpu": None,
+            "network_in": None,
+            "network_out": None,
+        }
+        for b in cur.brokers
+    ]
+    return (
+        pa.Table.from_pylist(rows, schema=PARTITION_SAMPLES),
+        pa.Table.from_pylist(brokers, schema=BROKER_SAMPLES),
+    )
+
+
+@dataclass(frozen=True)
+class PassResult:
+    observation: Observation
+    samples_written: int
+
+
+class Collector:
+    """Sampling passes into a store; the first pass of a collector is a baseline and stores nothing."""
+
+    def __init__(
+        self, reader: AdminReader, store: SampleStore, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._reader = reader
+        self._store = store
+        self._clock = clock
+        self._previous: Observation | None = None
+
+    def sample_once(self) -> PassResult:
+        current = observe(self._reader, self._clock)
+        written = 0
+        if self._previous is not None:
+            partitions, brokers = samples_between(self._previous, current)
+            self._store.append(current.ts_ms, partitions, brokers)
+            written = partitions.num_rows
+        self._previous = current
+        return PassResult(current, written)
+
+    def run(
+        self,
+        passes: int,
+        interval_s: float,
+        on_pass: Callable[[int, PassResult], None] = lambda i, r: None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> list[PassResult]:
+        """``passes`` passes, each starting ``interval_s`` after the previous one started."""
+        results = []
+        next_start = time.monotonic()
+        for i in range(passes):
+            sleep(max(0.0, next_start - time.monotonic()))
+            next_start = time.monotonic() + interval_s
+            result = self.sample_once()
+            results.append(result)
+            on_pass(i, result)
+        return results
+
+
+def total_requests(results: Iterable[PassResult]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for r in results:
+        total.update(r.observation.requests)
+    return total
