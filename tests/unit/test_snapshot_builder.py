@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
+from kafka_balancer.cli import main
 from kafka_balancer.errors import InputError, KafkaOperationError
 from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.kafka.collector import Observation, PartitionInfo, average_record_size, samples_between
@@ -221,3 +223,55 @@ def test_samples_between_two_passes_then_snapshot() -> None:
 def test_passes_out_of_order_are_refused() -> None:
     with pytest.raises(KafkaOperationError, match="out of order"):
         samples_between(observation(5_000, 1, 1, {}), observation(5_000, 2, 2, {}))
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--window", "5x", "--disk-capacity", "1", "--network-capacity", "1", "--cpu-capacity", "1"],
+            "--window",
+        ),
+        (
+            ["--interval", "0s", "--disk-capacity", "1", "--network-capacity", "1", "--cpu-capacity", "1"],
+            "--interval",
+        ),
+        (
+            [
+                "--window",
+                "5s",
+                "--interval",
+                "10s",
+                "--disk-capacity",
+                "1",
+                "--network-capacity",
+                "1",
+                "--cpu-capacity",
+                "1",
+            ],
+            "longer than --window",
+        ),
+        (["--disk-capacity", "1", "--network-capacity", "1"], "missing --cpu-capacity"),
+        (["--disk-capacity", "-1", "--network-capacity", "1", "--cpu-capacity", "1"], "--disk-capacity"),
+        (["--capacity-file", "CAPS", "--cpu-capacity", "1"], "exclude each other"),
+        (["--capacity-file", "CAPS"], "default.cpu"),
+        (["--capacity-file", "MISSING"], "cannot read"),
+        (["--disk-capacity", "1"], None),
+    ],
+)
+def test_snapshot_command_refuses_bad_flags_with_one_line(
+    flags: list[str], message: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    caps = tmp_path / "caps.json"
+    caps.write_text('{"default": {"disk": 1, "networkIn": 1, "networkOut": 1}}')
+    flags = [
+        str(caps) if f == "CAPS" else str(tmp_path / "nope.json") if f == "MISSING" else f for f in flags
+    ]
+    output = tmp_path / "snapshot.json"
+    output.write_text("stale")
+    code = main(["snapshot", "--bootstrap-server", "127.0.0.1:1", "--output", str(output), *flags])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert message is None or message in err, err
+    assert not output.exists()
