@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 TOLERANCE = 1e-12
 # Candidates are evaluated in growing batches: the preferred few first, most of the time enough.
 BATCHES = (16, 128, 1024)
+CANDIDATE_LIMIT = sum(BATCHES)
 MAX_SOURCES = 8
 SWAP_PARTNERS = 4
 SWAP_SIDE = 48
@@ -35,11 +36,16 @@ def without(cands: Candidates, part: int) -> Candidates:
 
 
 def preference(benefit: FloatArray, cost: FloatArray, need: float, parts: IntArray) -> IntArray:
-    """Order candidates by bytes moved per unit of useful benefit, then fewer moves, then smaller."""
+    """Order candidates by bytes moved per unit of useful benefit, then fewer moves, then smaller.
+
+    Only the first ``sum(BATCHES)`` are ever evaluated, so only those are sorted."""
     useful = np.minimum(benefit, max(need, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         per_unit = np.where(useful > 0, cost / useful, np.inf)
-    return np.lexsort((parts, cost, -useful, per_unit))
+    head = np.arange(len(parts))
+    if len(parts) > CANDIDATE_LIMIT:
+        head = np.argpartition(per_unit, CANDIDATE_LIMIT)[:CANDIDATE_LIMIT]
+    return head[np.lexsort((parts[head], cost[head], -useful[head], per_unit[head]))]
 
 
 @dataclass
