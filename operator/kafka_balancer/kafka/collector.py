@@ -84,7 +84,8 @@ class AdminReader:
             self._kp = None
 
     def brokers(self) -> tuple[BrokerInfo, ...]:
-        self.requests["DescribeCluster"] += 1
+        # librdkafka answers describe_cluster with a Metadata request (seen in its statistics).
+        self.requests["Metadata"] += 1
         try:
             described = self._ck.describe_cluster(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
         except Exception as err:
