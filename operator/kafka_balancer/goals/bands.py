@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kafka_balancer.goals import math
+from kafka_balancer.goals.band import LEADERS, REPLICAS, GoalBand, goal_band, goal_column
 from kafka_balancer.goals.base import EPSILON, Goal, GoalStatus
 from kafka_balancer.goals.math import FloatArray
-from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
+from kafka_balancer.goals.spec import GoalFamily, GoalSpec
 from kafka_balancer.model.resources import Resource
-from kafka_balancer.planner.state import LEADERS, REPLICAS
 
 if TYPE_CHECKING:
     from kafka_balancer.planner.search import Search
@@ -19,9 +19,6 @@ if TYPE_CHECKING:
 
 # Floating-point safety: planned brokers stay this far (relative to scale) inside a band.
 MARGIN = 1e-6
-# A distribution goal being fixed aims for this fraction of its range, so the goals optimised
-# after it keep some room to move without breaking it.
-TARGET_RANGE = 0.9
 
 
 def _outside(q: FloatArray, lo: FloatArray, hi: FloatArray) -> FloatArray:
@@ -36,20 +33,24 @@ class BandGoal(Goal):
     is the contract minus a floating-point margin; the target band is where fixed brokers go.
     """
 
-    column: int
-    lo: FloatArray
-    hi: FloatArray
-    scale: FloatArray
-    active: bool = True
     _cache_key: tuple[int, bool] | None = None
     _cache: tuple[FloatArray, FloatArray]
 
-    def _set_bands(self, margin: float, target_lo: FloatArray, target_hi: FloatArray) -> None:
+    def __init__(self, spec: GoalSpec, band: GoalBand) -> None:
+        super().__init__(spec)
+        self.band = band
+        self.column = band.column
+        self.lo, self.hi, self.scale = band.lo, band.hi, band.scale
+        self.active = band.enforced
+        # Resources are floats: keep planned brokers a hair inside; counts are exact integers.
+        margin = MARGIN if band.column < REPLICAS else 0.0
         slack = margin * self.scale
         self.veto_lo = np.where(self.lo > 0, self.lo + slack, self.lo)
         self.veto_hi = self.hi - slack
-        self.target_lo = np.maximum(np.where(target_lo > 0, target_lo + slack, target_lo), self.veto_lo)
-        self.target_hi = np.minimum(target_hi - slack, self.veto_hi)
+        self.target_lo = np.maximum(
+            np.where(band.target_lo > 0, band.target_lo + slack, band.target_lo), self.veto_lo
+        )
+        self.target_hi = np.minimum(band.target_hi - slack, self.veto_hi)
 
     def _bands(self, target: bool) -> tuple[FloatArray, FloatArray]:
         return (self.target_lo, self.target_hi) if target else (self.veto_lo, self.veto_hi)
@@ -153,23 +154,6 @@ class BandGoal(Goal):
 class CapacityGoal(BandGoal):
     """A broker may use at most ``thresholdPercent`` of its capacity (of a resource or replicas)."""
 
-    def __init__(self, spec: GoalSpec, state: PlanState) -> None:
-        super().__init__(spec)
-        n = state.n_brokers
-        self.lo = np.full(n, -np.inf)
-        if spec.type is GoalType.REPLICA_CAPACITY:
-            self.column = REPLICAS
-            self.hi = np.full(n, float(spec.max_replicas_per_broker))
-            self.scale = np.maximum(self.hi, 1.0)
-            self._set_bands(0.0, self.lo, self.hi)
-        else:
-            resource = spec.type.resource
-            assert resource is not None
-            self.column = int(resource)
-            self.hi = state.capacity[:, self.column] * spec.threshold_percent / 100.0
-            self.scale = np.maximum(state.capacity[:, self.column], 1e-300)
-            self._set_bands(MARGIN, self.lo, self.hi)
-
     def describe(self, value: float, broker: int) -> str:
         if self.column == REPLICAS:
             return f"{value:.0f} replicas"
@@ -193,58 +177,25 @@ class CapacityGoal(BandGoal):
         )
 
     def worst_deviation(self, state: PlanState) -> float:
-        q = state.quantity(self.column)
         mask = state.active
         if not mask.any():
             return 0.0
-        return float(100.0 * (q[mask] / self.scale[mask]).max())
+        return float(100.0 * self.band.utilisation(state.quantity(self.column))[mask].max())
 
 
 class DistributionGoal(BandGoal):
     """Every active broker within mean × (1 ± range): utilisation for resources, counts for
     replicas and leaders (expected count scaled by warm-up share, band floor/ceil)."""
 
-    def __init__(self, spec: GoalSpec, state: PlanState) -> None:
-        super().__init__(spec)
-        self.range = spec.range_percent / 100.0
-        resource = spec.type.resource
-        shares = state.share
-        if resource is not None:
-            self.column = int(resource)
-            total = float(state.load[:, self.column].sum())
-            cap = state.effective_capacity[:, self.column]
-            self.mean = float(math.capacity_weighted_mean(np.array(total), cap, state.active))
-            self.lo, self.hi = math.distribution_bounds(self.mean, self.range, cap)
-            target = math.distribution_bounds(self.mean, self.range * TARGET_RANGE, cap)
-            expected = self.mean * cap
-            fallback = self.mean * state.capacity[:, self.column]
-            self.active = self.mean > 0 and self.mean * 100.0 >= spec.threshold_percent
-            margin = MARGIN
-        else:
-            self.column = REPLICAS if spec.type is GoalType.REPLICA_DISTRIBUTION else LEADERS
-            total = float(state.rf.sum() if self.column == REPLICAS else len(state.rf))
-            expected = math.expected_counts(total, shares)
-            self.mean = total / max(float(shares.sum()), 1e-300)
-            self.lo, self.hi = math.count_bounds(expected, self.range)
-            target = math.count_bounds(expected, self.range * TARGET_RANGE)
-            fallback = np.full(state.n_brokers, self.mean)
-            self.active = total > 0
-            margin = 0.0
-        self.expected = expected
-        self.scale = np.maximum(np.where(expected > 0, expected, fallback), 1e-300)
-        self._set_bands(margin, *target)
-
-    def utilisation(self, state: PlanState) -> FloatArray:
-        q = state.quantity(self.column)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(np.where(self.expected > 0, q / self.expected * self.mean, 0.0))
+    @property
+    def mean(self) -> float:
+        return self.band.mean
 
     def worst_deviation(self, state: PlanState) -> float:
         mask = state.active
         if not mask.any() or self.mean <= 0:
             return 0.0
-        dev = math.relative_deviation(self.utilisation(state)[mask], self.mean)
-        return float(100.0 * dev.max())
+        return float(100.0 * self.band.deviation(state.quantity(self.column))[mask].max())
 
     def describe(self, value: float, broker: int) -> str:
         if self.column >= REPLICAS:
@@ -254,6 +205,8 @@ class DistributionGoal(BandGoal):
 
 
 def band_goal(spec: GoalSpec, state: PlanState) -> BandGoal:
-    if spec.type.family is GoalFamily.CAPACITY:
-        return CapacityGoal(spec, state)
-    return DistributionGoal(spec, state)
+    column = goal_column(spec.type)
+    capacity = state.capacity[:, column] if column < REPLICAS else None
+    band = goal_band(spec, state.quantity(column), capacity, state.share, state.active)
+    kind = CapacityGoal if spec.type.family is GoalFamily.CAPACITY else DistributionGoal
+    return kind(spec, band)

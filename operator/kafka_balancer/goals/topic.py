@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kafka_balancer.goals import math
+from kafka_balancer.goals.band import REPLICAS
 from kafka_balancer.goals.base import EPSILON, Goal, GoalStatus
 from kafka_balancer.goals.math import FloatArray, IntArray
 from kafka_balancer.goals.spec import GoalSpec
-from kafka_balancer.planner.state import REPLICAS
 
 # Brokers asked for a replica of a topic before giving up on an under-filled broker.
 MAX_SOURCES = 8

@@ -10,13 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafka_balancer.goals import math
+from kafka_balancer.goals.band import LEADERS, N_QUANTITIES, REPLICAS
 from kafka_balancer.goals.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.cluster import Cluster
-
-# Columns of a candidate's delta: the four resources, then replica and leader counts.
-REPLICAS = 4
-LEADERS = 5
-N_QUANTITIES = 6
 
 NO_BROKER = -1
 

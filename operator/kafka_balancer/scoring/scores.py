@@ -14,16 +14,15 @@ import numpy as np
 import pandas as pd
 
 from kafka_balancer.goals import math
-from kafka_balancer.goals.math import FloatArray
-from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
+from kafka_balancer.goals.band import LEADERS, REPLICAS, GoalBand, goal_band, goal_column
+from kafka_balancer.goals.math import BoolArray, FloatArray
+from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.model.resources import RESOURCES
 
 # Quantity columns of a broker: the four resources (``Resource`` order), then counts.
 LOAD_COLUMNS = tuple(f"load_{r.key}" for r in RESOURCES)
 CAPACITY_COLUMNS = tuple(f"cap_{r.key}" for r in RESOURCES)
 CONTRIBUTION_COLUMNS = tuple(f"c_{r.key}" for r in RESOURCES)
-REPLICAS = 4
-LEADERS = 5
 _NOT_PER_BROKER = {GoalType.RACK_AWARE, GoalType.TOPIC_REPLICA_DISTRIBUTION}
 # A candidate must improve its goal by more than this (violation units) to be listed.
 MIN_IMPROVEMENT = 1e-12
@@ -43,73 +42,63 @@ def per_broker_goals(goals: Sequence[GoalSpec]) -> tuple[GoalSpec, ...]:
     return tuple(g for g in goals if g.type not in _NOT_PER_BROKER)
 
 
-def goal_column(goal_type: GoalType) -> int:
-    if goal_type.resource is not None:
-        return int(goal_type.resource)
-    return LEADERS if goal_type is GoalType.LEADER_DISTRIBUTION else REPLICAS
-
-
 @dataclass(frozen=True, slots=True)
 class Band:
+    """A goal's band over the brokers of a frame, with the figures the job reports."""
+
     quantity: FloatArray
-    lo: FloatArray
-    hi: FloatArray
-    scale: FloatArray
-    utilisation: FloatArray  # NaN where the goal has no utilisation (counts)
-    deviation: FloatArray  # NaN where the goal has no mean (capacity goals)
-    mean: float
-    enforced: bool  # a distribution goal below its threshold holds trivially
+    figures: GoalBand
+    active: BoolArray
+
+    @property
+    def lo(self) -> FloatArray:
+        return self.figures.lo
+
+    @property
+    def hi(self) -> FloatArray:
+        return self.figures.hi
+
+    @property
+    def scale(self) -> FloatArray:
+        return self.figures.scale
+
+    @property
+    def mean(self) -> float:
+        return self.figures.mean
+
+    @property
+    def enforced(self) -> bool:
+        return self.figures.enforced
 
     @property
     def violation(self) -> FloatArray:
-        if not self.enforced:
-            return np.zeros_like(self.quantity)
-        return math.outside_band(self.quantity, self.lo, self.hi) / self.scale
+        return self.figures.violation(self.quantity)
+
+    @property
+    def utilisation(self) -> FloatArray:
+        """Share of capacity (capacity goals) or utilisation (resource distribution goals);
+        NaN for count distribution goals, which have none."""
+        if self.figures.column >= REPLICAS and not np.isnan(self.mean):
+            return np.full(len(self.quantity), np.nan)
+        return self.figures.utilisation(self.quantity)
+
+    @property
+    def deviation(self) -> FloatArray:
+        """Distribution goals: |utilisation − mean| ÷ mean on active brokers; NaN otherwise."""
+        if np.isnan(self.mean):
+            return np.full(len(self.quantity), np.nan)
+        return np.where(self.active, self.figures.deviation(self.quantity), np.nan)
 
 
 def band(goal: GoalSpec, brokers: pd.DataFrame) -> Band:
     """The band of ``goal`` for every broker of ``brokers`` (one row per broker, sorted by id)."""
     col = goal_column(goal.type)
-    quantities = np.column_stack(
-        [brokers[c].to_numpy(np.float64) for c in (*LOAD_COLUMNS, "replicas", "leaders")]
-    )
-    q = quantities[:, col]
-    n = len(q)
+    names = (*LOAD_COLUMNS, "replicas", "leaders")
+    q = brokers[names[col]].to_numpy(np.float64)
+    capacity = brokers[CAPACITY_COLUMNS[col]].to_numpy(np.float64) if col < REPLICAS else None
     active = brokers["active"].to_numpy(bool)
-    nan = np.full(n, np.nan)
-    if goal.type.family is GoalFamily.CAPACITY:
-        if col == REPLICAS:
-            hi = np.full(n, float(goal.max_replicas_per_broker))
-            scale = np.maximum(hi, 1.0)
-        else:
-            scale = np.maximum(brokers[CAPACITY_COLUMNS[col]].to_numpy(np.float64), 1e-300)
-            hi = scale * goal.threshold_percent / 100.0
-        return Band(q, np.zeros(n), hi, scale, q / scale, nan, np.nan, True)
-    # Distribution: a draining broker's share is 0, so every distribution goal expects it empty.
-    share = np.where(active, brokers["share"].to_numpy(np.float64), 0.0)
-    range_fraction = goal.range_percent / 100.0
-    if col < REPLICAS:
-        capacity = brokers[CAPACITY_COLUMNS[col]].to_numpy(np.float64)
-        effective = capacity * share
-        mean = float(math.capacity_weighted_mean(np.array(q.sum()), effective, active))
-        lo, hi = math.distribution_bounds(mean, range_fraction, effective)
-        expected = mean * effective
-        scale = np.maximum(np.where(expected > 0, expected, mean * capacity), 1e-300)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            utilisation = np.where(effective > 0, q / effective, np.where(capacity > 0, q / capacity, 0.0))
-        enforced = mean > 0 and mean * 100.0 >= goal.threshold_percent
-    else:
-        total = float(q.sum())
-        expected = math.expected_counts(total, share)
-        mean = total / max(float(share.sum()), 1e-300)
-        lo, hi = math.count_bounds(expected, range_fraction)
-        scale = np.maximum(np.where(expected > 0, expected, mean), 1e-300)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            utilisation = np.where(expected > 0, q / expected * mean, 0.0)
-        enforced = total > 0
-    deviation = np.where(active, math.relative_deviation(utilisation, mean), np.nan)
-    shown = utilisation if col < REPLICAS else nan
-    return Band(q, lo, hi, scale, shown, deviation, mean, enforced)
+    figures = goal_band(goal, q, capacity, brokers["share"].to_numpy(np.float64), active)
+    return Band(q, figures, active)
 
 
 def score_brokers(brokers: pd.DataFrame, goals: Sequence[GoalSpec]) -> pd.DataFrame:
