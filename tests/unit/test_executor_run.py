@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from kafka_balancer.errors import ExecutionError, InputError
+from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import MoveStatus, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
 from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan, read_plan
+from kafka_balancer.kafka.progress import summary
 from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
 
 RATE = "leader.replication.throttled.rate"
@@ -138,3 +140,42 @@ def test_a_malformed_plan_file_names_the_problem(tmp_path: Path, text: str, mess
     plan.write_text(text)
     with pytest.raises(InputError, match=message):
         read_plan(plan)
+
+
+def test_cancel_stops_our_moves_and_removes_our_throttles(tmp_path: Path) -> None:
+    cluster = _cluster()
+    executor, clock = _executor(cluster, tmp_path, max_moves=1)
+    state = new_state(cluster, PLAN[:2], executor.options, clock.time())
+    state = executor.submit(executor.reconcile(state))
+    assert [m.status for m in state.moves] == [MoveStatus.PENDING, MoveStatus.IN_FLIGHT]
+    assert any(cluster.configs.values())
+
+    state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
+    assert [m.status for m in state.moves] == [MoveStatus.CANCELLED, MoveStatus.CANCELLED]
+    assert cluster.ongoing == {} and cluster.replicas[("t", 1)] == (1, 2)
+    assert all(not v for v in cluster.configs.values())
+    assert "2 cancelled" in summary(state, clock.time())
+
+
+def test_status_reports_bytes_moves_and_an_eta(tmp_path: Path) -> None:
+    cluster = _cluster()
+    executor, clock = _executor(cluster, tmp_path)
+    state = new_state(cluster, PLAN[:2], executor.options, clock.time())
+    moving = replace(state.moves[0], status=MoveStatus.IN_FLIGHT, progress_bytes=250)
+    text = summary(state.with_move(moving), clock.time() + 10)
+    assert "bytes: 250/600" in text
+    assert "1 pending, 1 in-flight, 0 done" in text
+    assert "ETA: 0h00m14s" in text
+
+
+def test_metadata_lagging_behind_a_finished_reassignment_is_not_a_failure(tmp_path: Path) -> None:
+    cluster = _cluster()
+    executor, clock = _executor(cluster, tmp_path)
+    state = new_state(cluster, PLAN[:1], executor.options, clock.time())
+    state = state.with_move(replace(state.moves[0], status=MoveStatus.IN_FLIGHT, started_at=clock.time()))
+    cluster.replicas[("t", 0)] = (3, 1, 2)  # no longer listed, metadata still shows the union
+    assert executor.reconcile(state).moves[0].status is MoveStatus.IN_FLIGHT
+    cluster.replicas[("t", 0)] = (3, 1)
+    assert executor.reconcile(state).moves[0].status is MoveStatus.DONE
+    cluster.replicas[("t", 0)] = (4, 2)
+    assert executor.reconcile(state).moves[0].status is MoveStatus.FAILED

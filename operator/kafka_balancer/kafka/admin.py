@@ -74,7 +74,8 @@ def _credentials(props: Mapping[str, str]) -> tuple[str | None, str | None]:
 
 def confluent_config(bootstrap: str, props: Mapping[str, str]) -> dict[str, Any]:
     """librdkafka settings for the usual client property names (PLAINTEXT, SSL, SASL PLAIN/SCRAM)."""
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000}
+    # log_level 2: librdkafka's connection chatter must not drown the CLI's own messages.
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000, "log_level": 2}
     for name in (
         "security.protocol",
         "sasl.mechanism",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kafka_balancer.errors import ExecutionError, InputError
+from kafka_balancer.errors import ExecutionError, InputError, KafkaOperationError
 from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
 from kafka_balancer.kafka.batching import next_batch
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus, save_state
@@ -119,7 +119,11 @@ class Executor:
         moving = [m for m in state.by_status(MoveStatus.IN_FLIGHT) if m.adding]
         if not moving:
             return state
-        sizes = self.admin.partition_sizes([m.tp for m in moving])
+        try:
+            sizes = self.admin.partition_sizes([m.tp for m in moving])
+        except KafkaOperationError as err:  # a broker down: counts as no progress, the timeout decides
+            self.log(f"progress unknown this round: {err}")
+            return state
         for move in moving:
             copied = sum(min(sizes.get((move.topic, move.partition, b), 0), move.size) for b in move.adding)
             if copied > move.progress_bytes:
@@ -223,6 +227,9 @@ def _reconciled(move: Move, part: PartitionState | None, listed: Reassignment | 
     if part.replicas == move.target:
         return replace(move, status=MoveStatus.DONE, finished_at=now, reason="")
     if move.status is MoveStatus.PENDING:
+        return move
+    if set(part.replicas) == set(move.source) | set(move.target):
+        # Metadata lags the controller's reassignment list by a moment: still settling.
         return move
     if part.replicas == move.source:
         # Recorded in flight, but Kafka never took it (a crash before submission): submit it again.

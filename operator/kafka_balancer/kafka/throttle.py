@@ -50,8 +50,12 @@ def sync_throttles(
     brokers = wanted_brokers(in_flight)
     topics = wanted_topic_values(in_flight)
 
-    for broker, names in list(state.throttled_brokers.items()):
-        if broker not in brokers:
+    stale = [b for b in state.throttled_brokers if b not in brokers]
+    live = {str(b) for b in admin.broker_ids()} if stale else set()
+    for broker in stale:
+        names = state.throttled_brokers[broker]
+        # A broker that is down cannot be altered; the record stays, so a later run removes it.
+        if broker in live:
             admin.alter_configs("broker", broker, {}, names)
             state = commit(replace(state, throttled_brokers=_without(state.throttled_brokers, broker)))
     for topic, names in list(state.throttled_topics.items()):
@@ -90,7 +94,8 @@ def sync_throttles(
 
 def leftover_throttles(admin: AdminPort, state: ExecutionState) -> list[str]:
     """Throttle configs on the plan's brokers and topics that are not someone else's (should be none)."""
-    brokers = sorted({str(b) for m in state.moves for b in (*m.source, *m.target)})
+    live = {str(b) for b in admin.broker_ids()}
+    brokers = sorted({str(b) for m in state.moves for b in (*m.source, *m.target)} & live)
     topics = sorted({m.topic for m in state.moves})
     left = [
         f"{kind} {name}: {config}"
@@ -98,6 +103,9 @@ def leftover_throttles(admin: AdminPort, state: ExecutionState) -> list[str]:
         for name, configs in admin.dynamic_configs(kind, names).items()
         for config in throttles
         if config in configs and f"{kind} {name}: {config}" not in state.foreign_throttles
+    ]
+    left += [
+        f"broker {b} (down): {', '.join(n)}" for b, n in state.throttled_brokers.items() if b not in live
     ]
     return left
 
