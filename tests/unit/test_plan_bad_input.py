@@ -105,3 +105,19 @@ def test_a_stale_output_file_is_removed_on_failure(
     (tmp_path / "plan.json").write_text('{"version": 1, "partitions": []}')
     run = run_plan(tmp_path, capsys, "{broken", GOOD_GOALS)
     assert run.code == 2 and not (tmp_path / "plan.json").exists()
+
+
+def test_an_unwritable_output_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_balancer.cli import main
+
+    snap = tmp_path / "s.json"
+    snap.write_text(json.dumps(good()))
+    goals = tmp_path / "g.yaml"
+    goals.write_text(GOOD_GOALS)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code = main(
+        ["plan", "--snapshot", str(snap), "--goals", str(goals), "--output", str(blocker / "plan.json")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "cannot write" in err

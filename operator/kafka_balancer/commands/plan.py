@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
+from kafka_balancer.errors import InputError
 from kafka_balancer.formats.goals_file import read_goals
 from kafka_balancer.formats.plan_file import plan_document, write_json_atomically
 from kafka_balancer.formats.report import report_document
@@ -22,9 +24,15 @@ def run_plan(snapshot: Path, goals: Path, output: Path, report: Path | None) -> 
     cluster = read_snapshot(snapshot)
     specs = read_goals(goals)
     plan = make_plan(cluster, specs)
-    if report is not None:
-        write_json_atomically(report, report_document(cluster, plan))
-    write_json_atomically(output, plan_document(plan))
+    try:
+        if report is not None:
+            write_json_atomically(report, report_document(cluster, plan))
+        write_json_atomically(output, plan_document(plan))
+    except OSError as exc:
+        for path in outputs:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise InputError(f"cannot write {exc.filename or output}: {exc.strerror}") from None
     print(summary(plan), file=sys.stderr)
     return 0
 
