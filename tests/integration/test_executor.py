@@ -1,0 +1,362 @@
+"""The executor moves partitions on the real Kafka bed: throttled, resumable after SIGKILL, cancellable."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin._config import ConfigResource
+from kafka import KafkaAdminClient
+
+from kafka_balancer.cli import main
+from kafka_balancer.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
+
+THROTTLES = {
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+}
+Digest = tuple[Counter[str], dict[str, str]]
+
+
+def _admin(bed: KafkaBed) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bed.bootstrap_servers})
+
+
+def _create_topic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> str:
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = _admin(bed)
+    new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)
+    admin.create_topics([new], operation_timeout=30)[topic].result(timeout=60)
+    _poll_until(lambda: len(_replicas(bed, topic)) == len(assignment), 30, f"{topic} metadata")
+    return topic
+
+
+def _replicas(bed: KafkaBed, topic: str) -> dict[int, tuple[list[int], int, set[int]]]:
+    """partition → (replicas, leader, isr) from metadata."""
+    admin = _admin(bed)
+    meta = admin.list_topics(topic=topic, timeout=10).topics[topic]
+    return {p: (list(m.replicas), m.leader, set(m.isrs)) for p, m in meta.partitions.items()}
+
+
+def _throttles_left(bed: KafkaBed, topic: str) -> list[str]:
+    admin = _admin(bed)
+    brokers = [ConfigResource("broker", str(b)) for b in sorted(bed.racks)]
+    resources = [*brokers, ConfigResource("topic", topic)]
+    left = []
+    for resource in resources:
+        [future] = admin.describe_configs([resource], request_timeout=30).values()
+        for entry in future.result(timeout=30).values():
+            if entry.name in THROTTLES and entry.value and not entry.is_default:
+                left.append(f"{resource.name}: {entry.name}={entry.value}")
+    return left
+
+
+def _ongoing(bed: KafkaBed, topic: str) -> list[Any]:
+    admin = KafkaAdminClient(bootstrap_servers=bed.bootstrap_servers.split(","))
+    try:
+        return [tp for tp in admin.list_partition_reassignments() if tp.topic == topic]
+    finally:
+        admin.close()
+
+
+def _poll_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out after {timeout_s}s waiting for {what}"
+        time.sleep(0.2)
+
+
+def _producer(bed: KafkaBed) -> Producer:
+    config = {"bootstrap.servers": bed.bootstrap_servers, "acks": "all", "enable.idempotence": True}
+    return Producer({**config, "linger.ms": 5})
+
+
+class _Writer:
+    """Produces keyed messages and remembers per-key counts and sha256 of the values, in order."""
+
+    def __init__(self, bed: KafkaBed, topic: str) -> None:
+        self.topic = topic
+        self.producer = _producer(bed)
+        self.counts: Counter[str] = Counter()
+        self.digests: defaultdict[str, Any] = defaultdict(hashlib.sha256)
+        self.failures: list[KafkaError] = []
+        self.rng = random.Random(11)
+        self.sent = 0
+        self.stop = threading.Event()
+
+    def _delivered(self, err: KafkaError | None, _msg: Message) -> None:
+        if err is not None:
+            self.failures.append(err)
+
+    def write(self, count: int, size: int) -> None:
+        for _ in range(count):
+            key = f"key-{self.sent % 31}"
+            value = self.rng.randbytes(size)
+            self.producer.produce(self.topic, key=key.encode(), value=value, on_delivery=self._delivered)
+            self.producer.poll(0)
+            self.counts[key] += 1
+            self.digests[key].update(value)
+            self.sent += 1
+        assert self.producer.flush(60) == 0, "messages still undelivered after 60s"
+
+    def write_until_stopped(self) -> None:
+        while not self.stop.is_set():
+            self.write(50, 300)
+            time.sleep(0.02)
+
+    def result(self) -> Digest:
+        assert not self.failures, self.failures[:3]
+        return self.counts, {k: d.hexdigest() for k, d in self.digests.items()}
+
+
+def _consume(bed: KafkaBed, topic: str, count: int) -> Digest:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bed.bootstrap_servers,
+            "group.id": f"check-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    counts: Counter[str] = Counter()
+    digests: defaultdict[str, Any] = defaultdict(hashlib.sha256)
+    deadline = time.monotonic() + 120
+    try:
+        consumer.subscribe([topic])
+        while sum(counts.values()) < count and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=1000, timeout=1.0):
+                assert msg.error() is None, msg.error()
+                key = (msg.key() or b"").decode()
+                counts[key] += 1
+                digests[key].update(msg.value() or b"")
+    finally:
+        consumer.close()
+    return counts, {k: d.hexdigest() for k, d in digests.items()}
+
+
+def _write_plan(path: Path, topic: str, targets: dict[int, list[int]]) -> Path:
+    moves = [{"topic": topic, "partition": p, "replicas": r} for p, r in targets.items()]
+    path.write_text(json.dumps({"version": 1, "partitions": moves}))
+    return path
+
+
+def _cli(*args: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "kafka_balancer.cli", *args]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _state(path: Path) -> dict[str, Any]:
+    try:
+        doc: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):  # not written yet
+        return {}
+    return doc
+
+
+def _in_flight(path: Path) -> bool:
+    return any(m["status"] == "in-flight" for m in _state(path).get("moves", []))
+
+
+def _copying(path: Path) -> bool:
+    """A move is in flight and has copied bytes: it was submitted, with its throttles set before."""
+    return any(m["status"] == "in-flight" and m["progressBytes"] > 0 for m in _state(path).get("moves", []))
+
+
+def _assert_as_planned(bed: KafkaBed, topic: str, targets: dict[int, list[int]]) -> None:
+    actual = _replicas(bed, topic)
+    for partition, target in targets.items():
+        replicas, leader, isr = actual[partition]
+        assert (replicas, leader, isr) == (target, target[0], set(target)), (partition, actual[partition])
+
+
+def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBed, tmp_path: Path) -> None:
+    topic = _create_topic(kafka_bed, "exec", [[1, 2], [1, 2], [1, 2]])
+    writer = _Writer(kafka_bed, topic)
+    writer.write(12_000, 500)
+    targets = {0: [3, 1], 1: [3, 4], 2: [4, 2]}
+    plan = _write_plan(tmp_path / "plan.json", topic, targets)
+    state = tmp_path / "state.json"
+    throttle = 1_000_000
+
+    background = threading.Thread(target=writer.write_until_stopped)
+    background.start()
+    try:
+        code = main(
+            ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+             "--state", str(state), "--throttle", str(throttle), "--poll-interval", "0.5"]
+        )  # fmt: skip
+    finally:
+        writer.stop.set()
+        background.join(timeout=60)
+    assert code == 0
+
+    _assert_as_planned(kafka_bed, topic, targets)
+    assert _throttles_left(kafka_bed, topic) == []
+    assert _ongoing(kafka_bed, topic) == []
+    verify = kafka_bed.run_tool(REASSIGN_PARTITIONS, ["--verify", "--reassignment-json-file", str(plan)])
+    assert verify.returncode == 0, verify.stderr
+    for partition in targets:
+        assert f"Reassignment of partition {topic}-{partition} is completed" in verify.stdout, verify.stdout
+
+    sent = writer.result()
+    received = _consume(kafka_bed, topic, writer.sent)
+    assert sum(received[0].values()) == writer.sent
+    assert received == sent
+
+    doc = _state(state)
+    assert {m["status"] for m in doc["moves"]} == {"done"}
+    assert doc["throttles"]["brokers"] == {} and doc["throttles"]["topics"] == {}
+    started = min(m["startedAt"] for m in doc["moves"])
+    finished = max(m["finishedAt"] for m in doc["moves"])
+    rate = doc["bytesTotal"] / (finished - started)
+    took = finished - started
+    print(f"\nmoved {doc['bytesTotal']} bytes in {took:.1f}s: {rate:.0f} B/s, throttle {throttle} B/s")
+
+
+def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tmp_path: Path) -> None:
+    topic = _create_topic(kafka_bed, "resume", [[2, 3], [2, 3], [2, 3]])
+    _Writer(kafka_bed, topic).write(6_000, 500)
+    targets = {0: [4, 3], 1: [1, 2], 2: [3, 4]}
+    plan = _write_plan(tmp_path / "plan.json", topic, targets)
+    state = tmp_path / "state.json"
+    args = ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers]
+    args += ["--state", str(state), "--throttle", "300000", "--max-moves", "1", "--poll-interval", "0.3"]
+
+    first = _cli(*args)
+    try:
+        _poll_until(lambda: _copying(state) or first.poll() is not None, 60, "a move copying data")
+        assert first.poll() is None, first.communicate()
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.kill()
+        first.communicate(timeout=30)
+    assert _throttles_left(kafka_bed, topic) != [], "the killed run should have left its throttles"
+
+    second = _cli(*args)
+    out, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err
+    assert "resuming" in out
+
+    _assert_as_planned(kafka_bed, topic, targets)
+    assert _throttles_left(kafka_bed, topic) == []
+    moves = _state(state)["moves"]
+    assert [m["status"] for m in moves] == ["done"] * len(targets)
+
+
+def test_cancel_mid_run_leaves_each_partition_original_or_planned(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    original = [[3, 4], [3, 4], [3, 4]]
+    topic = _create_topic(kafka_bed, "cancel", original)
+    _Writer(kafka_bed, topic).write(6_000, 500)
+    targets = {0: [1, 4], 1: [2, 3], 2: [1, 2]}
+    plan = _write_plan(tmp_path / "plan.json", topic, targets)
+    state = tmp_path / "state.json"
+    executor = _cli(
+        "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+        "--state", str(state), "--throttle", "200000", "--max-moves", "1", "--poll-interval", "0.3",
+    )  # fmt: skip
+    try:
+        _poll_until(lambda: _in_flight(state) or executor.poll() is not None, 60, "a move in flight")
+        cancel = _cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+        _, err = cancel.communicate(timeout=180)
+        assert cancel.returncode == 0, err
+        assert executor.wait(timeout=60) == 1
+    finally:
+        executor.kill()
+        executor.communicate(timeout=30)
+
+    assert _ongoing(kafka_bed, topic) == []
+    assert _throttles_left(kafka_bed, topic) == []
+    actual = _replicas(kafka_bed, topic)
+    statuses = {m["partition"]: m["status"] for m in _state(state)["moves"]}
+    assert "cancelled" in statuses.values()
+    for partition, target in targets.items():
+        replicas = actual[partition][0]
+        expected = target if statuses[partition] == "done" else original[partition]
+        assert replicas == expected, (partition, replicas, statuses[partition])
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda topic: {"topic": "no-such-topic", "partition": 0, "replicas": [1, 2]}, "unknown topic"),
+        (lambda topic: {"topic": topic, "partition": 7, "replicas": [1, 2]}, "unknown partition"),
+        (lambda topic: {"topic": topic, "partition": 0, "replicas": [1, 99]}, "unknown broker"),
+        (lambda topic: {"topic": topic, "partition": 0, "replicas": [2, 3, 4]}, "replication factor"),
+        (lambda topic: {"topic": topic, "partition": 0, "replicas": [3, 3]}, "duplicate broker"),
+    ],
+)
+def test_a_malformed_plan_exits_2_before_touching_anything(
+    kafka_bed: KafkaBed, tmp_path: Path, change: Callable[[str], dict[str, Any]], message: str
+) -> None:
+    topic = _create_topic(kafka_bed, "bad", [[1, 2], [1, 2]])
+    good = {"topic": topic, "partition": 1, "replicas": [3, 4]}
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [good, change(topic)]}))
+    state = tmp_path / "state.json"
+    run = _cli(
+        "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+        "--state", str(state), "--throttle", "100000",
+    )  # fmt: skip
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 2, (out, err)
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert "Traceback" not in err
+    assert not state.exists()
+    assert [r[0] for r in _replicas(kafka_bed, topic).values()] == [[1, 2], [1, 2]]
+    assert _throttles_left(kafka_bed, topic) == []
+    assert _ongoing(kafka_bed, topic) == []
+
+
+def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    added = kafka_bed.add_broker(rack="b")
+    running = True
+    try:
+        topic = _create_topic(kafka_bed, "stuck", [[1, 2]])
+        _Writer(kafka_bed, topic).write(4_000, 500)
+        plan = _write_plan(tmp_path / "plan.json", topic, {0: [added, 1]})
+        state = tmp_path / "state.json"
+        executor = _cli(
+            "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+            "--state", str(state), "--throttle", "100000", "--timeout-per-move", "5",
+            "--poll-interval", "0.3",
+        )  # fmt: skip
+        try:
+            _poll_until(lambda: _copying(state) or executor.poll() is not None, 60, "the move copying data")
+            kafka_bed.stop_broker(added)
+            running = False
+            _, err = executor.communicate(timeout=180)
+        finally:
+            executor.kill()
+            executor.communicate(timeout=30)
+        assert executor.returncode == 1, err
+        assert "no progress for 5s; reassignment cancelled" in err, err
+    finally:
+        if running:
+            kafka_bed.stop_broker(added)
+
+    [move] = _state(state)["moves"]
+    assert move["status"] == "failed"
+    print(f"\nstuck move detected {move['finishedAt'] - move['progressAt']:.1f}s after its last progress")
+    assert _ongoing(kafka_bed, topic) == []
+    assert _replicas(kafka_bed, topic)[0][0] == [1, 2]
+    assert _throttles_left(kafka_bed, topic) == []
