@@ -39,7 +39,7 @@ def _kafka_up(args: argparse.Namespace) -> int:
 
 
 def _kafka_down(args: argparse.Namespace) -> int:
-    stopped = kafka.stop_recorded(args.run_dir)
+    stopped = kafka.STATE.stop_recorded(args.run_dir)
     print(f"stopped {', '.join(stopped) if stopped else 'nothing'} in {args.run_dir}", file=sys.stderr)
     return 0
 

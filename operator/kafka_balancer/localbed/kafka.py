@@ -6,30 +6,29 @@ Everything a bed writes (configs, data, logs, its state file) lives in its run d
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
 from kafka_balancer.errors import BedError
 from kafka_balancer.localbed import kafka_config as cfg
 from kafka_balancer.localbed.ports import accepts_connections, free_port, free_ports
-from kafka_balancer.localbed.procs import ManagedProcess, pid_matches, stop_pid, wait_until
+from kafka_balancer.localbed.procs import ManagedProcess, wait_until
+from kafka_balancer.localbed.state_file import BedStateFile
 
 REASSIGN_PARTITIONS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
 
-STATE_FILE = "kafka-bed.json"
 LOG_DIRS_PER_BROKER = 2
 DEFAULT_HEAP = "384m"
 STOP_GRACE_S = 30.0
+STATE = BedStateFile("kafka-bed.json", "Kafka", "kafka down", STOP_GRACE_S)
 
 
 @dataclass(frozen=True)
@@ -130,7 +129,7 @@ class KafkaBed:
 
         On failure everything started so far is stopped and :class:`BedError` names the culprit's log.
         """
-        refuse_if_running(self.run_dir)
+        STATE.refuse_if_running(self.run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "log4j2.xml").write_text(cfg.SERVER_LOG4J2)
         (self.run_dir / "tools-log4j2.xml").write_text(cfg.TOOLS_LOG4J2)
@@ -210,7 +209,7 @@ class KafkaBed:
         self._brokers.clear()
         self._stop_node(self._controller)
         self._controller = None
-        (self.run_dir / STATE_FILE).unlink(missing_ok=True)
+        STATE.remove(self.run_dir)
 
     def __enter__(self) -> KafkaBed:
         self.start()
@@ -366,33 +365,4 @@ class KafkaBed:
                 for node in nodes
             ],
         }
-        (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
-
-
-def read_state(run_dir: Path) -> dict[str, Any] | None:
-    """The state file a started bed keeps in ``run_dir``, or None."""
-    path = run_dir / STATE_FILE
-    if not path.exists():
-        return None
-    try:
-        state: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise BedError(f"unreadable Kafka bed state file {path}: {err}") from err
-    return state
-
-
-def refuse_if_running(run_dir: Path) -> None:
-    """Raise if a bed recorded in ``run_dir`` still has a live process (its data would be wiped)."""
-    state = read_state(run_dir)
-    if state and any(pid_matches(p["pid"], p["marker"]) for p in state["processes"]):
-        raise BedError(f"a Kafka bed is already running in {run_dir}; stop it first (kafka down)")
-
-
-def stop_recorded(run_dir: Path) -> list[str]:
-    """Stop the processes a bed recorded in ``run_dir`` (by PID, brokers first); return their names."""
-    state = read_state(run_dir)
-    if state is None:
-        return []
-    stopped = [p["name"] for p in state["processes"] if stop_pid(p["pid"], p["marker"], STOP_GRACE_S)]
-    (run_dir / STATE_FILE).unlink(missing_ok=True)
-    return stopped
+        STATE.write(self.run_dir, state)

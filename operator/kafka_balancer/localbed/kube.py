@@ -20,16 +20,16 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kafka_balancer.errors import BedError
 from kafka_balancer.localbed.ports import LOOPBACK, free_ports
-from kafka_balancer.localbed.procs import ManagedProcess, pid_matches, stop_pid, wait_until
+from kafka_balancer.localbed.procs import ManagedProcess, wait_until
+from kafka_balancer.localbed.state_file import BedStateFile
 
-STATE_FILE = "kube-bed.json"
 ADMIN = "admin"
 DEVELOPER = "developer"
 STOP_GRACE_S = 15.0
+STATE = BedStateFile("kube-bed.json", "Kubernetes", "kube down", STOP_GRACE_S)
 # With neither a controller-manager nor service accounts' token controller, ServiceAccount admission
 # would reject every Pod-bearing object for want of a "default" ServiceAccount.
 DISABLED_ADMISSION = "ServiceAccount"
@@ -163,7 +163,7 @@ class KubeBed:
         On failure everything started so far is stopped and :class:`BedError` names the component and
         its log file.
         """
-        refuse_if_running(self.run_dir)
+        STATE.refuse_if_running(self.run_dir)
         for stale in ("etcd-data", "pki", "logs"):
             shutil.rmtree(self.run_dir / stale, ignore_errors=True)
         (self.run_dir / "logs").mkdir(parents=True)
@@ -184,7 +184,7 @@ class KubeBed:
             if process is not None:
                 process.stop(STOP_GRACE_S)
         self._apiserver = self._etcd = None
-        (self.run_dir / STATE_FILE).unlink(missing_ok=True)
+        STATE.remove(self.run_dir)
 
     def __enter__(self) -> KubeBed:
         self.start()
@@ -330,36 +330,7 @@ class KubeBed:
                 {"name": name, "pid": pid, "marker": marker} for name, pid in reversed(self.pids().items())
             ],
         }
-        (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
-
-
-def read_state(run_dir: Path) -> dict[str, Any] | None:
-    """The state file a started bed keeps in ``run_dir``, or None."""
-    path = run_dir / STATE_FILE
-    if not path.exists():
-        return None
-    try:
-        state: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise BedError(f"unreadable Kubernetes bed state file {path}: {err}") from err
-    return state
-
-
-def refuse_if_running(run_dir: Path) -> None:
-    """Raise if a bed recorded in ``run_dir`` still has a live process (its data would be wiped)."""
-    state = read_state(run_dir)
-    if state and any(pid_matches(p["pid"], p["marker"]) for p in state["processes"]):
-        raise BedError(f"a Kubernetes bed is already running in {run_dir}; stop it first (kube down)")
-
-
-def stop_recorded(run_dir: Path) -> list[str]:
-    """Stop the processes a bed recorded in ``run_dir`` (by PID, apiserver first); return their names."""
-    state = read_state(run_dir)
-    if state is None:
-        return []
-    stopped = [p["name"] for p in state["processes"] if stop_pid(p["pid"], p["marker"], STOP_GRACE_S)]
-    (run_dir / STATE_FILE).unlink(missing_ok=True)
-    return stopped
+        STATE.write(self.run_dir, state)
 
 
 def wait_established(bed: KubeBed, crd_name: str, *, timeout_s: float = 30.0) -> None:

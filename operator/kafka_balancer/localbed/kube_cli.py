@@ -31,7 +31,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    stopped = kube.stop_recorded(args.run_dir)
+    stopped = kube.STATE.stop_recorded(args.run_dir)
     print(f"stopped {', '.join(stopped) if stopped else 'nothing'} in {args.run_dir}", file=sys.stderr)
     return 0
 
