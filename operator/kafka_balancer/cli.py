@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from kafka_balancer.commands.run import add_arguments as add_run_arguments
 from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
 from kafka_balancer.scoring.options import add_arguments as add_score_arguments
 
@@ -64,6 +65,12 @@ def _cancel(args: argparse.Namespace) -> int:
     from kafka_balancer.commands.execute import run_cancel
 
     return run_cancel(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.run import run_run
+
+    return run_run(args)
 
 
 def _positive(text: str) -> int:
@@ -127,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("--output", required=True, type=Path, help="where to write the snapshot JSON")
     snapshot.set_defaults(handler=_snapshot)
     _add_execution_commands(commands)
+
+    run = commands.add_parser("run", help="run the operator (BrokerPool and BalancerGoal resources)")
+    add_run_arguments(run)
+    run.set_defaults(handler=_run)
 
     score = commands.add_parser("score", help="score the cluster model from a sample store (Spark)")
     add_score_arguments(score)

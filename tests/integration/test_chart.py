@@ -50,6 +50,11 @@ def test_rendered_manifests_pass_a_server_side_dry_run(
     namespaces = {doc["metadata"].get("namespace") for doc in docs} - {None}
     for namespace in namespaces:
         kube_bed.kubectl("create", "namespace", str(namespace))
+    # As helm does: the chart's CRDs first (its templates include a kopf peering object).
+    crds = kube_bed.kubectl("apply", "--server-side", "-f", str(CHART / "crds"))
+    assert crds.returncode == 0, crds.stderr
+    kube.wait_established(kube_bed, "clusterkopfpeerings.kopf.dev")
+    kube.wait_established(kube_bed, "kopfpeerings.kopf.dev")
 
     applied = kube_bed.kubectl("apply", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump_all(docs))
 
@@ -107,6 +112,7 @@ def test_helm_install_creates_the_crds_and_the_operators_objects(
         )
         assert got.returncode == 0, got.stderr
         assert json.loads(got.stdout)["items"], f"no {kind} installed"
+    assert kube_bed.kubectl("get", "clusterkopfpeering", "kafka-balancer").returncode == 0
     for kind in ("clusterrole", "clusterrolebinding"):
         assert kube_bed.kubectl("get", kind, "kb-kafka-balancer").returncode == 0
     status = kube_bed.helm("status", RELEASE, "-n", RELEASE_NAMESPACE)

@@ -7,7 +7,8 @@ from decimal import Decimal
 
 # Same pattern as the CRDs' quantity fields (no sign but "+": a capacity or a throttle is never negative).
 QUANTITY_PATTERN = (
-    r"^(\+)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[mkMGTPE]|([eE](\+)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+    r"^(\+)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[mkMGTPE]|([eE](\+)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 _QUANTITY = re.compile(QUANTITY_PATTERN)
 _NUMBER = re.compile(r"^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))")

@@ -1,0 +1,50 @@
+"""``kafka-balancer run``: the operator (kopf), against the cluster of a kubeconfig or in-cluster."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kafka_balancer.errors import InputError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: in-cluster config)")
+    parser.add_argument(
+        "--namespace",
+        action="append",
+        default=[],
+        dest="namespaces",
+        help="watch only this namespace (repeatable; default: every namespace)",
+    )
+    parser.add_argument("--peering", default="kafka-balancer", help="kopf peering object name")
+    parser.add_argument(
+        "--standalone", action="store_true", help="run without peering (only for a single local run)"
+    )
+    parser.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
+    parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path("/tmp/kafka-balancer"),
+        help="where execution state files and TLS keys are kept (default: /tmp/kafka-balancer)",
+    )
+
+
+def run_run(args: argparse.Namespace) -> int:
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        raise InputError(f"--kubeconfig {args.kubeconfig}: no such file")
+    from kafka_balancer.k8s.main import OperatorOptions, run_operator
+
+    run_operator(
+        OperatorOptions(
+            kubeconfig=args.kubeconfig,
+            namespaces=tuple(args.namespaces),
+            peering=args.peering,
+            standalone=args.standalone,
+            liveness=args.liveness,
+            metrics_port=args.metrics_port,
+            state_dir=args.state_dir,
+        )
+    )
+    return 0

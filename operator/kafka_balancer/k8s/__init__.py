@@ -1,0 +1,1 @@
+"""The Kubernetes layer: the only importer of kopf. Handlers stay thin: parse, call reconcile/, write."""

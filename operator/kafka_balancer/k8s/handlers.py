@@ -1,0 +1,224 @@
+"""kopf registrations: an index of goals by pool, and one reconcile daemon per BrokerPool.
+
+A daemon (not a fixed-interval timer) so each pool's interval follows its spec, and an approval or a
+spec change is acted on within seconds instead of at the next interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import kopf
+
+from kafka_balancer.api import GROUP, VERSION
+from kafka_balancer.errors import InputError, KafkaBalancerError, KafkaOperationError
+from kafka_balancer.k8s import metrics
+from kafka_balancer.k8s.execution import run_plan
+from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.pools import PoolReconciler, PoolRef, failure, parse_goals, parse_spec
+from kafka_balancer.k8s.source import ClusterSource
+from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, Action
+from kafka_balancer.reconcile.pool import PoolOutcome, StoredPlan
+
+# Re-check for a spec change or an approval this often between reconciles.
+WAKE_S = 2.0
+# Backoff after Kafka could not be reached: 10 s, 20 s, 40 s, ... at most 5 min.
+BACKOFF_S, BACKOFF_MAX_S = 10.0, 300.0
+
+
+class Runtime:
+    """What the handlers share; set up by main.configure before kopf starts."""
+
+    reconciler: PoolReconciler | None = None
+
+
+def setup(kubeconfig: str | None, state_dir: Path) -> None:
+    Runtime.reconciler = PoolReconciler(Kube(kubeconfig), ClusterSource(), state_dir)
+
+
+@kopf.index(GROUP, VERSION, "balancergoals")  # type: ignore[arg-type]
+def goals_by_pool(
+    namespace: str, name: str, spec: kopf.Spec, meta: kopf.Meta, status: kopf.Status, **_: Any
+) -> dict[tuple[str, str], dict[str, Any]]:
+    pool = (spec.get("poolRef") or {}).get("name", "")
+    return {
+        (namespace, pool): {
+            "name": name,
+            "spec": dict(spec),
+            "generation": meta.get("generation", 0),
+            "conditions": list(status.get("conditions") or []),
+        }
+    }
+
+
+@kopf.daemon(GROUP, VERSION, "brokerpools", cancellation_timeout=10.0)  # type: ignore[arg-type]
+async def pool_daemon(
+    stopped: kopf.DaemonStopped,
+    body: kopf.Body,
+    namespace: str,
+    name: str,
+    uid: str,
+    retry: int,
+    goals_by_pool: kopf.Index[tuple[str, str], dict[str, Any]],
+    logger: kopf.Logger,
+    **_: Any,
+) -> None:
+    reconciler = Runtime.reconciler
+    assert reconciler is not None, "handlers.setup() runs before kopf"
+    pool = PoolRef(namespace, name, uid)
+    while not stopped:
+        seen = (body.meta.get("generation"), body.meta.annotations.get(APPROVE_ANNOTATION))
+        await reconcile_once(reconciler, pool, body, goals_by_pool, retry, logger)
+        interval = float(body.spec.get("detectionIntervalSeconds", 60))
+        deadline = time.monotonic() + interval
+        while not stopped and time.monotonic() < deadline:
+            now = (body.meta.get("generation"), body.meta.annotations.get(APPROVE_ANNOTATION))
+            if now != seen:
+                break
+            await stopped.wait(WAKE_S)
+        retry = 0
+
+
+async def reconcile_once(
+    reconciler: PoolReconciler,
+    pool: PoolRef,
+    body: kopf.Body,
+    goals_index: kopf.Index[tuple[str, str], dict[str, Any]],
+    retry: int,
+    logger: kopf.Logger,
+) -> None:
+    generation = int(body.meta.get("generation", 0))
+    status = dict(body.status)
+    try:
+        spec = parse_spec(body.spec)
+        goal_docs = list(goals_index.get((pool.namespace, pool.name), []))
+        goals = parse_goals(goal_docs)
+        props = await asyncio.to_thread(reconciler.connection, pool, spec)
+    except InputError as err:
+        # An unusable spec or Secret: say so; the next spec change (or interval) tries again.
+        await asyncio.to_thread(
+            reconciler.report_failure, pool, generation, status, failure("SpecValid", "InvalidSpec", str(err))
+        )
+        metrics.RECONCILES.labels(pool.key, "invalid").inc()
+        return
+    previous_goals = {g["name"]: (int(g["generation"]), list(g["conditions"])) for g in goal_docs}
+    try:
+        outcome = await asyncio.to_thread(
+            reconciler.reconcile,
+            pool,
+            spec,
+            generation,
+            status,
+            dict(body.meta.annotations),
+            goals,
+            previous_goals,
+            props,
+        )
+    except KafkaOperationError as err:
+        message = f"cannot reach Kafka at {spec.kafka.bootstrap_servers}: {err}"
+        await asyncio.to_thread(
+            reconciler.report_failure,
+            pool,
+            generation,
+            status,
+            failure("KafkaReachable", "Unreachable", message),
+        )
+        metrics.RECONCILES.labels(pool.key, "unreachable").inc()
+        delay = min(BACKOFF_MAX_S, BACKOFF_S * 2**retry)
+        raise kopf.TemporaryError(message, delay=delay) from err
+    metrics.RECONCILES.labels(pool.key, "ok").inc()
+    for event in outcome.events:
+        kopf.event(body, type=event.type, reason=event.reason, message=event.message)
+    plan = outcome.status.get("plan") or {}
+    metrics.PLAN_MOVES.labels(pool.key).set(plan.get("movesTotal", 0))
+    metrics.PLAN_BYTES.labels(pool.key).set(plan.get("bytesToMove", 0))
+    balanced = any(c["type"] == "Balanced" and c["status"] == "True" for c in outcome.status["conditions"])
+    metrics.BALANCED.labels(pool.key).set(1 if balanced else 0)
+    if outcome.decision.action is Action.EXECUTE:
+        await execute(reconciler, pool, body, spec, outcome, props, logger)
+
+
+async def execute(
+    reconciler: PoolReconciler,
+    pool: PoolRef,
+    body: kopf.Body,
+    spec: Any,
+    outcome: PoolOutcome,
+    props: dict[str, str],
+    logger: kopf.Logger,
+) -> None:
+    stored: StoredPlan | None = outcome.new_plan or await asyncio.to_thread(reconciler.stored_plan, pool)
+    if stored is None:
+        return
+    kube = reconciler.kube
+
+    def progress(done: int, total: int) -> None:
+        metrics.MOVES_DONE.labels(pool.key).set(done)
+        kube.patch_status(
+            "brokerpools",
+            pool.namespace,
+            pool.name,
+            {
+                "execution": {
+                    "planId": stored.id,
+                    "phase": "Running",
+                    "movesDone": done,
+                    "message": f"{done}/{total} moves",
+                },
+                "plan": {"movesDone": done, "movesRemaining": total - done},
+            },
+        )
+
+    kopf.event(
+        body,
+        type="Normal",
+        reason="ExecutionStarted",
+        message=f"executing plan {stored.id} ({stored.moves} moves)",
+    )
+    await asyncio.to_thread(progress, 0, stored.moves)
+    try:
+        await asyncio.to_thread(
+            run_plan,
+            kube,
+            reconciler.state_dir / "executions",
+            pool.owner,
+            stored,
+            spec.kafka.bootstrap_servers,
+            props,
+            spec.execution,
+            progress,
+        )
+    except KafkaBalancerError as err:
+        logger.error("plan %s failed: %s", stored.id, err)
+        metrics.EXECUTIONS.labels(pool.key, "failed").inc()
+        kopf.event(body, type="Warning", reason="ExecutionFailed", message=f"plan {stored.id}: {err}")
+        await asyncio.to_thread(
+            kube.patch_status,
+            "brokerpools",
+            pool.namespace,
+            pool.name,
+            {"execution": {"planId": stored.id, "phase": "Failed", "message": str(err)}},
+        )
+        return
+    metrics.EXECUTIONS.labels(pool.key, "succeeded").inc()
+    kopf.event(
+        body, type="Normal", reason="ExecutionFinished", message=f"plan {stored.id} executed and verified"
+    )
+    await asyncio.to_thread(
+        kube.patch_status,
+        "brokerpools",
+        pool.namespace,
+        pool.name,
+        {
+            "execution": {
+                "planId": stored.id,
+                "phase": "Succeeded",
+                "movesDone": stored.moves,
+                "message": "",
+            },
+            "plan": {"executedId": stored.id, "movesDone": stored.moves, "movesRemaining": 0},
+        },
+    )

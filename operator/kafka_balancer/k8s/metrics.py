@@ -1,0 +1,16 @@
+"""Prometheus metrics of the operator, per pool (namespace/name)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, start_http_server
+
+RECONCILES = Counter("kafka_balancer_reconciles_total", "Pool reconciles", ["pool", "result"])
+PLAN_MOVES = Gauge("kafka_balancer_plan_moves", "Replica moves of the current plan", ["pool"])
+PLAN_BYTES = Gauge("kafka_balancer_plan_bytes_to_move", "Bytes the current plan moves", ["pool"])
+MOVES_DONE = Gauge("kafka_balancer_execution_moves_done", "Moves done by the running execution", ["pool"])
+EXECUTIONS = Counter("kafka_balancer_executions_total", "Plan executions", ["pool", "result"])
+BALANCED = Gauge("kafka_balancer_pool_balanced", "1 when every goal holds and nothing moves", ["pool"])
+
+
+def serve(port: int) -> None:
+    start_http_server(port)

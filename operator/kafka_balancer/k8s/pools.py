@@ -1,0 +1,210 @@
+"""One reconcile pass of a BrokerPool: read (Kafka, Kubernetes), call reconcile.pool, write back.
+
+Everything blocking runs in a worker thread; kopf itself (events) is only touched by handlers.py.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
+from kafka_balancer.errors import InputError
+from kafka_balancer.formats.errors import one_line
+from kafka_balancer.k8s.kube import Kube, json_text
+from kafka_balancer.k8s.source import ClusterSource
+from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
+from kafka_balancer.reconcile.conditions import FALSE, Condition, merge_conditions, ready
+from kafka_balancer.reconcile.connection import client_properties
+from kafka_balancer.reconcile.pool import (
+    Event,
+    PoolInput,
+    PoolOutcome,
+    StoredPlan,
+    loads_config_map,
+    plan_config_map,
+    reconcile_pool,
+    rfc3339,
+)
+
+PLURAL_POOLS = "brokerpools"
+PLURAL_GOALS = "balancergoals"
+
+
+@dataclass(frozen=True)
+class PoolRef:
+    namespace: str
+    name: str
+    uid: str
+
+    @property
+    def owner(self) -> dict[str, str]:
+        return {"namespace": self.namespace, "name": self.name, "uid": self.uid}
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def parse_spec(spec: Mapping[str, Any]) -> BrokerPoolSpec:
+    try:
+        return BrokerPoolSpec.model_validate(dict(spec))
+    except ValidationError as err:
+        raise InputError(one_line(err, "spec")) from None
+
+
+def parse_goals(goals: Sequence[Mapping[str, Any]]) -> list[tuple[str, BalancerGoalSpec]]:
+    """Goals as the index holds them; one the apiserver accepted but we cannot read is skipped by name."""
+    parsed = []
+    for goal in sorted(goals, key=lambda g: str(g["name"])):
+        try:
+            parsed.append((str(goal["name"]), BalancerGoalSpec.model_validate(dict(goal["spec"]))))
+        except ValidationError as err:
+            raise InputError(f"BalancerGoal {goal['name']}: {one_line(err, 'spec')}") from None
+    return parsed
+
+
+class PoolReconciler:
+    def __init__(self, kube: Kube, source: ClusterSource, state_dir: Path) -> None:
+        self.kube = kube
+        self.source = source
+        self.state_dir = state_dir
+
+    def connection(self, pool: PoolRef, spec: BrokerPoolSpec) -> dict[str, str]:
+        """Client properties with credentials from the pool's Secrets (files for TLS keys, mode 0600)."""
+        kafka = spec.kafka
+        sasl = None
+        if kafka.sasl is not None:
+            data = self.kube.read_secret(pool.namespace, kafka.sasl.secret_ref.name)
+            sasl = None if data is None else {k: v.decode() for k, v in data.items()}
+        tls_files: dict[str, Path] | None = None
+        if kafka.tls is not None:
+            data = self.kube.read_secret(pool.namespace, kafka.tls.secret_ref.name)
+            if data is None:
+                raise InputError(f"kafka.tls.secretRef: Secret {kafka.tls.secret_ref.name} is missing")
+            folder = self.state_dir / "tls" / f"{pool.namespace}.{pool.name}"
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            written: dict[str, Path] = {}
+            for key in ("ca.crt", "tls.crt", "tls.key"):
+                if key in data:
+                    path = folder / key
+                    path.touch(mode=0o600)
+                    path.write_bytes(data[key])
+                    written[key] = path
+            tls_files = written
+        return client_properties(kafka, sasl, tls_files)
+
+    def stored_plan(self, pool: PoolRef) -> StoredPlan | None:
+        data = self.kube.read_config_map(pool.namespace, plan_config_map(pool.name))
+        if not data or "plan.json" not in data:
+            return None
+        return StoredPlan(
+            data["plan.id"], json.loads(data["plan.json"]), int(data["bytes-to-move"]), int(data["moves"])
+        )
+
+    def reconcile(
+        self,
+        pool: PoolRef,
+        spec: BrokerPoolSpec,
+        generation: int,
+        status: Mapping[str, Any],
+        annotations: Mapping[str, str],
+        goals: list[tuple[str, BalancerGoalSpec]],
+        previous_goal_conditions: Mapping[str, tuple[int, list[Any]]],
+        props: Mapping[str, str],
+    ) -> PoolOutcome:
+        """Blocking: read Kafka (raises KafkaOperationError), plan, write ConfigMaps, status, goal status."""
+        metadata, loads = self.source.read(pool.key, spec.kafka.bootstrap_servers, props)
+        outcome = reconcile_pool(
+            PoolInput(
+                name=pool.name,
+                spec=spec,
+                generation=generation,
+                status=status,
+                approved=annotations.get(APPROVE_ANNOTATION),
+                goals=goals,
+                metadata=metadata,
+                loads=loads,
+                stored=self.stored_plan(pool),
+                now=time.time(),
+            )
+        )
+        if outcome.new_plan is not None:
+            plan = outcome.new_plan
+            self.kube.write_config_map(
+                pool.namespace,
+                plan_config_map(pool.name),
+                pool.owner,
+                {
+                    "plan.json": json_text(plan.document),
+                    "plan.id": plan.id,
+                    "moves": str(plan.moves),
+                    "bytes-to-move": str(plan.bytes_to_move),
+                },
+            )
+        if outcome.report is not None:
+            self.kube.write_config_map(
+                pool.namespace,
+                loads_config_map(pool.name),
+                pool.owner,
+                {"report.json": json_text(outcome.report)},
+            )
+        self.kube.patch_status(PLURAL_POOLS, pool.namespace, pool.name, outcome.status)
+        self.write_goal_statuses(pool, outcome, previous_goal_conditions)
+        return outcome
+
+    def write_goal_statuses(
+        self, pool: PoolRef, outcome: PoolOutcome, previous: Mapping[str, tuple[int, list[Any]]]
+    ) -> None:
+        """Each named goal's Satisfied condition; ``previous``: name → (generation, conditions)."""
+        now = rfc3339(time.time())
+        for result in outcome.goal_results:
+            if not result.name or result.name not in previous:
+                continue
+            generation, conditions = previous[result.name]
+            condition = Condition(
+                "Satisfied",
+                "True" if result.satisfied else "False",
+                "GoalHolds" if result.satisfied else "GoalViolated",
+                result.detail
+                or ("the goal holds after the plan" if result.satisfied else "the goal is not met"),
+            )
+            self.kube.patch_status(
+                PLURAL_GOALS,
+                pool.namespace,
+                result.name,
+                {
+                    "observedGeneration": generation,
+                    "worstDeviation": result.worst_deviation,
+                    "conditions": merge_conditions(conditions, [condition], generation=generation, now=now),
+                },
+            )
+
+    def report_failure(
+        self, pool: PoolRef, generation: int, status: Mapping[str, Any], condition: Condition
+    ) -> None:
+        """Write a single failing condition (Kafka unreachable, unusable spec) and the Ready summary."""
+        kept = [c for c in status.get("conditions") or [] if c.get("type") not in (condition.type, "Ready")]
+        current = [ready([condition]), condition]
+        merged = merge_conditions(
+            status.get("conditions") or [], current, generation=generation, now=rfc3339(time.time())
+        )
+        self.kube.patch_status(
+            PLURAL_POOLS,
+            pool.namespace,
+            pool.name,
+            {"observedGeneration": generation, "conditions": [*merged, *kept]},
+        )
+
+
+def failure(condition_type: str, reason: str, message: str) -> Condition:
+    return Condition(condition_type, FALSE, reason, message)
+
+
+__all__ = ["Event", "PoolReconciler", "PoolRef", "failure", "parse_goals", "parse_spec"]

@@ -1,0 +1,62 @@
+"""What to do with the current plan, given the mode, pause, and the approval annotation."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+APPROVE_ANNOTATION = "kafkabalancer.io/approve"
+
+
+class Action(enum.Enum):
+    NOTHING = "Nothing"  # no plan, an empty one, or paused
+    PLAN_ONLY = "PlanOnly"  # DryRun
+    AWAIT_APPROVAL = "AwaitApproval"  # Manual, no approval yet
+    EXECUTE = "Execute"
+    REFUSE = "Refuse"  # Manual, an approval naming another plan
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Action
+    reason: str
+    message: str
+
+
+def plan_id(plan_document: dict[str, Any]) -> str:
+    """Short, stable id of a plan: the first 10 hex digits of the SHA-256 of its canonical JSON."""
+    canonical = json.dumps(plan_document, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:10]
+
+
+def decide(
+    *, mode: str, paused: bool, stored_id: str | None, empty: bool, approved: str | None, executed: str | None
+) -> Decision:
+    """``stored_id``: the plan in the pool's plan ConfigMap; ``approved``: the annotation's value;
+    ``executed``: the plan already executed (never run twice)."""
+    if paused:
+        return Decision(Action.NOTHING, "Paused", "spec.paused is true: nothing is planned or moved")
+    if stored_id is None or empty:
+        return Decision(Action.NOTHING, "NothingToDo", "the plan is empty: nothing to move")
+    if stored_id == executed:
+        return Decision(Action.NOTHING, "AlreadyExecuted", f"plan {stored_id} has been executed")
+    if mode == "DryRun":
+        return Decision(Action.PLAN_ONLY, "DryRun", f"plan {stored_id} is ready; mode DryRun never executes")
+    if mode == "Auto":
+        return Decision(Action.EXECUTE, "AutoApproved", f"mode Auto: executing plan {stored_id}")
+    if approved is None or approved == executed:
+        return Decision(
+            Action.AWAIT_APPROVAL,
+            "AwaitingApproval",
+            f"plan {stored_id} waits for the annotation {APPROVE_ANNOTATION}={stored_id}",
+        )
+    if approved != stored_id:
+        return Decision(
+            Action.REFUSE,
+            "StaleApproval",
+            f"{APPROVE_ANNOTATION}={approved} names no current plan; the current plan is {stored_id}",
+        )
+    return Decision(Action.EXECUTE, "Approved", f"executing approved plan {stored_id}")

@@ -1,0 +1,55 @@
+"""Kubernetes API conventions for ``status.conditions``: a transition time that moves only on change."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: str
+    reason: str
+    message: str
+
+
+def merge_conditions(
+    previous: Sequence[Mapping[str, Any]], current: Sequence[Condition], *, generation: int, now: str
+) -> list[dict[str, Any]]:
+    """The conditions to write: ``lastTransitionTime`` is kept unless the status changed."""
+    before = {c.get("type"): c for c in previous}
+    merged = []
+    for cond in current:
+        old = before.get(cond.type)
+        changed = old is None or old.get("status") != cond.status
+        merged.append(
+            {
+                "type": cond.type,
+                "status": cond.status,
+                "reason": cond.reason,
+                "message": cond.message,
+                "observedGeneration": generation,
+                "lastTransitionTime": now if changed or old is None else old.get("lastTransitionTime", now),
+            }
+        )
+    return merged
+
+
+# Conditions whose False means the pool is not under control (Balanced=False is just work to do).
+_REQUIRED = ("SpecValid", "KafkaReachable", "PlanReady", "ApprovalValid")
+
+
+def ready(conditions: Sequence[Condition]) -> Condition:
+    """The summary condition: the first problem found, or Ready."""
+    for cond in conditions:
+        if (
+            (cond.type in _REQUIRED and cond.status == FALSE)
+            or (cond.type == "DrainBlocked" and cond.status == TRUE)
+            or (cond.type == "Executing" and cond.reason == "ExecutionFailed")
+        ):
+            return Condition("Ready", FALSE, cond.reason, cond.message)
+    return Condition("Ready", TRUE, "Reconciled", "the pool is observed, planned and under control")

@@ -1,0 +1,328 @@
+"""One reconcile of a BrokerPool, pure: observed cluster + spec + previous status → status, plan, events.
+
+The kopf handlers feed it what they read (Kafka metadata and loads, the pool, its goals, the stored
+plan) and write back what it returns; it never talks to Kafka or Kubernetes and gets time as input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
+from kafka_balancer.errors import InfeasibleError
+from kafka_balancer.formats.plan_file import plan_document
+from kafka_balancer.formats.report import report_document
+from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType, default_goal_set
+from kafka_balancer.model.cluster import PartitionLoad
+from kafka_balancer.planner.optimizer import plan as make_plan
+from kafka_balancer.planner.plan import GoalOutcome, Plan
+from kafka_balancer.reconcile.approval import Action, Decision, decide, plan_id
+from kafka_balancer.reconcile.brokers import ESTABLISHED, BrokerView, Lifecycle, WarmUpPolicy, broker_views
+from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
+from kafka_balancer.reconcile.snapshot import ClusterMetadata, build_cluster
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPlan:
+    """The plan in the pool's plan ConfigMap: exactly what an approval executes."""
+
+    id: str
+    document: dict[str, Any]
+    bytes_to_move: int
+    moves: int
+
+
+@dataclass(frozen=True, slots=True)
+class GoalResult:
+    name: str  # the BalancerGoal's metadata.name; "" for default goals
+    # The cluster as it is now (before the plan): what `kubectl get bg` should tell.
+    satisfied: bool
+    worst_deviation: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class PoolInput:
+    name: str
+    spec: BrokerPoolSpec
+    generation: int
+    status: Mapping[str, Any]
+    approved: str | None
+    goals: Sequence[tuple[str, BalancerGoalSpec]]
+    metadata: ClusterMetadata
+    loads: Mapping[tuple[str, int], PartitionLoad]
+    stored: StoredPlan | None
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class PoolOutcome:
+    status: dict[str, Any]
+    decision: Decision
+    # A new plan to store (replacing ``stored``), with its report (before/after loads); None: keep.
+    new_plan: StoredPlan | None = None
+    report: dict[str, Any] | None = None
+    goal_results: tuple[GoalResult, ...] = ()
+    events: tuple[Event, ...] = field(default=())
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def plan_config_map(pool: str) -> str:
+    return f"{pool}-plan"
+
+
+def loads_config_map(pool: str) -> str:
+    return f"{pool}-loads"
+
+
+def execution_config_map(pool: str) -> str:
+    return f"{pool}-execution"
+
+
+def executing_condition(execution: Mapping[str, Any]) -> Condition:
+    """From ``status.execution`` (phase Running | Succeeded | Failed, planId, message) the handler keeps."""
+    phase, plan, message = execution.get("phase"), execution.get("planId"), execution.get("message", "")
+    if phase == "Running":
+        return Condition("Executing", TRUE, "Running", f"executing plan {plan}: {message}".rstrip(": "))
+    if phase == "Failed":
+        return Condition("Executing", FALSE, "ExecutionFailed", f"plan {plan} failed: {message}")
+    if phase == "Succeeded":
+        return Condition("Executing", FALSE, "Finished", f"plan {plan} executed and verified")
+    return Condition("Executing", FALSE, "Idle", "no execution has run")
+
+
+def goal_specs(goals: Sequence[tuple[str, BalancerGoalSpec]]) -> tuple[GoalSpec, ...]:
+    """The pool's goals, or the documented default set when it has none."""
+    return tuple(spec.to_goal(name) for name, spec in goals) if goals else default_goal_set()
+
+
+def deviation_text(outcome: GoalOutcome) -> str:
+    value = outcome.before.worst_deviation
+    if GoalType(outcome.type).family is GoalFamily.RACK:
+        return f"{value:.0f} partitions"
+    return f"{value:.1f}%"
+
+
+def _first_seen(status: Mapping[str, Any]) -> dict[int, float] | None:
+    recorded = status.get("brokers")
+    if recorded is None:
+        return None
+    # Established brokers are recorded without a firstSeen.
+    return {
+        int(b["id"]): parse_rfc3339(b["firstSeen"]) if "firstSeen" in b else ESTABLISHED for b in recorded
+    }
+
+
+def _broker_status(view: BrokerView) -> dict[str, Any]:
+    doc: dict[str, Any] = {"id": view.id, "rack": view.rack, "state": view.state.value}
+    if view.first_seen != ESTABLISHED:
+        doc["firstSeen"] = rfc3339(view.first_seen)
+    if view.state is Lifecycle.WARMING:
+        doc.update(warmUpStep=view.step, warmUpSteps=view.steps, warmUpShare=f"{view.share * 100:.0f}%")
+    return doc
+
+
+def _lifecycle_events(previous: Mapping[str, Any], views: Sequence[BrokerView]) -> list[Event]:
+    before = {int(b["id"]): b for b in previous.get("brokers") or []}
+    events = []
+    for view in views:
+        old = before.get(view.id, {})
+        if view.state is Lifecycle.WARMING and old.get("warmUpStep") != view.step:
+            events.append(
+                Event(
+                    "Normal",
+                    "WarmUpStep",
+                    f"broker {view.id} warms up: step {view.step}/{view.steps}, "
+                    f"share {view.share * 100:.0f}%",
+                )
+            )
+        if view.state is Lifecycle.DRAINED and old.get("state") != Lifecycle.DRAINED.value:
+            events.append(Event("Normal", "DrainDone", f"broker {view.id} is drained: it holds no replica"))
+    return events
+
+
+def reconcile_pool(inp: PoolInput) -> PoolOutcome:
+    """Observe, plan, decide. Never raises for a user error: that becomes a condition."""
+    spec = inp.spec
+    views = broker_views(
+        inp.metadata.brokers,
+        inp.metadata.replicas_on(),
+        _first_seen(inp.status),
+        spec.drain,
+        WarmUpPolicy(spec.warm_up.seconds, spec.warm_up.steps, frozenset(spec.warm_up.brokers)),
+        inp.now,
+    )
+    conditions = [Condition("KafkaReachable", TRUE, "Connected", "metadata read from the bootstrap servers")]
+    events = _lifecycle_events(inp.status, views)
+    status: dict[str, Any] = {
+        "observedGeneration": inp.generation,
+        "brokerCount": len(views),
+        "brokers": [_broker_status(v) for v in views],
+    }
+    missing = sorted(set(spec.drain) - set(inp.metadata.brokers))
+    previous_plan = dict(inp.status.get("plan") or {})
+    executed = previous_plan.get("executedId")
+
+    # Approval is judged against the STORED plan before anything is replanned: an approval executes
+    # exactly the plan the user read.
+    decision = decide(
+        mode=spec.mode,
+        paused=spec.paused,
+        stored_id=inp.stored.id if inp.stored else None,
+        empty=inp.stored is None or not inp.stored.document["partitions"],
+        approved=inp.approved,
+        executed=executed,
+    )
+    new_plan: StoredPlan | None = None
+    report: dict[str, Any] | None = None
+    results: tuple[GoalResult, ...] = ()
+    if decision.action is Action.EXECUTE or spec.paused:
+        conditions.append(Condition("SpecValid", TRUE, "Valid", "the spec is usable"))
+    else:
+        try:
+            cluster = build_cluster(inp.metadata, views, spec.capacity, spec.excluded_topics, inp.loads)
+        except re.error as err:
+            conditions.append(
+                Condition("SpecValid", FALSE, "InvalidExcludedTopics", f"spec.excludedTopics: {err}")
+            )
+            return _finish(inp, status, conditions, decision, events)
+        conditions.append(Condition("SpecValid", TRUE, "Valid", "the spec is usable"))
+        try:
+            plan = make_plan(cluster, goal_specs(inp.goals))
+        except InfeasibleError as err:
+            conditions.append(Condition("PlanReady", FALSE, "Infeasible", str(err)))
+            if spec.drain:
+                conditions.append(Condition("DrainBlocked", TRUE, "Infeasible", f"drain blocked: {err}"))
+                events.append(Event("Warning", "DrainBlocked", f"drain blocked: {err}"))
+            conditions.append(Condition("Balanced", FALSE, "Infeasible", str(err)))
+            return _finish(inp, status, conditions, decision, events)
+        new_plan, report, results = _stored(plan, cluster, inp.goals)
+        if inp.stored is None or new_plan.id != inp.stored.id:
+            events.append(
+                Event(
+                    "Normal",
+                    "PlanReady",
+                    f"plan {new_plan.id}: {new_plan.moves} replica move(s), {new_plan.bytes_to_move} bytes",
+                )
+            )
+            decision = decide(
+                mode=spec.mode,
+                paused=spec.paused,
+                stored_id=new_plan.id,
+                empty=not new_plan.document["partitions"],
+                approved=inp.approved,
+                executed=executed,
+            )
+        else:
+            new_plan = None
+        current = new_plan or inp.stored
+        assert current is not None
+        conditions.append(
+            Condition("PlanReady", TRUE, "Planned", f"plan {current.id}: {current.moves} replica move(s)")
+        )
+        balanced = not current.document["partitions"] and all(r.satisfied for r in results)
+        unmet = [r.name or "default" for r in results if not r.satisfied]
+        conditions.append(
+            Condition("Balanced", TRUE, "GoalsSatisfied", "every goal holds and nothing needs to move")
+            if balanced
+            else Condition(
+                "Balanced",
+                FALSE,
+                "MovesPlanned",
+                f"plan {current.id} moves {current.moves} replica(s)"
+                + (f"; goals not met now: {', '.join(unmet)}" if unmet else ""),
+            )
+        )
+        status["goals"] = [
+            {"name": r.name, "satisfied": r.satisfied, "worstDeviation": r.worst_deviation} for r in results
+        ]
+        if spec.drain:
+            conditions.append(
+                Condition(
+                    "DrainBlocked", FALSE, "DrainPlanned", f"drain of brokers {list(spec.drain)} is planned"
+                )
+            )
+    if missing:
+        conditions.append(
+            Condition(
+                "DrainBlocked",
+                TRUE,
+                "UnknownBroker",
+                f"spec.drain lists brokers {missing} Kafka does not know",
+            )
+        )
+    return _finish(inp, status, conditions, decision, events, new_plan, report, results)
+
+
+def _stored(
+    plan: Plan, cluster: Any, goals: Sequence[tuple[str, BalancerGoalSpec]]
+) -> tuple[StoredPlan, dict[str, Any], tuple[GoalResult, ...]]:
+    document = plan_document(plan)
+    stored = StoredPlan(
+        plan_id(document), document, int(plan.figures.bytes_moved), plan.figures.replica_moves
+    )
+    names = {spec.to_goal(name).label: name for name, spec in goals}
+    results = tuple(
+        GoalResult(names.get(g.label, ""), g.before.satisfied, deviation_text(g), g.before.detail)
+        for g in plan.goals
+    )
+    return stored, report_document(cluster, plan), results
+
+
+def _finish(
+    inp: PoolInput,
+    status: dict[str, Any],
+    conditions: list[Condition],
+    decision: Decision,
+    events: list[Event],
+    new_plan: StoredPlan | None = None,
+    report: dict[str, Any] | None = None,
+    results: tuple[GoalResult, ...] = (),
+) -> PoolOutcome:
+    current = new_plan or inp.stored
+    execution = dict(inp.status.get("execution") or {})
+    conditions.append(executing_condition(execution))
+    if current is not None:
+        executed = (inp.status.get("plan") or {}).get("executedId")
+        done = int(execution.get("movesDone", 0)) if execution.get("planId") == current.id else 0
+        if executed == current.id:
+            done = current.moves
+        status["plan"] = {
+            "id": current.id,
+            "configMap": plan_config_map(inp.name),
+            "partitions": len(current.document["partitions"]),
+            "movesTotal": current.moves,
+            "movesDone": done,
+            "movesRemaining": current.moves - done,
+            "bytesToMove": current.bytes_to_move,
+            **({"executedId": executed} if executed else {}),
+        }
+    if decision.action is Action.REFUSE:
+        conditions.append(Condition("ApprovalValid", FALSE, decision.reason, decision.message))
+        events.append(Event("Warning", "ApprovalRefused", decision.message))
+    elif inp.spec.mode == "Manual":
+        conditions.append(Condition("ApprovalValid", TRUE, decision.reason, decision.message))
+    by_type: dict[str, Condition] = {c.type: c for c in conditions}
+    ordered = [ready(list(by_type.values())), *by_type.values()]
+    status["conditions"] = merge_conditions(
+        inp.status.get("conditions") or [], ordered, generation=inp.generation, now=rfc3339(inp.now)
+    )
+    return PoolOutcome(status, decision, new_plan, report, results, tuple(events))

@@ -1,0 +1,87 @@
+"""The planner's cluster model of a pool: Kafka metadata + the pool's capacities + lifecycle states."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kafka_balancer.api import Capacity
+from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
+from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
+from kafka_balancer.reconcile.quantity import parse_quantity
+
+ZERO_LOAD = PartitionLoad(0.0, 0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMeta:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterMetadata:
+    """What Kafka says: brokers (id → rack, "" if none) and partitions."""
+
+    brokers: Mapping[int, str]
+    partitions: tuple[PartitionMeta, ...]
+
+    def replicas_on(self) -> dict[int, int]:
+        counts = dict.fromkeys(self.brokers, 0)
+        for p in self.partitions:
+            for b in p.replicas:
+                counts[b] = counts.get(b, 0) + 1
+        return counts
+
+
+def broker_capacity(capacity: Capacity, broker_id: int) -> tuple[float, float, float, float]:
+    values = [capacity.disk, capacity.network_in, capacity.network_out, capacity.cpu]
+    for override in capacity.overrides:
+        if override.broker == broker_id:
+            for i, value in enumerate(
+                (override.disk, override.network_in, override.network_out, override.cpu)
+            ):
+                if value is not None:
+                    values[i] = value
+    disk, net_in, net_out, cpu = (parse_quantity(v) for v in values)
+    return disk, net_in, net_out, cpu
+
+
+def build_cluster(
+    metadata: ClusterMetadata,
+    views: Sequence[BrokerView],
+    capacity: Capacity,
+    excluded_topics: Sequence[str],
+    loads: Mapping[tuple[str, int], PartitionLoad],
+) -> Cluster:
+    """Excluded topics are left out of the model, so the planner never moves them.
+
+    A partition without a measured load counts as empty (the collector fills ``loads``)."""
+    excluded = [re.compile(pattern) for pattern in excluded_topics]
+    brokers = tuple(
+        Broker(
+            id=v.id,
+            rack=v.rack or f"(no rack: broker {v.id})",
+            state=BrokerState.DRAINING
+            if v.state in (Lifecycle.DRAINING, Lifecycle.DRAINED)
+            else BrokerState.ACTIVE,
+            capacity=broker_capacity(capacity, v.id),
+            warm_up_share=v.share,
+        )
+        for v in views
+    )
+    partitions = tuple(
+        Partition(
+            p.topic,
+            p.partition,
+            p.replicas,
+            p.leader if p.leader in p.replicas else p.replicas[0],
+            loads.get((p.topic, p.partition), ZERO_LOAD),
+        )
+        for p in metadata.partitions
+        if p.replicas and not any(rx.fullmatch(p.topic) for rx in excluded)
+    )
+    return Cluster(brokers, partitions)

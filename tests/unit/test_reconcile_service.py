@@ -1,0 +1,335 @@
+"""The operator's pure service layer: warm-up schedule, broker lifecycle, approval, conditions, one
+reconcile of a pool. Expectations are computed by hand in the comments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec, KafkaConnection
+from kafka_balancer.errors import InputError
+from kafka_balancer.reconcile.approval import Action, decide, plan_id
+from kafka_balancer.reconcile.brokers import ESTABLISHED, Lifecycle, WarmUpPolicy, broker_views
+from kafka_balancer.reconcile.conditions import Condition, merge_conditions, ready
+from kafka_balancer.reconcile.connection import client_properties
+from kafka_balancer.reconcile.pool import PoolInput, StoredPlan, reconcile_pool
+from kafka_balancer.reconcile.quantity import parse_quantity
+from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
+from kafka_balancer.reconcile.warmup import warm_up_point
+
+# -- warm-up schedule: 4 steps over 30 min, one step every 450 s ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "step", "share", "done"),
+    [
+        (0, 1, 0.25, False),
+        (449, 1, 0.25, False),
+        (450, 2, 0.5, False),
+        (1349, 3, 0.75, False),
+        (1350, 4, 1.0, False),
+        (1799, 4, 1.0, False),
+        (1800, 4, 1.0, True),
+        (10_000, 4, 1.0, True),
+    ],
+)
+def test_warm_up_share_rises_one_step_every_duration_over_steps(
+    elapsed: int, step: int, share: float, done: bool
+) -> None:
+    point = warm_up_point(first_seen=1000.0, now=1000.0 + elapsed, duration_s=1800, steps=4)
+
+    assert (point.step, point.share, point.done) == (step, share, done)
+
+
+def test_a_single_step_warm_up_is_full_share_until_the_duration_ends() -> None:
+    assert warm_up_point(0.0, 10.0, 60, 1).share == 1.0
+    assert not warm_up_point(0.0, 10.0, 60, 1).done
+
+
+# -- broker lifecycle -----------------------------------------------------------------------------
+
+POLICY = WarmUpPolicy(duration_s=1800, steps=4)
+RACKS = {1: "a", 2: "b", 3: "c"}
+
+
+def test_brokers_present_at_the_first_reconcile_are_established_not_warming() -> None:
+    views = broker_views(RACKS, {1: 5, 2: 5, 3: 5}, None, [], POLICY, now=5000.0)
+
+    assert [(v.id, v.state, v.share) for v in views] == [
+        (1, Lifecycle.ACTIVE, 1.0),
+        (2, Lifecycle.ACTIVE, 1.0),
+        (3, Lifecycle.ACTIVE, 1.0),
+    ]
+    assert all(v.first_seen == ESTABLISHED for v in views)
+
+
+def test_a_broker_seen_for_the_first_time_warms_up_from_now() -> None:
+    recorded = {1: ESTABLISHED, 2: ESTABLISHED}
+
+    (one, two, new) = broker_views(RACKS, {1: 5, 2: 5, 3: 0}, recorded, [], POLICY, now=5000.0)
+    # 900 s later: 900 * 4 // 1800 + 1 = step 3, share 75 %.
+    later = broker_views(RACKS, {}, {**recorded, 3: 5000.0}, [], POLICY, now=5900.0)[2]
+
+    assert (one.state, two.state) == (Lifecycle.ACTIVE, Lifecycle.ACTIVE)
+    assert (new.state, new.step, new.steps, new.share, new.first_seen) == (
+        Lifecycle.WARMING,
+        1,
+        4,
+        0.25,
+        5000.0,
+    )
+    assert (later.state, later.step, later.share) == (Lifecycle.WARMING, 3, 0.75)
+
+
+def test_a_broker_listed_as_new_warms_up_even_if_established() -> None:
+    policy = WarmUpPolicy(1800, 4, listed=frozenset({2}))
+
+    views = broker_views(RACKS, {}, {1: ESTABLISHED, 2: ESTABLISHED, 3: ESTABLISHED}, [], policy, now=100.0)
+
+    assert [v.state for v in views] == [Lifecycle.ACTIVE, Lifecycle.WARMING, Lifecycle.ACTIVE]
+    assert views[1].first_seen == 100.0
+
+
+def test_a_drained_broker_is_draining_while_it_holds_replicas_then_drained() -> None:
+    busy = broker_views(RACKS, {1: 3, 2: 3, 3: 2}, None, [3], POLICY, now=0.0)
+    empty = broker_views(RACKS, {1: 4, 2: 4, 3: 0}, None, [3], POLICY, now=0.0)
+
+    assert busy[2].state is Lifecycle.DRAINING
+    assert empty[2].state is Lifecycle.DRAINED
+
+
+# -- approval -------------------------------------------------------------------------------------
+
+
+def choose(**overrides: Any) -> Action:
+    args: dict[str, Any] = {
+        "mode": "Manual",
+        "paused": False,
+        "stored_id": "abc",
+        "empty": False,
+        "approved": None,
+        "executed": None,
+    }
+    return decide(**{**args, **overrides}).action
+
+
+def test_approval_rules() -> None:
+    assert choose() is Action.AWAIT_APPROVAL
+    assert choose(approved="abc") is Action.EXECUTE
+    assert choose(approved="old") is Action.REFUSE
+    assert choose(approved="abc", executed="abc") is Action.NOTHING  # never twice
+    assert choose(approved="abc", paused=True) is Action.NOTHING
+    assert choose(mode="DryRun", approved="abc") is Action.PLAN_ONLY
+    assert choose(mode="Auto") is Action.EXECUTE
+    assert choose(mode="Auto", empty=True) is Action.NOTHING
+    # An approval of the plan executed before is not a refusal of the new one: it just waits.
+    assert choose(approved="old", executed="old") is Action.AWAIT_APPROVAL
+
+
+def test_refusal_names_the_current_plan() -> None:
+    decision = decide(
+        mode="Manual", paused=False, stored_id="abc", empty=False, approved="xyz", executed=None
+    )
+
+    assert decision.reason == "StaleApproval"
+    assert "approve=xyz" in decision.message and "current plan is abc" in decision.message
+
+
+def test_plan_id_is_a_short_stable_hash_of_the_plan() -> None:
+    doc = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2]}]}
+    swapped = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [2, 1]}]}
+
+    assert plan_id(doc) == plan_id({"partitions": doc["partitions"], "version": 1})
+    assert plan_id(doc) != plan_id(swapped)
+    assert len(plan_id(doc)) == 10
+
+
+# -- conditions -----------------------------------------------------------------------------------
+
+
+def test_transition_time_moves_only_when_the_status_changes() -> None:
+    first = merge_conditions(
+        [], [Condition("Balanced", "False", "MovesPlanned", "x")], generation=1, now="T1"
+    )
+    same = merge_conditions(
+        first, [Condition("Balanced", "False", "MovesPlanned", "y")], generation=2, now="T2"
+    )
+    flipped = merge_conditions(
+        same, [Condition("Balanced", "True", "GoalsSatisfied", "z")], generation=2, now="T3"
+    )
+
+    assert first[0]["lastTransitionTime"] == "T1"
+    assert (same[0]["lastTransitionTime"], same[0]["message"], same[0]["observedGeneration"]) == (
+        "T1",
+        "y",
+        2,
+    )
+    assert flipped[0]["lastTransitionTime"] == "T3"
+
+
+def test_ready_summarises_the_first_problem() -> None:
+    unreachable = Condition("KafkaReachable", "False", "Unreachable", "no broker answers")
+    assert ready([unreachable]) == Condition("Ready", "False", "Unreachable", "no broker answers")
+    assert ready([Condition("Balanced", "False", "MovesPlanned", "m")]).status == "True"
+    assert ready([Condition("DrainBlocked", "True", "Infeasible", "d")]).status == "False"
+
+
+# -- connection properties, quantities ------------------------------------------------------------
+
+
+def test_sasl_credentials_come_from_the_secret() -> None:
+    kafka = KafkaConnection.model_validate(
+        {
+            "bootstrapServers": "k:9093",
+            "securityProtocol": "SASL_SSL",
+            "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": "kafka-user"}},
+        }
+    )
+
+    props = client_properties(kafka, {"username": "balancer", "password": "s3cret"}, None)
+
+    assert props == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "balancer",
+        "sasl.password": "s3cret",
+    }
+    with pytest.raises(InputError, match="Secret kafka-user has no key 'password'"):
+        client_properties(kafka, {"username": "balancer"}, None)
+    with pytest.raises(InputError, match="Secret kafka-user is missing"):
+        client_properties(kafka, None, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("2Ti", 2.0 * 2**40), ("125M", 1.25e8), ("7500m", 7.5), (8, 8.0), ("1e3", 1000.0), ("50Mi", 52428800.0)],
+)
+def test_quantities(text: int | str, value: float) -> None:
+    assert parse_quantity(text) == value
+
+
+# -- one reconcile of a pool ----------------------------------------------------------------------
+
+# 3 brokers in racks a, b, c; 8 partitions RF 2 all on brokers 1 and 2: 16 replicas, 0 on broker 3.
+SKEWED = ClusterMetadata(
+    RACKS,
+    tuple(PartitionMeta("orders", p, (1, 2) if p % 2 else (2, 1), 1 if p % 2 else 2) for p in range(8)),
+)
+REPLICAS_GOAL = [
+    ("replicas", BalancerGoalSpec.model_validate({"type": "ReplicaDistribution", "rangePercent": 10}))
+]
+
+
+def pool_input(mode: str = "DryRun", **overrides: Any) -> PoolInput:
+    spec = BrokerPoolSpec.model_validate(
+        {
+            "mode": mode,
+            "kafka": {"bootstrapServers": "k:9092"},
+            "capacity": {"disk": "1Ti", "networkIn": "100M", "networkOut": "100M", "cpu": 8},
+            **overrides.pop("spec", {}),
+        }
+    )
+    values: dict[str, Any] = {
+        "name": "main",
+        "spec": spec,
+        "generation": 3,
+        "status": {},
+        "approved": None,
+        "goals": REPLICAS_GOAL,
+        "metadata": SKEWED,
+        "loads": {},
+        "stored": None,
+        "now": 1_000_000.0,
+    }
+    return PoolInput(**{**values, **overrides})
+
+
+def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+
+
+def test_dry_run_plans_stores_and_reports_but_never_executes() -> None:
+    outcome = reconcile_pool(pool_input("DryRun"))
+
+    assert outcome.decision.action is Action.PLAN_ONLY
+    assert outcome.new_plan is not None
+    # Expected replicas per broker 16/3 = 5.33, band floor(5.33*0.9)=4..ceil(5.33*1.1)=6: broker 3 needs >= 4.
+    assert outcome.new_plan.moves >= 4
+    assert outcome.new_plan.id == plan_id(outcome.new_plan.document)
+    assert outcome.report is not None and len(outcome.report["brokers"]) == 3
+    assert conditions(outcome.status)["Ready"] == ("True", "Reconciled")
+    assert conditions(outcome.status)["PlanReady"] == ("True", "Planned")
+    assert conditions(outcome.status)["Balanced"] == ("False", "MovesPlanned")
+    assert outcome.status["plan"]["movesRemaining"] == outcome.new_plan.moves
+    assert outcome.status["plan"]["configMap"] == "main-plan"
+    assert all(c["observedGeneration"] == 3 for c in outcome.status["conditions"])
+    assert [(r.name, r.satisfied) for r in outcome.goal_results] == [("replicas", False)]
+    assert [e.reason for e in outcome.events] == ["PlanReady"]
+
+
+def stored_from(outcome_plan: StoredPlan) -> StoredPlan:
+    return StoredPlan(outcome_plan.id, outcome_plan.document, outcome_plan.bytes_to_move, outcome_plan.moves)
+
+
+def test_manual_refuses_a_stale_approval_and_executes_exactly_the_stored_plan() -> None:
+    first = reconcile_pool(pool_input("Manual"))
+    assert first.decision.action is Action.AWAIT_APPROVAL
+    assert first.new_plan is not None
+    stored = stored_from(first.new_plan)
+
+    wrong = reconcile_pool(pool_input("Manual", stored=stored, status=first.status, approved="0123456789"))
+    right = reconcile_pool(pool_input("Manual", stored=stored, status=first.status, approved=stored.id))
+
+    assert wrong.decision.action is Action.REFUSE
+    assert conditions(wrong.status)["ApprovalValid"] == ("False", "StaleApproval")
+    assert conditions(wrong.status)["Ready"][0] == "False"
+    assert "ApprovalRefused" in [e.reason for e in wrong.events]
+    assert right.decision.action is Action.EXECUTE
+    assert right.new_plan is None  # nothing recomputed: the stored plan is what runs
+    assert right.status["plan"]["id"] == stored.id
+
+
+def test_an_impossible_drain_moves_nothing_and_says_why() -> None:
+    # Every partition has RF 3 on the 3 brokers: without broker 3 there are only 2 brokers left.
+    full = ClusterMetadata(RACKS, tuple(PartitionMeta("t", p, (1, 2, 3), 1) for p in range(3)))
+
+    outcome = reconcile_pool(pool_input("Auto", metadata=full, spec={"drain": [3]}))
+
+    assert outcome.new_plan is None
+    assert conditions(outcome.status)["DrainBlocked"] == ("True", "Infeasible")
+    assert conditions(outcome.status)["PlanReady"] == ("False", "Infeasible")
+    message = next(c["message"] for c in outcome.status["conditions"] if c["type"] == "DrainBlocked")
+    assert message.startswith("drain blocked: ")
+    assert outcome.status["brokers"][2]["state"] == "Draining"
+    assert [e.reason for e in outcome.events] == ["DrainBlocked"]
+
+
+def test_a_finished_drain_reports_the_broker_drained() -> None:
+    emptied = ClusterMetadata(RACKS, tuple(PartitionMeta("t", p, (1, 2), 1) for p in range(4)))
+    status = {"brokers": [{"id": 3, "rack": "c", "state": "Draining"}]}
+
+    outcome = reconcile_pool(pool_input("Auto", metadata=emptied, spec={"drain": [3]}, status=status))
+
+    assert outcome.status["brokers"][2]["state"] == "Drained"
+    assert "DrainDone" in [e.reason for e in outcome.events]
+
+
+def test_an_invalid_excluded_topic_regex_is_a_condition_not_a_crash() -> None:
+    outcome = reconcile_pool(pool_input(spec={"excludedTopics": ["orders-("]}))
+
+    assert conditions(outcome.status)["SpecValid"] == ("False", "InvalidExcludedTopics")
+    assert conditions(outcome.status)["Ready"][0] == "False"
+    assert outcome.new_plan is None
+
+
+def test_a_new_broker_warms_up_and_its_step_is_an_event() -> None:
+    status = {
+        "brokers": [{"id": 1, "rack": "a", "state": "Active"}, {"id": 2, "rack": "b", "state": "Active"}]
+    }
+
+    outcome = reconcile_pool(pool_input(status=status))
+
+    assert outcome.status["brokers"][2]["state"] == "Warming"
+    assert outcome.status["brokers"][2]["warmUpShare"] == "25%"
+    assert "WarmUpStep" in [e.reason for e in outcome.events]
