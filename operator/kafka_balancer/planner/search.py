@@ -10,18 +10,15 @@ Rules every applied action obeys:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import EPSILON, Goal
 from kafka_balancer.goals.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.planner.state import NO_BROKER, Candidates, PlanState
+from kafka_balancer.planner.vetoes import TOLERANCE, BandVetoes
 
-if TYPE_CHECKING:
-    from kafka_balancer.goals.bands import BandGoal
-
-TOLERANCE = 1e-12
 # Candidates are evaluated in growing batches: the preferred few first, most of the time enough.
 BATCHES = (16, 128, 1024)
 CANDIDATE_LIMIT = sum(BATCHES)
@@ -35,8 +32,11 @@ def without(cands: Candidates, part: int) -> Candidates:
     return cands.take(np.nonzero(cands.part != part)[0])
 
 
-def preference(benefit: FloatArray, cost: FloatArray, need: float, parts: IntArray) -> IntArray:
-    """Order candidates by bytes moved per unit of useful benefit, then fewer moves, then smaller.
+def preference(
+    benefit: FloatArray, cost: FloatArray, need: float, parts: IntArray, side: FloatArray
+) -> IntArray:
+    """Order candidates by bytes moved per unit of useful benefit, then fewer moves, then fewer
+    bytes, then the least disturbance of the other quantities (``side``).
 
     Only the first ``sum(BATCHES)`` are ever evaluated, so only those are sorted."""
     useful = np.minimum(benefit, max(need, 0.0))
@@ -45,7 +45,7 @@ def preference(benefit: FloatArray, cost: FloatArray, need: float, parts: IntArr
     head = np.arange(len(parts))
     if len(parts) > CANDIDATE_LIMIT:
         head = np.argpartition(per_unit, CANDIDATE_LIMIT)[:CANDIDATE_LIMIT]
-    return head[np.lexsort((parts[head], cost[head], -useful[head], per_unit[head]))]
+    return head[np.lexsort((parts[head], side[head], cost[head], -useful[head], per_unit[head]))]
 
 
 @dataclass
@@ -54,6 +54,11 @@ class Search:
     vetoes: list[Goal] = field(default_factory=list)
     later: list[Goal] = field(default_factory=list)
     actions: int = 0
+
+    def __post_init__(self) -> None:
+        bands = [g for g in self.vetoes if isinstance(g, BandGoal)]
+        self._band_vetoes = BandVetoes(bands, self.state.n_brokers)
+        self._other_vetoes = [g for g in self.vetoes if not isinstance(g, BandGoal)]
 
     # ---- choosing ---------------------------------------------------------------------
 
@@ -73,7 +78,9 @@ class Search:
             only = np.zeros(state.n_brokers, dtype=bool)
             only[dest] = True
             allowed &= only[None, :]
-        for goal in self.vetoes:
+        if self._band_vetoes and allowed.any():
+            allowed &= self._band_vetoes.allowed(state, cands)
+        for goal in self._other_vetoes:
             if not allowed.any():
                 break
             src, dst = goal.evaluate(state, cands)
@@ -146,7 +153,10 @@ class Search:
         return cands.take(np.nonzero(cands.delta[:, goal.column] > 0)[0])
 
     def _ordered(self, goal: BandGoal, cands: Candidates, need: float) -> Candidates:
-        return cands.take(preference(cands.delta[:, goal.column], cands.cost, need, cands.part))
+        # Side effect: the candidate's resource deltas relative to the mean broker load.
+        norm = np.maximum(self.state.load.mean(axis=0), 1e-300)
+        side = (np.abs(cands.delta[:, :4]) / norm).sum(axis=1)
+        return cands.take(preference(cands.delta[:, goal.column], cands.cost, need, cands.part, side))
 
     def _shed_pool(self, goal: BandGoal, broker: int, parts: IntArray | None = None) -> Candidates:
         batches = [self.state.replica_moves(broker, parts)]

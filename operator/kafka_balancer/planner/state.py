@@ -141,6 +141,10 @@ class PlanState:
 
     # ---- quantities -------------------------------------------------------------------
 
+    def quantities(self) -> FloatArray:
+        """``[B, 6]``: every candidate-delta column per broker (resources, then counts)."""
+        return np.column_stack([self.load, self.replica_count, self.leader_count]).astype(np.float64)
+
     def quantity(self, column: int) -> FloatArray:
         """Per-broker value of a candidate-delta column (a resource, or a count)."""
         if column < REPLICAS:
