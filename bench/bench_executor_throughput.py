@@ -1,0 +1,296 @@
+"""Executor benchmark: achieved replication throughput against the configured throttle.
+
+    .venv/bin/python bench/bench_executor_throughput.py [--throttles 2000000,5000000] [--seconds 20]
+
+Starts a private 4-broker KafkaBed, and per throttle T creates a topic of 4 partitions laid out as
+a ring ([1,2] [2,3] [3,4] [4,1]) so every partition has its own leader, fills each with
+T x --seconds bytes (incompressible, uncompressed), waits until both replicas hold it all, then
+runs ``kafka-balancer execute`` moving the leader's replica of each partition to the next broker
+but one ([1,2] -> [2,3], …). Every move has a distinct source (leader) and destination broker,
+so the ceiling is T x 4: each leader may send T (leader throttle), each destination receive T
+(follower throttle). Nothing writes to the topic during the move.
+
+One JSON line per throttle: the copy-phase rate from the state file (bytes ÷ (last move finished
+− first move submitted)), the rate seen by polling describe_log_dirs every --probe-interval
+(bytes on the new replicas over time, and the steady slope between 10 % and 90 %), the whole-run
+rate (process start to exit), the ceiling and each rate as a percentage of it, and the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic  # its real home; confluent_kafka.admin does not re-export it typed
+
+from kafka_balancer.errors import BedError, ExecutionError
+from kafka_balancer.kafka.admin import KafkaAdmin
+from kafka_balancer.localbed.kafka import KafkaBed
+
+ROOT = Path(__file__).resolve().parents[1]
+BROKERS = (1, 2, 3, 4)
+# Partition p starts on [b, b+1] (leader b) and moves to [b+1, b+2]: the leader's replica leaves.
+LAYOUT = {p: [BROKERS[p], BROKERS[(p + 1) % 4]] for p in range(4)}
+TARGETS = {p: [BROKERS[(p + 1) % 4], BROKERS[(p + 2) % 4]] for p in range(4)}
+MESSAGE_BYTES = 100_000
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: float
+    copied: dict[int, int]  # destination broker → bytes of its new replica
+
+    @property
+    def total(self) -> int:
+        return sum(self.copied.values())
+
+
+def kafka_libs() -> Path:
+    done = subprocess.run(
+        [str(ROOT / "hack" / "kafka" / "provision.sh")], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise BedError(f"hack/kafka/provision.sh failed: {done.stderr.strip().splitlines()[-1:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def wait_until(check: Any, timeout_s: float, what: str, every_s: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise BedError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(every_s)
+
+
+def create_topic(bed: KafkaBed, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bed.bootstrap_servers})
+    assignment = [LAYOUT[p] for p in sorted(LAYOUT)]
+    new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)
+    admin.create_topics([new], operation_timeout=30)[topic].result(timeout=60)
+
+    def ready() -> bool:
+        meta = admin.list_topics(topic=topic, timeout=10).topics[topic]
+        return len(meta.partitions) == len(LAYOUT) and all(m.leader >= 0 for m in meta.partitions.values())
+
+    wait_until(ready, 60, f"{topic} leaders")
+
+
+def fill(bed: KafkaBed, topic: str, per_partition: int) -> None:
+    """Write ``per_partition`` bytes of random values into each partition, uncompressed, large batches."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bed.bootstrap_servers,
+            "acks": "all",
+            "compression.type": "none",
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.kbytes": 256 * 1024,
+        }
+    )
+    value = os.urandom(MESSAGE_BYTES)
+    failures: list[str] = []
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    for _ in range(per_partition // MESSAGE_BYTES):
+        for partition in LAYOUT:
+            while True:
+                try:
+                    producer.produce(topic, value=value, partition=partition, on_delivery=delivered)
+                    break
+                except BufferError:  # local queue full: let deliveries drain it
+                    producer.poll(0.1)
+            producer.poll(0)
+    if producer.flush(300) != 0 or failures:
+        raise BedError(f"writing {topic} failed: {failures[:3] or 'messages undelivered after 300s'}")
+
+
+def replica_sizes(admin: KafkaAdmin, topic: str) -> dict[tuple[int, int], int]:
+    """(partition, broker) → bytes on that broker."""
+    sizes = admin.partition_sizes([(topic, p) for p in LAYOUT])
+    return {(p, b): size for (_, p, b), size in sizes.items()}
+
+
+def await_replicated(admin: KafkaAdmin, topic: str) -> dict[int, int]:
+    """Wait until every replica of every partition holds the same bytes; return partition → bytes."""
+    found: dict[int, int] = {}
+
+    def even() -> bool:
+        sizes = replica_sizes(admin, topic)
+        per = {p: {sizes.get((p, b), -1) for b in LAYOUT[p]} for p in LAYOUT}
+        found.update({p: next(iter(s)) for p, s in per.items() if len(s) == 1})
+        return all(len(s) == 1 for s in per.values())
+
+    wait_until(even, 120, f"{topic} replicas to hold the same bytes")
+    return found
+
+
+def write_plan(path: Path, topic: str) -> None:
+    moves = [{"topic": topic, "partition": p, "replicas": r} for p, r in TARGETS.items()]
+    path.write_text(json.dumps({"version": 1, "partitions": moves}))
+
+
+def probe(admin: KafkaAdmin, topic: str) -> Sample:
+    sizes = replica_sizes(admin, topic)
+    adding = {p: next(b for b in TARGETS[p] if b not in LAYOUT[p]) for p in LAYOUT}
+    return Sample(time.time(), {adding[p]: sizes.get((p, adding[p]), 0) for p in LAYOUT})
+
+
+def slope(samples: Sequence[Sample], total: int) -> float | None:
+    """Least-squares bytes/s over the samples between 10 % and 90 % of ``total``."""
+    points = [(s.at, s.total) for s in samples if 0.1 * total <= s.total <= 0.9 * total]
+    if len(points) < 3:
+        return None
+    mean_t = sum(t for t, _ in points) / len(points)
+    mean_b = sum(b for _, b in points) / len(points)
+    var = sum((t - mean_t) ** 2 for t, _ in points)
+    return sum((t - mean_t) * (b - mean_b) for t, b in points) / var if var else None
+
+
+def per_destination(samples: Sequence[Sample], sizes: dict[int, int]) -> dict[str, float | None]:
+    """Each destination's rate from its first growing sample to the sample where it was complete."""
+    rates: dict[str, float | None] = {}
+    for broker, size in sizes.items():
+        growing = [s for s in samples if s.copied.get(broker, 0) > 0]
+        full = [s for s in growing if s.copied[broker] >= size]
+        rates[str(broker)] = (
+            round(size / (full[0].at - growing[0].at)) if growing and full and full[0] != growing[0] else None
+        )
+    return rates
+
+
+def run_once(bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_s: float) -> dict[str, Any]:
+    topic = f"bench-{throttle}"
+    create_topic(bed, topic)
+    fill(bed, topic, int(throttle * seconds))
+    admin = KafkaAdmin(bed.bootstrap_servers)
+    try:
+        partition_bytes = await_replicated(admin, topic)
+        plan = workdir / f"plan-{throttle}.json"
+        state_path = workdir / f"state-{throttle}.json"
+        write_plan(plan, topic)
+        argv = [
+            sys.executable, "-m", "kafka_balancer.cli", "execute", "--plan", str(plan),
+            "--bootstrap-server", bed.bootstrap_servers, "--state", str(state_path),
+            "--throttle", str(throttle), "--max-moves-per-broker", "16", "--max-moves", "16",
+            "--poll-interval", "0.5",
+        ]  # fmt: skip
+        samples: list[Sample] = []
+        load_before = os.getloadavg()[0]
+        began = time.time()
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+            while proc.poll() is None:
+                samples.append(probe(admin, topic))
+                time.sleep(probe_s)
+            output = proc.stdout.read() if proc.stdout else ""
+        ended = time.time()
+        if proc.returncode != 0:
+            raise ExecutionError(f"execute exited {proc.returncode}:\n{output[-3000:]}")
+    finally:
+        admin.close()
+    (workdir / f"execute-{throttle}.log").write_text(output)
+    state = json.loads(state_path.read_text())
+    moves = state["moves"]
+    total = int(state["bytesTotal"])
+    submitted = min(m["startedAt"] for m in moves)
+    finished = max(m["finishedAt"] for m in moves)
+    sizes = {TARGETS[p][1]: partition_bytes[p] for p in LAYOUT}
+    complete = [s for s in samples if s.total >= total]
+    sources = {LAYOUT[p][0] for p in LAYOUT}
+    destinations = set(sizes)
+    ceiling = throttle * min(len(sources), len(destinations))
+    state_rate = total / (finished - submitted)
+    probe_rate = total / (complete[0].at - submitted) if complete else None
+    steady = slope(samples, total)
+    whole = total / (ended - began)
+
+    def pct(rate: float | None) -> float | None:
+        return round(100 * rate / ceiling, 1) if rate is not None else None
+
+    return {
+        "throttle_bytes_per_s": throttle,
+        "source_brokers": sorted(sources),
+        "destination_brokers": sorted(destinations),
+        "ceiling_bytes_per_s": ceiling,
+        "bytes_to_move": total,
+        "copy_phase_s_state": round(finished - submitted, 2),
+        "copy_rate_state": round(state_rate),
+        "copy_rate_state_pct": pct(state_rate),
+        "copy_rate_probe": round(probe_rate) if probe_rate else None,
+        "copy_rate_probe_pct": pct(probe_rate),
+        "steady_slope_probe": round(steady) if steady else None,
+        "steady_slope_probe_pct": pct(steady),
+        "per_destination_rate_probe": per_destination(samples, sizes),
+        "whole_run_s": round(ended - began, 2),
+        "whole_run_rate": round(whole),
+        "whole_run_rate_pct": pct(whole),
+        "process_start_to_first_submit_s": round(submitted - began, 2),
+        "last_finish_to_exit_s": round(ended - finished, 2),
+        "first_submit_to_first_bytes_s": first_growth(samples, submitted),
+        "probe_samples": len(samples),
+        "loadavg_1m_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "machine": machine(),
+    }
+
+
+def first_growth(samples: Sequence[Sample], submitted: float) -> float | None:
+    growing = [s for s in samples if s.total > 0]
+    return round(growing[0].at - submitted, 2) if growing else None
+
+
+def machine() -> dict[str, Any]:
+    return {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
+
+
+@dataclass(frozen=True)
+class Options:
+    throttles: tuple[int, ...]
+    seconds: float
+    probe_interval_s: float
+
+
+def parse(argv: Sequence[str] | None) -> Options:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--throttles", default="2000000,5000000", help="bytes/s, comma-separated")
+    parser.add_argument("--seconds", type=float, default=20.0, help="copy time at the ceiling (sizes data)")
+    parser.add_argument("--probe-interval", type=float, default=0.5)
+    args = parser.parse_args(argv)
+    throttles = tuple(int(t) for t in args.throttles.split(","))
+    return Options(throttles, args.seconds, args.probe_interval)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    options = parse(argv)
+    libs = kafka_libs()
+    with tempfile.TemporaryDirectory(prefix="bench-executor-") as tmp:
+        workdir = Path(tmp)
+        bed = KafkaBed(libs, workdir / "bed")
+        try:
+            bed.start()
+            print(json.dumps({"bed": bed.bootstrap_servers, "options": asdict(options)}), flush=True)
+            for throttle in options.throttles:
+                result = run_once(bed, workdir, throttle, options.seconds, options.probe_interval_s)
+                print(json.dumps(result), flush=True)
+                print(json.dumps({"execute_log": (workdir / f"execute-{throttle}.log").read_text()}))
+        finally:
+            bed.stop()
+
+
+if __name__ == "__main__":
+    main()
