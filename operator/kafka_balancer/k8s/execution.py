@@ -57,6 +57,7 @@ def run_plan(
     props: Mapping[str, str],
     spec: ExecutionSpec,
     progress: Progress,
+    cancel_requested: Callable[[], bool],
 ) -> ExecutionState:
     """Execute ``stored`` to the end (resuming a previous run of the same plan); raises on failure."""
     namespace, name = pool["namespace"], pool["name"]
@@ -96,7 +97,9 @@ def run_plan(
             logger.info("resuming plan %s of pool %s/%s", stored.id, namespace, name)
         else:
             state = new_state(admin, plan, options, time.time())
-        executor = _MirroredExecutor(admin, state_path, options, log=logger.info, mirror=mirror)
+        executor = _MirroredExecutor(
+            admin, state_path, options, log=logger.info, mirror=mirror, cancel_requested=cancel_requested
+        )
         final = executor.run(state)
         mirror(final, True)
         return final

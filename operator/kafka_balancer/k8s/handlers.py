@@ -190,6 +190,8 @@ async def execute(
             props,
             spec.execution,
             progress,
+            # The body is kopf's live view: pausing the pool stops the execution at its next batch.
+            lambda: bool(body.spec.get("paused", False)),
         )
     except KafkaBalancerError as err:
         logger.error("plan %s failed: %s", stored.id, err)

@@ -1,0 +1,251 @@
+"""End to end: kubectl applies pools and goals, the operator process plans (and executes) on real Kafka."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+
+from kafka_balancer.localbed import kube
+from kafka_balancer.localbed.kafka import KafkaBed
+from kafka_balancer.localbed.ports import free_ports
+
+from .conftest import OperatorProcess, wait_for
+
+PLAN_TIMEOUT_S = 120.0
+
+
+def skewed_topic(bed: KafkaBed, name: str) -> None:
+    """8 partitions, RF 2, every replica on brokers 1 and 2 (racks a and b): a plan must move some."""
+    admin = KafkaAdminClient(bootstrap_servers=bed.bootstrap_servers.split(","))
+    try:
+        assignment = {p: ([1, 2] if p % 2 else [2, 1]) for p in range(8)}
+        admin.create_topics(
+            [NewTopic(name=name, num_partitions=-1, replication_factor=-1, replica_assignments=assignment)]
+        )
+    finally:
+        admin.close()
+
+
+def replicas_of(bed: KafkaBed, topic: str) -> dict[int, list[int]]:
+    admin = AdminClient({"bootstrap.servers": bed.bootstrap_servers})
+
+    def described() -> dict[int, list[int]]:
+        found = admin.list_topics(topic, timeout=30).topics[topic]
+        replicas = {pid: list(p.replicas) for pid, p in found.partitions.items()}
+        return replicas if len(replicas) == 8 else {}
+
+    found: dict[int, list[int]] = wait_for(described, 30, f"metadata of topic {topic}")
+    return found
+
+
+def apply(bed: kube.KubeBed, namespace: str, *objects: dict[str, Any]) -> None:
+    for obj in objects:
+        obj["metadata"]["namespace"] = namespace
+    applied = bed.kubectl(
+        "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)})
+    )
+    assert applied.returncode == 0, applied.stderr
+
+
+def pool(name: str, bootstrap: str, mode: str, topic: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "mode": mode,
+        "detectionIntervalSeconds": 10,
+        "kafka": {"bootstrapServers": bootstrap},
+        "capacity": {"disk": "100Gi", "networkIn": "100M", "networkOut": "100M", "cpu": 4},
+        "execution": {"throttleBytesPerSecond": "10Mi", "maxMovesPerBroker": 2, "maxMoves": 4},
+    }
+    if topic is not None:
+        # The bed is shared: this pool only ever plans (and moves) its own topic.
+        spec["excludedTopics"] = [f"(?!{topic}$).*"]
+    return {
+        "apiVersion": "kafkabalancer.io/v1alpha1",
+        "kind": "BrokerPool",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def goal(name: str, pool_name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kafkabalancer.io/v1alpha1",
+        "kind": "BalancerGoal",
+        "metadata": {"name": name},
+        "spec": {**spec, "poolRef": {"name": pool_name}},
+    }
+
+
+def get(bed: kube.KubeBed, namespace: str, kind: str, name: str) -> dict[str, Any]:
+    got = bed.kubectl("get", kind, name, "-n", namespace, "-o", "json")
+    assert got.returncode == 0, got.stderr
+    found: dict[str, Any] = json.loads(got.stdout)
+    return found
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), {})
+
+
+def events(bed: kube.KubeBed, namespace: str) -> list[dict[str, Any]]:
+    got = bed.kubectl("get", "events", "-n", namespace, "-o", "json")
+    assert got.returncode == 0, got.stderr
+    items: list[dict[str, Any]] = json.loads(got.stdout)["items"]
+    return items
+
+
+def test_dry_run_writes_the_plan_to_a_config_map_and_the_status(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    topic = "e2e-dry-run"
+    skewed_topic(kafka_bed, topic)
+    before = replicas_of(kafka_bed, topic)
+    apply(
+        kube_bed,
+        namespace,
+        pool("main", kafka_bed.bootstrap_servers, "DryRun", topic),
+        goal("replicas", "main", type="ReplicaDistribution", rangePercent=10),
+        goal("racks", "main", type="RackAware"),
+    )
+
+    status = wait_for(
+        lambda: get(kube_bed, namespace, "bp", "main").get("status", {}).get("plan"),
+        PLAN_TIMEOUT_S,
+        "a plan in the pool's status",
+        operator,
+    )
+    pool_obj = get(kube_bed, namespace, "bp", "main")
+    plan_map = get(kube_bed, namespace, "configmap", "main-plan")
+    plan = json.loads(plan_map["data"]["plan.json"])
+
+    assert plan_map["data"]["plan.id"] == status["id"]
+    assert plan_map["metadata"]["ownerReferences"][0]["uid"] == pool_obj["metadata"]["uid"]
+    assert plan["version"] == 1 and plan["partitions"]
+    assert {p["topic"] for p in plan["partitions"]} == {topic}
+    assert status["movesTotal"] >= 4 and status["movesRemaining"] == status["movesTotal"]
+    assert condition(pool_obj, "PlanReady")["status"] == "True"
+    assert condition(pool_obj, "Balanced")["status"] == "False"
+    assert condition(pool_obj, "KafkaReachable")["status"] == "True"
+    assert condition(pool_obj, "Ready")["observedGeneration"] == pool_obj["metadata"]["generation"]
+    assert [b["rack"] for b in pool_obj["status"]["brokers"]] == ["a", "b", "c", "a"]
+    loads = json.loads(get(kube_bed, namespace, "configmap", "main-loads")["data"]["report.json"])
+    assert [b["id"] for b in loads["brokers"]] == [1, 2, 3, 4]
+    replicas_goal = wait_for(
+        lambda: condition(get(kube_bed, namespace, "bg", "replicas"), "Satisfied"), 30, "the goal's status"
+    )
+    assert replicas_goal["status"] == "False"
+    assert get(kube_bed, namespace, "bg", "replicas")["status"]["worstDeviation"].endswith("%")
+    assert "PlanReady" in {e["reason"] for e in events(kube_bed, namespace)}
+    # DryRun never moves anything.
+    assert replicas_of(kafka_bed, topic) == before
+
+
+def test_manual_refuses_a_wrong_plan_id_and_executes_exactly_the_approved_plan(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    topic = "e2e-manual"
+    skewed_topic(kafka_bed, topic)
+    apply(
+        kube_bed,
+        namespace,
+        pool("main", kafka_bed.bootstrap_servers, "Manual", topic),
+        goal("replicas", "main", type="ReplicaDistribution", rangePercent=10),
+    )
+    plan_id = wait_for(
+        lambda: get(kube_bed, namespace, "bp", "main").get("status", {}).get("plan", {}).get("id"),
+        PLAN_TIMEOUT_S,
+        "a plan",
+        operator,
+    )
+    approval = "kafkabalancer.io/approve"
+
+    wrong = kube_bed.kubectl("annotate", "bp", "main", "-n", namespace, f"{approval}=0000000000")
+    assert wrong.returncode == 0, wrong.stderr
+    refused = wait_for(
+        lambda: (
+            condition(get(kube_bed, namespace, "bp", "main"), "ApprovalValid").get("reason")
+            == "StaleApproval"
+        ),
+        60,
+        "the wrong approval to be refused",
+        operator,
+    )
+    assert refused
+    assert "ApprovalRefused" in {e["reason"] for e in events(kube_bed, namespace)}
+    plan = json.loads(get(kube_bed, namespace, "configmap", "main-plan")["data"]["plan.json"])
+    assert get(kube_bed, namespace, "bp", "main")["status"]["plan"]["id"] == plan_id
+
+    right = kube_bed.kubectl(
+        "annotate", "bp", "main", "-n", namespace, f"{approval}={plan_id}", "--overwrite"
+    )
+    assert right.returncode == 0, right.stderr
+    wait_for(
+        lambda: (
+            get(kube_bed, namespace, "bp", "main").get("status", {}).get("plan", {}).get("executedId")
+            == plan_id
+        ),
+        180,
+        f"plan {plan_id} to be executed",
+        operator,
+    )
+
+    after = replicas_of(kafka_bed, topic)
+    for entry in plan["partitions"]:
+        assert after[entry["partition"]] == entry["replicas"]
+    pool_obj = get(kube_bed, namespace, "bp", "main")
+    assert pool_obj["status"]["execution"]["phase"] == "Succeeded"
+    reasons = {e["reason"] for e in events(kube_bed, namespace)}
+    assert {"ExecutionStarted", "ExecutionFinished"} <= reasons
+    state = json.loads(get(kube_bed, namespace, "configmap", "main-execution")["data"]["state.json"])
+    assert state["moves"]
+
+
+def test_invalid_resources_are_rejected_by_the_apiserver(
+    kube_bed: kube.KubeBed, operator_crds: None, namespace: str
+) -> None:
+    bad_pool = pool("bad", "127.0.0.1:9092", "Sometimes")
+    bad_goal = goal("bad", "main", type="DiskCapacity", rangePercent=10)
+
+    refused_pool = kube_bed.kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=json.dumps({**bad_pool, "metadata": {"name": "bad", "namespace": namespace}}),
+    )
+    refused_goal = kube_bed.kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=json.dumps({**bad_goal, "metadata": {"name": "bad", "namespace": namespace}}),
+    )
+
+    assert refused_pool.returncode != 0
+    assert 'spec.mode: Unsupported value: "Sometimes"' in refused_pool.stderr
+    assert refused_goal.returncode != 0
+    assert "rangePercent applies only to distribution goals" in refused_goal.stderr
+
+
+def test_an_unreachable_kafka_is_reported_in_a_condition(
+    kube_bed: kube.KubeBed, operator: OperatorProcess, namespace: str
+) -> None:
+    (port,) = free_ports(1)  # nothing listens there
+    apply(kube_bed, namespace, pool("lost", f"127.0.0.1:{port}", "DryRun"))
+
+    reachable = wait_for(
+        lambda: condition(get(kube_bed, namespace, "bp", "lost"), "KafkaReachable"),
+        120,
+        "the KafkaReachable condition",
+        operator,
+    )
+
+    assert reachable["status"] == "False"
+    assert reachable["reason"] == "Unreachable"
+    assert f"127.0.0.1:{port}" in reachable["message"]
+    assert condition(get(kube_bed, namespace, "bp", "lost"), "Ready")["status"] == "False"
