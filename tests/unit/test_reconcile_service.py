@@ -9,6 +9,7 @@ import pytest
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec, KafkaConnection
 from kafka_balancer.errors import InputError
+from kafka_balancer.goals.spec import GoalType, default_goal_set
 from kafka_balancer.reconcile.approval import Action, decide, plan_id
 from kafka_balancer.reconcile.brokers import ESTABLISHED, Lifecycle, WarmUpPolicy, broker_views
 from kafka_balancer.reconcile.conditions import Condition, merge_conditions, ready
@@ -313,6 +314,17 @@ def test_a_finished_drain_reports_the_broker_drained() -> None:
 
     assert outcome.status["brokers"][2]["state"] == "Drained"
     assert "DrainDone" in [e.reason for e in outcome.events]
+
+
+def test_a_pool_without_goals_is_planned_with_the_default_set() -> None:
+    outcome = reconcile_pool(pool_input(goals=[]))
+
+    assert [g["name"] for g in outcome.status["goals"]] == [t.value for t in priority_sorted_catalog()]
+    assert all(r.name == "" for r in outcome.goal_results)  # no BalancerGoal to write status to
+
+
+def priority_sorted_catalog() -> list[GoalType]:
+    return [g.type for g in sorted(default_goal_set(), key=lambda g: -g.priority)]
 
 
 def test_an_invalid_excluded_topic_regex_is_a_condition_not_a_crash() -> None:

@@ -46,6 +46,8 @@ class StoredPlan:
 @dataclass(frozen=True, slots=True)
 class GoalResult:
     name: str  # the BalancerGoal's metadata.name; "" for default goals
+    type: str
+    hard: bool
     # The cluster as it is now (before the plan): what `kubectl get bg` should tell.
     satisfied: bool
     worst_deviation: str
@@ -239,7 +241,7 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
             Condition("PlanReady", TRUE, "Planned", f"plan {current.id}: {current.moves} replica move(s)")
         )
         balanced = not current.document["partitions"] and all(r.satisfied for r in results)
-        unmet = [r.name or "default" for r in results if not r.satisfied]
+        unmet = [r.name or r.type for r in results if not r.satisfied]
         conditions.append(
             Condition("Balanced", TRUE, "GoalsSatisfied", "every goal holds and nothing needs to move")
             if balanced
@@ -252,7 +254,14 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
             )
         )
         status["goals"] = [
-            {"name": r.name, "satisfied": r.satisfied, "worstDeviation": r.worst_deviation} for r in results
+            {
+                "name": r.name or r.type,
+                "type": r.type,
+                "hard": r.hard,
+                "satisfied": r.satisfied,
+                "worstDeviation": r.worst_deviation,
+            }
+            for r in results
         ]
         if spec.drain:
             conditions.append(
@@ -281,7 +290,9 @@ def _stored(
     )
     names = {spec.to_goal(name).label: name for name, spec in goals}
     results = tuple(
-        GoalResult(names.get(g.label, ""), g.before.satisfied, deviation_text(g), g.before.detail)
+        GoalResult(
+            names.get(g.label, ""), g.type, g.hard, g.before.satisfied, deviation_text(g), g.before.detail
+        )
         for g in plan.goals
     )
     return stored, report_document(cluster, plan), results
