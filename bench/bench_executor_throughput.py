@@ -14,6 +14,8 @@ One JSON line per throttle: the copy-phase rate from the state file (bytes ÷ (l
 − first move submitted)), the rate seen by polling describe_log_dirs every --probe-interval
 (bytes on the new replicas over time, and the steady slope between 10 % and 90 %), the whole-run
 rate (process start to exit), the ceiling and each rate as a percentage of it, and the machine.
+After each executor run, the same moves on a fresh topic by Kafka's own reassignment tool with the
+same ``--throttle`` (the control: what Kafka's throttle itself achieves on this bed).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,7 @@ from confluent_kafka.cimpl import NewTopic  # its real home; confluent_kafka.adm
 
 from kafka_balancer.errors import BedError, ExecutionError
 from kafka_balancer.kafka.admin import KafkaAdmin
-from kafka_balancer.localbed.kafka import KafkaBed
+from kafka_balancer.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKERS = (1, 2, 3, 4)
@@ -173,13 +175,47 @@ def per_destination(samples: Sequence[Sample], sizes: dict[int, int]) -> dict[st
     return rates
 
 
-def run_once(bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_s: float) -> dict[str, Any]:
-    topic = f"bench-{throttle}"
+def prepare(bed: KafkaBed, admin: KafkaAdmin, topic: str, per_partition: int) -> dict[int, int]:
+    """Create and fill ``topic``; return destination broker → bytes its new replica must receive."""
     create_topic(bed, topic)
-    fill(bed, topic, int(throttle * seconds))
+    fill(bed, topic, per_partition)
+    partition_bytes = await_replicated(admin, topic)
+    return {TARGETS[p][1]: partition_bytes[p] for p in LAYOUT}
+
+
+def broker_throttles(admin: KafkaAdmin) -> dict[str, dict[str, str]]:
+    """The replication rates set on each broker right now (proof of what the executor configured)."""
+    configs = admin.dynamic_configs("broker", [str(b) for b in BROKERS])
+    return {
+        b: {k: v for k, v in c.items() if k.endswith("replication.throttled.rate")}
+        for b, c in configs.items()
+    }
+
+
+def watch(admin: KafkaAdmin, topic: str, running: Callable[[], bool], probe_s: float) -> Watched:
+    samples: list[Sample] = []
+    throttles: dict[str, dict[str, str]] = {}
+    while running():
+        samples.append(probe(admin, topic))
+        if not throttles and samples[-1].total > 0:
+            throttles = broker_throttles(admin)
+        time.sleep(probe_s)
+    return Watched(samples, throttles)
+
+
+@dataclass(frozen=True)
+class Watched:
+    samples: list[Sample]
+    throttles: dict[str, dict[str, str]]
+
+
+def run_executor(
+    bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_s: float
+) -> dict[str, Any]:
+    topic = f"bench-{throttle}"
     admin = KafkaAdmin(bed.bootstrap_servers)
     try:
-        partition_bytes = await_replicated(admin, topic)
+        sizes = prepare(bed, admin, topic, int(throttle * seconds))
         plan = workdir / f"plan-{throttle}.json"
         state_path = workdir / f"state-{throttle}.json"
         write_plan(plan, topic)
@@ -189,13 +225,10 @@ def run_once(bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_
             "--throttle", str(throttle), "--max-moves-per-broker", "16", "--max-moves", "16",
             "--poll-interval", "0.5",
         ]  # fmt: skip
-        samples: list[Sample] = []
         load_before = os.getloadavg()[0]
         began = time.time()
         with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-            while proc.poll() is None:
-                samples.append(probe(admin, topic))
-                time.sleep(probe_s)
+            watched = watch(admin, topic, lambda: proc.poll() is None, probe_s)
             output = proc.stdout.read() if proc.stdout else ""
         ended = time.time()
         if proc.returncode != 0:
@@ -208,43 +241,113 @@ def run_once(bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_
     total = int(state["bytesTotal"])
     submitted = min(m["startedAt"] for m in moves)
     finished = max(m["finishedAt"] for m in moves)
-    sizes = {TARGETS[p][1]: partition_bytes[p] for p in LAYOUT}
-    complete = [s for s in samples if s.total >= total]
-    sources = {LAYOUT[p][0] for p in LAYOUT}
-    destinations = set(sizes)
-    ceiling = throttle * min(len(sources), len(destinations))
+    figures = Figures(throttle, sizes, watched, submitted)
     state_rate = total / (finished - submitted)
-    probe_rate = total / (complete[0].at - submitted) if complete else None
-    steady = slope(samples, total)
     whole = total / (ended - began)
-
-    def pct(rate: float | None) -> float | None:
-        return round(100 * rate / ceiling, 1) if rate is not None else None
-
     return {
-        "throttle_bytes_per_s": throttle,
-        "source_brokers": sorted(sources),
-        "destination_brokers": sorted(destinations),
-        "ceiling_bytes_per_s": ceiling,
-        "bytes_to_move": total,
+        "run": "kafka-balancer execute",
+        **figures.common(),
         "copy_phase_s_state": round(finished - submitted, 2),
         "copy_rate_state": round(state_rate),
-        "copy_rate_state_pct": pct(state_rate),
-        "copy_rate_probe": round(probe_rate) if probe_rate else None,
-        "copy_rate_probe_pct": pct(probe_rate),
-        "steady_slope_probe": round(steady) if steady else None,
-        "steady_slope_probe_pct": pct(steady),
-        "per_destination_rate_probe": per_destination(samples, sizes),
+        "copy_rate_state_pct": figures.pct(state_rate),
         "whole_run_s": round(ended - began, 2),
         "whole_run_rate": round(whole),
-        "whole_run_rate_pct": pct(whole),
+        "whole_run_rate_pct": figures.pct(whole),
         "process_start_to_first_submit_s": round(submitted - began, 2),
+        "submit_spread_s": round(max(m["startedAt"] for m in moves) - submitted, 2),
+        "finish_spread_s": round(finished - min(m["finishedAt"] for m in moves), 2),
         "last_finish_to_exit_s": round(ended - finished, 2),
-        "first_submit_to_first_bytes_s": first_growth(samples, submitted),
-        "probe_samples": len(samples),
         "loadavg_1m_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-        "machine": machine(),
     }
+
+
+def run_kafka_tool(
+    bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_s: float
+) -> dict[str, Any]:
+    """The control: the same moves by Kafka's own reassignment tool with the same ``--throttle``."""
+    topic = f"control-{throttle}"
+    admin = KafkaAdmin(bed.bootstrap_servers)
+    try:
+        sizes = prepare(bed, admin, topic, int(throttle * seconds))
+        plan = workdir / f"control-plan-{throttle}.json"
+        write_plan(plan, topic)
+        load_before = os.getloadavg()[0]
+        submitted = time.time()
+        done = bed.run_tool(
+            REASSIGN_PARTITIONS,
+            ["--execute", "--reassignment-json-file", str(plan), "--throttle", str(throttle)],
+        )
+        if done.returncode != 0:
+            raise ExecutionError(f"Kafka's reassignment tool failed: {done.stderr[-2000:]}")
+        total = sum(sizes.values())
+        watched = watch(admin, topic, lambda: probe(admin, topic).total < total, probe_s)
+        watched.samples.append(probe(admin, topic))
+        # --verify once complete also removes the throttles the tool set.
+        wait_until(
+            lambda: (
+                "is completed"
+                in bed.run_tool(
+                    REASSIGN_PARTITIONS, ["--verify", "--reassignment-json-file", str(plan)]
+                ).stdout
+            ),
+            120,
+            "Kafka's reassignment to verify",
+        )
+    finally:
+        admin.close()
+    figures = Figures(throttle, sizes, watched, submitted)
+    return {
+        "run": "kafka-reassign-partitions --throttle (control)",
+        **figures.common(),
+        "tool_submit_s": round(watched.samples[0].at - submitted, 2),
+        "loadavg_1m_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+    }
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The figures both runs share, from the describe_log_dirs samples."""
+
+    throttle: int
+    sizes: dict[int, int]
+    watched: Watched
+    submitted: float
+
+    @property
+    def ceiling(self) -> int:
+        sources = {LAYOUT[p][0] for p in LAYOUT}
+        return self.throttle * min(len(sources), len(self.sizes))
+
+    def pct(self, rate: float | None) -> float | None:
+        return round(100 * rate / self.ceiling, 1) if rate is not None else None
+
+    def common(self) -> dict[str, Any]:
+        samples = self.watched.samples
+        total = sum(self.sizes.values())
+        complete = [s for s in samples if s.total >= total]
+        growing = [s for s in samples if s.total > 0]
+        probe_rate = total / (complete[0].at - self.submitted) if complete else None
+        from_bytes = total / (complete[0].at - growing[0].at) if complete and growing else None
+        steady = slope(samples, total)
+        return {
+            "throttle_bytes_per_s": self.throttle,
+            "source_brokers": sorted({LAYOUT[p][0] for p in LAYOUT}),
+            "destination_brokers": sorted(self.sizes),
+            "ceiling_bytes_per_s": self.ceiling,
+            "bytes_to_move": total,
+            "copy_rate_probe": round(probe_rate) if probe_rate else None,
+            "copy_rate_probe_pct": self.pct(probe_rate),
+            "copy_rate_probe_from_first_bytes": round(from_bytes) if from_bytes else None,
+            "copy_rate_probe_from_first_bytes_pct": self.pct(from_bytes),
+            "steady_slope_probe": round(steady) if steady else None,
+            "steady_slope_probe_pct": self.pct(steady),
+            "per_destination_rate_probe": per_destination(samples, self.sizes),
+            "first_submit_to_first_bytes_s": first_growth(samples, self.submitted),
+            "broker_throttles_seen": self.watched.throttles,
+            "probe_samples": len(samples),
+            "timeline_s_mb": [[round(s.at - self.submitted, 1), round(s.total / 1e6, 1)] for s in samples],
+            "machine": machine(),
+        }
 
 
 def first_growth(samples: Sequence[Sample], submitted: float) -> float | None:
@@ -285,9 +388,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             bed.start()
             print(json.dumps({"bed": bed.bootstrap_servers, "options": asdict(options)}), flush=True)
             for throttle in options.throttles:
-                result = run_once(bed, workdir, throttle, options.seconds, options.probe_interval_s)
-                print(json.dumps(result), flush=True)
-                print(json.dumps({"execute_log": (workdir / f"execute-{throttle}.log").read_text()}))
+                for run in (run_executor, run_kafka_tool):
+                    print(
+                        json.dumps(run(bed, workdir, throttle, options.seconds, options.probe_interval_s)),
+                        flush=True,
+                    )
         finally:
             bed.stop()
 
