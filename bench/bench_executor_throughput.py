@@ -1,6 +1,7 @@
 """Executor benchmark: achieved replication throughput against the configured throttle.
 
     .venv/bin/python bench/bench_executor_throughput.py [--throttles 2000000,5000000] [--seconds 20]
+        [--no-control] [--broker-config replica.fetch.backoff.ms=100 ...]
 
 Starts a private 4-broker KafkaBed, and per throttle T creates a topic of 4 partitions laid out as
 a ring ([1,2] [2,3] [3,4] [4,1]) so every partition has its own leader, fills each with
@@ -39,6 +40,7 @@ from confluent_kafka.cimpl import NewTopic  # its real home; confluent_kafka.adm
 
 from kafka_balancer.errors import BedError, ExecutionError
 from kafka_balancer.kafka.admin import KafkaAdmin
+from kafka_balancer.localbed import kafka_config
 from kafka_balancer.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -364,6 +366,8 @@ class Options:
     throttles: tuple[int, ...]
     seconds: float
     probe_interval_s: float
+    control: bool
+    broker_config: dict[str, str]
 
 
 def parse(argv: Sequence[str] | None) -> Options:
@@ -373,14 +377,32 @@ def parse(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--throttles", default="2000000,5000000", help="bytes/s, comma-separated")
     parser.add_argument("--seconds", type=float, default=20.0, help="copy time at the ceiling (sizes data)")
     parser.add_argument("--probe-interval", type=float, default=0.5)
+    parser.add_argument("--no-control", action="store_true", help="skip Kafka's own tool as a control")
+    parser.add_argument(
+        "--broker-config", action="append", default=[], metavar="KEY=VALUE",
+        help="extra static broker property for an experiment (e.g. replica.fetch.backoff.ms=100)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     throttles = tuple(int(t) for t in args.throttles.split(","))
-    return Options(throttles, args.seconds, args.probe_interval)
+    extra = dict(item.split("=", 1) for item in args.broker_config)
+    return Options(throttles, args.seconds, args.probe_interval, not args.no_control, extra)
+
+
+def with_broker_config(extra: dict[str, str]) -> None:
+    """Add ``extra`` to every broker's properties of beds started by this process (experiments only)."""
+    render = kafka_config.broker_properties
+
+    def rendered(**kwargs: Any) -> dict[str, str]:
+        return {**render(**kwargs), **extra}
+
+    kafka_config.broker_properties = rendered
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     options = parse(argv)
     libs = kafka_libs()
+    if options.broker_config:
+        with_broker_config(options.broker_config)
     with tempfile.TemporaryDirectory(prefix="bench-executor-") as tmp:
         workdir = Path(tmp)
         bed = KafkaBed(libs, workdir / "bed")
@@ -388,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             bed.start()
             print(json.dumps({"bed": bed.bootstrap_servers, "options": asdict(options)}), flush=True)
             for throttle in options.throttles:
-                for run in (run_executor, run_kafka_tool):
+                for run in (run_executor, run_kafka_tool) if options.control else (run_executor,):
                     print(
                         json.dumps(run(bed, workdir, throttle, options.seconds, options.probe_interval_s)),
                         flush=True,
