@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Message, Producer
+from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.admin._config import ConfigResource
 from kafka import KafkaAdminClient
+from tests.support.messages import Digest, consume_digest
 
 from kafka_balancer.cli import main
 from kafka_balancer.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
+from kafka_balancer.localbed.procs import wait_until
 
 THROTTLES = {
     "leader.replication.throttled.rate",
@@ -31,7 +33,6 @@ THROTTLES = {
     "leader.replication.throttled.replicas",
     "follower.replication.throttled.replicas",
 }
-Digest = tuple[Counter[str], dict[str, str]]
 
 
 def _admin(bed: KafkaBed) -> AdminClient:
@@ -43,7 +44,7 @@ def _create_topic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> st
     admin = _admin(bed)
     new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)
     admin.create_topics([new], operation_timeout=30)[topic].result(timeout=60)
-    _poll_until(lambda: len(_replicas(bed, topic)) == len(assignment), 30, f"{topic} metadata")
+    wait_until(lambda: len(_replicas(bed, topic)) == len(assignment), timeout_s=30, what=f"{topic} metadata")
     return topic
 
 
@@ -73,13 +74,6 @@ def _ongoing(bed: KafkaBed, topic: str) -> list[Any]:
         return [tp for tp in admin.list_partition_reassignments() if tp.topic == topic]
     finally:
         admin.close()
-
-
-def _poll_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out after {timeout_s}s waiting for {what}"
-        time.sleep(0.2)
 
 
 def _producer(bed: KafkaBed) -> Producer:
@@ -123,31 +117,6 @@ class _Writer:
     def result(self) -> Digest:
         assert not self.failures, self.failures[:3]
         return self.counts, {k: d.hexdigest() for k, d in self.digests.items()}
-
-
-def _consume(bed: KafkaBed, topic: str, count: int) -> Digest:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bed.bootstrap_servers,
-            "group.id": f"check-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    counts: Counter[str] = Counter()
-    digests: defaultdict[str, Any] = defaultdict(hashlib.sha256)
-    deadline = time.monotonic() + 120
-    try:
-        consumer.subscribe([topic])
-        while sum(counts.values()) < count and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=1000, timeout=1.0):
-                assert msg.error() is None, msg.error()
-                key = (msg.key() or b"").decode()
-                counts[key] += 1
-                digests[key].update(msg.value() or b"")
-    finally:
-        consumer.close()
-    return counts, {k: d.hexdigest() for k, d in digests.items()}
 
 
 def _write_plan(path: Path, topic: str, targets: dict[int, list[int]]) -> Path:
@@ -215,7 +184,7 @@ def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBe
         assert f"Reassignment of partition {topic}-{partition} is completed" in verify.stdout, verify.stdout
 
     sent = writer.result()
-    received = _consume(kafka_bed, topic, writer.sent)
+    received = consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent)
     assert sum(received[0].values()) == writer.sent
     assert received == sent
 
@@ -240,7 +209,9 @@ def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tm
 
     first = _cli(*args)
     try:
-        _poll_until(lambda: _copying(state) or first.poll() is not None, 60, "a move copying data")
+        wait_until(
+            lambda: _copying(state) or first.poll() is not None, timeout_s=60, what="a move copying data"
+        )
         assert first.poll() is None, first.communicate()
         first.send_signal(signal.SIGKILL)
     finally:
@@ -273,7 +244,9 @@ def test_cancel_mid_run_leaves_each_partition_original_or_planned(
         "--state", str(state), "--throttle", "200000", "--max-moves", "1", "--poll-interval", "0.3",
     )  # fmt: skip
     try:
-        _poll_until(lambda: _in_flight(state) or executor.poll() is not None, 60, "a move in flight")
+        wait_until(
+            lambda: _in_flight(state) or executor.poll() is not None, timeout_s=60, what="a move in flight"
+        )
         cancel = _cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
         _, err = cancel.communicate(timeout=180)
         assert cancel.returncode == 0, err
@@ -341,7 +314,11 @@ def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout(
             "--poll-interval", "0.3",
         )  # fmt: skip
         try:
-            _poll_until(lambda: _copying(state) or executor.poll() is not None, 60, "the move copying data")
+            wait_until(
+                lambda: _copying(state) or executor.poll() is not None,
+                timeout_s=60,
+                what="the move copying data",
+            )
             kafka_bed.stop_broker(added)
             running = False
             _, err = executor.communicate(timeout=180)

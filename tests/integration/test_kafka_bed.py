@@ -5,16 +5,16 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Message, Producer
+from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, TopicPartition
+from tests.support.messages import consume_digest
 
 from kafka_balancer.errors import BedError
 from kafka_balancer.localbed.kafka import (
@@ -23,6 +23,7 @@ from kafka_balancer.localbed.kafka import (
     REASSIGN_PARTITIONS,
     KafkaBed,
 )
+from kafka_balancer.localbed.procs import wait_until
 
 MESSAGES = 10_000
 KEYS = 97
@@ -59,13 +60,6 @@ def _create_topic(bed: KafkaBed, topic: NewTopic) -> None:
     admin.create_topics([topic], operation_timeout=30)[topic.topic].result(timeout=60)
 
 
-def _poll_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out after {timeout_s}s waiting for {what}"
-        time.sleep(0.2)
-
-
 def _produce(bed: KafkaBed, topic: str, count: int) -> tuple[Counter[str], dict[str, str]]:
     """Produce ``count`` keyed messages; return per-key counts and per-key sha256 of the values in order."""
     producer = Producer(
@@ -97,31 +91,6 @@ def _produce(bed: KafkaBed, topic: str, count: int) -> tuple[Counter[str], dict[
     return counts, {key: digest.hexdigest() for key, digest in digests.items()}
 
 
-def _consume(bed: KafkaBed, topic: str, count: int) -> tuple[Counter[str], dict[str, str]]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bed.bootstrap_servers,
-            "group.id": f"check-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    counts: Counter[str] = Counter()
-    digests = defaultdict(hashlib.sha256)
-    deadline = time.monotonic() + 120
-    try:
-        consumer.subscribe([topic])
-        while sum(counts.values()) < count and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=1000, timeout=1.0):
-                assert msg.error() is None, msg.error()
-                key = (msg.key() or b"").decode()
-                counts[key] += 1
-                digests[key].update(msg.value() or b"")
-    finally:
-        consumer.close()
-    return counts, {key: digest.hexdigest() for key, digest in digests.items()}
-
-
 def test_keyed_messages_survive_a_round_trip_on_a_rack_spanning_topic(kafka_bed: KafkaBed) -> None:
     topic = f"roundtrip-{uuid.uuid4().hex[:8]}"
     _create_topic(kafka_bed, NewTopic(topic, num_partitions=6, replication_factor=3))
@@ -131,7 +100,7 @@ def test_keyed_messages_survive_a_round_trip_on_a_rack_spanning_topic(kafka_bed:
         assert len({kafka_bed.racks[replica] for replica in partition.replicas}) == 3, partition.replicas
 
     sent_counts, sent_digests = _produce(kafka_bed, topic, MESSAGES)
-    received_counts, received_digests = _consume(kafka_bed, topic, MESSAGES)
+    received_counts, received_digests = consume_digest(kafka_bed.bootstrap_servers, topic, MESSAGES)
 
     assert sum(received_counts.values()) == MESSAGES
     assert received_counts == sent_counts
@@ -154,7 +123,7 @@ def test_a_partition_moves_and_kafkas_own_tool_verifies_it(kafka_bed: KafkaBed, 
     admin = KafkaAdminClient(bootstrap_servers=kafka_bed.bootstrap_servers.split(","))
     try:
         assert admin.alter_partition_reassignments({partition: target}) == {partition: None}
-        _poll_until(
+        wait_until(
             lambda: partition not in admin.list_partition_reassignments([partition]),
             timeout_s=60,
             what=f"the reassignment of {topic}-0 to finish",
