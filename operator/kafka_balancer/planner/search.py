@@ -20,32 +20,58 @@ from kafka_balancer.planner.state import NO_BROKER, Candidates, PlanState
 from kafka_balancer.planner.vetoes import TOLERANCE, BandVetoes
 
 # Candidates are evaluated in growing batches: the preferred few first, most of the time enough.
-BATCHES = (16, 128, 1024)
+BATCHES = (4, 64, 1100)
 CANDIDATE_LIMIT = sum(BATCHES)
 MAX_SOURCES = 8
 SWAP_PARTNERS = 4
 SWAP_SIDE = 48
 
 
-def without(cands: Candidates, part: int) -> Candidates:
-    """The candidates that do not touch ``part`` (after an action changed it)."""
-    return cands.take(np.nonzero(cands.part != part)[0])
-
-
 def preference(
-    benefit: FloatArray, cost: FloatArray, need: float, parts: IntArray, side: FloatArray
+    benefit: FloatArray,
+    cost: FloatArray,
+    need: float,
+    parts: IntArray,
+    side: FloatArray,
+    alive: BoolArray,
+    limit: int,
 ) -> IntArray:
-    """Order candidates by bytes moved per unit of useful benefit, then fewer moves, then fewer
-    bytes, then the least disturbance of the other quantities (``side``).
-
-    Only the first ``sum(BATCHES)`` are ever evaluated, so only those are sorted."""
+    """The best ``limit`` live candidates, ordered by bytes moved per unit of useful benefit,
+    then fewer moves, then fewer bytes, then the least disturbance of the other quantities."""
     useful = np.minimum(benefit, max(need, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        per_unit = np.where(useful > 0, cost / useful, np.inf)
+        per_unit = np.where(alive & (useful > 0), cost / useful, np.inf)
     head = np.arange(len(parts))
-    if len(parts) > CANDIDATE_LIMIT:
-        head = np.argpartition(per_unit, CANDIDATE_LIMIT)[:CANDIDATE_LIMIT]
+    if len(parts) > limit:
+        head = np.argpartition(per_unit, limit)[:limit]
+    head = head[per_unit[head] < np.inf]
     return head[np.lexsort((parts[head], side[head], cost[head], -useful[head], per_unit[head]))]
+
+
+class Pool:
+    """The candidates of one shed or fill: built once, ordered on demand for the remaining need;
+    rows of a partition an action changed are retired in place (no copying per action)."""
+
+    def __init__(self, cands: Candidates, column: int, norm: FloatArray) -> None:
+        keep = np.nonzero(cands.delta[:, column] > 0)[0]
+        self.cands = cands.take(keep)
+        self.column, self.norm = column, norm
+        self.benefit = self.cands.delta[:, column]
+        # Side effect: the candidate's resource deltas relative to the mean broker load.
+        self.side = (np.abs(self.cands.delta[:, :4]) / norm).sum(axis=1)
+        self.alive = np.ones(len(self.cands), dtype=bool)
+
+    def ordered(self, need: float, limit: int) -> Candidates:
+        c = self.cands
+        return c.take(preference(self.benefit, c.cost, need, c.part, self.side, self.alive, limit))
+
+    def retire(self, part: int) -> None:
+        self.alive &= self.cands.part != part
+
+    def extended(self, more: Candidates) -> Pool:
+        grown = Pool(Candidates.concat([self.cands, more]), self.column, self.norm)
+        grown.alive[: len(self.alive)] = self.alive
+        return grown
 
 
 @dataclass
@@ -59,6 +85,8 @@ class Search:
         bands = [g for g in self.vetoes if isinstance(g, BandGoal)]
         self._band_vetoes = BandVetoes(bands, self.state.n_brokers)
         self._other_vetoes = [g for g in self.vetoes if not isinstance(g, BandGoal)]
+        # Loads only move between brokers, so the mean broker load is fixed for the whole plan.
+        self._norm = np.maximum(self.state.load.mean(axis=0), 1e-300)
 
     # ---- choosing ---------------------------------------------------------------------
 
@@ -149,33 +177,30 @@ class Search:
     # A candidate's delta depends only on its own partition's state, so the candidates of a
     # broker are built once per shed/fill and only the changed partition's rows are refreshed.
 
-    def _useful(self, goal: BandGoal, cands: Candidates) -> Candidates:
-        return cands.take(np.nonzero(cands.delta[:, goal.column] > 0)[0])
+    def _place_from(self, goal: BandGoal, pool: Pool, need: float, dest: int | None = None) -> int | None:
+        return self.place(goal, pool.ordered(need, CANDIDATE_LIMIT), dest)
 
-    def _ordered(self, goal: BandGoal, cands: Candidates, need: float) -> Candidates:
-        # Side effect: the candidate's resource deltas relative to the mean broker load.
-        norm = np.maximum(self.state.load.mean(axis=0), 1e-300)
-        side = (np.abs(cands.delta[:, :4]) / norm).sum(axis=1)
-        return cands.take(preference(cands.delta[:, goal.column], cands.cost, need, cands.part, side))
+    def _pool(self, goal: BandGoal, cands: Candidates) -> Pool:
+        return Pool(cands, goal.column, self._norm)
 
-    def _shed_pool(self, goal: BandGoal, broker: int, parts: IntArray | None = None) -> Candidates:
+    def _shed_candidates(self, goal: BandGoal, broker: int, parts: IntArray | None = None) -> Candidates:
         batches = [self.state.replica_moves(broker, parts)]
         if goal.affects_leadership():
             batches.insert(0, self.state.leadership_away(broker, parts))
-        return self._useful(goal, Candidates.concat(batches))
+        return Candidates.concat(batches)
 
     def shed(self, goal: BandGoal, broker: int) -> bool:
         state = self.state
         progress = False
-        pool: Candidates | None = None
+        pool: Pool | None = None
         while goal.excess(state, broker) > 0 and goal.needs_fix(state)[broker] > EPSILON:
             if pool is None:
-                pool = self._shed_pool(goal, broker)
-            changed = self.place(goal, self._ordered(goal, pool, goal.excess(state, broker)))
+                pool = self._pool(goal, self._shed_candidates(goal, broker))
+            changed = self._place_from(goal, pool, goal.excess(state, broker))
             if changed is not None:
-                pool = without(pool, changed)
+                pool.retire(changed)
                 if changed in state.partitions_on[broker]:
-                    pool = Candidates.concat([pool, self._shed_pool(goal, broker, np.array([changed]))])
+                    pool = pool.extended(self._shed_candidates(goal, broker, np.array([changed])))
             elif self._swap_with_partners(goal, broker, over=True):
                 pool = None
             else:
@@ -186,20 +211,22 @@ class Search:
     def fill(self, goal: BandGoal, broker: int) -> bool:
         state = self.state
         progress = False
-        pools: dict[int, Candidates] = {}
-        lead: Candidates | None = None
+        pools: dict[int, Pool] = {}
+        lead: Pool | None = None
         while goal.deficit(state, broker) > 0 and goal.needs_fix(state)[broker] > EPSILON:
             need = goal.deficit(state, broker)
             changed = None
             if goal.affects_leadership():
                 if lead is None:
-                    lead = self._useful(goal, state.leadership_to(broker))
-                changed = self.place(goal, self._ordered(goal, lead, need), dest=broker)
+                    lead = self._pool(goal, state.leadership_to(broker))
+                changed = self._place_from(goal, lead, need, dest=broker)
             if changed is None:
                 changed = self._pull(goal, broker, need, pools)
             if changed is not None:
-                pools = {s: without(c, changed) for s, c in pools.items()}
-                lead = None if lead is None else without(lead, changed)
+                for pool in pools.values():
+                    pool.retire(changed)
+                if lead is not None:
+                    lead.retire(changed)
             elif self._swap_with_partners(goal, broker, over=False):
                 pools, lead = {}, None
             else:
@@ -207,7 +234,7 @@ class Search:
             progress = True
         return progress
 
-    def _pull(self, goal: BandGoal, broker: int, need: float, pools: dict[int, Candidates]) -> int | None:
+    def _pull(self, goal: BandGoal, broker: int, need: float, pools: dict[int, Pool]) -> int | None:
         """Move one replica onto ``broker``, from its own rack when a broker there can give."""
         state = self.state
         surplus = goal.surplus(state)
@@ -220,8 +247,8 @@ class Search:
             if s not in pools:
                 here = state.partitions_on[broker]
                 parts = np.array([p for p in state.partitions_on[s] if p not in here], dtype=np.int64)
-                pools[s] = self._useful(goal, state.replica_moves(s, parts))
-            changed = self.place(goal, self._ordered(goal, pools[s], need), dest=broker)
+                pools[s] = self._pool(goal, state.replica_moves(s, parts))
+            changed = self._place_from(goal, pools[s], need, dest=broker)
             if changed is not None:
                 return changed
         return None
