@@ -52,7 +52,8 @@ class BandGoal(Goal):
         )
         self.target_hi = np.minimum(band.target_hi - slack, self.veto_hi)
 
-    def _bands(self, target: bool) -> tuple[FloatArray, FloatArray]:
+    def band_edges(self, target: bool) -> tuple[FloatArray, FloatArray]:
+        """The target band (where a broker being fixed is aimed) or the veto band."""
         return (self.target_lo, self.target_hi) if target else (self.veto_lo, self.veto_hi)
 
     def _before(self, state: PlanState, target: bool) -> tuple[FloatArray, FloatArray]:
@@ -60,7 +61,7 @@ class BandGoal(Goal):
         key = (state.version, target)
         if self._cache_key != key:
             q = state.quantity(self.column)
-            self._cache = (q, _outside(q, *self._bands(target)))
+            self._cache = (q, _outside(q, *self.band_edges(target)))
             self._cache_key = key
         return self._cache
 
@@ -78,7 +79,7 @@ class BandGoal(Goal):
     ) -> tuple[FloatArray, FloatArray]:
         if not self.active:
             return np.zeros(len(cands)), np.zeros((len(cands), state.n_brokers))
-        lo, hi = self._bands(target)
+        lo, hi = self.band_edges(target)
         q, before = self._before(state, target)
         d = cands.delta[:, self.column]
         src = cands.src
@@ -92,7 +93,7 @@ class BandGoal(Goal):
         shape = (len(give), len(take))
         if not self.active:
             return np.zeros(shape), np.zeros(shape)
-        lo, hi = self._bands(target)
+        lo, hi = self.band_edges(target)
         q = state.quantity(self.column)
         dq = give.delta[:, self.column][:, None] - take.delta[:, self.column][None, :]
         dx = math.outside_band(q[x] - dq, lo[x], hi[x]) - math.outside_band(q[x], lo[x], hi[x])

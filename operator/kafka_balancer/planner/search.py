@@ -17,7 +17,7 @@ from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import EPSILON, Goal
 from kafka_balancer.goals.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.planner.state import NO_BROKER, Candidates, PlanState
-from kafka_balancer.planner.vetoes import TOLERANCE, BandVetoes
+from kafka_balancer.planner.vetoes import TOLERANCE, StackedBands
 
 # Candidates are evaluated in growing batches: the preferred few first, most of the time enough.
 BATCHES = (4, 64, 1100)
@@ -82,9 +82,11 @@ class Search:
     actions: int = 0
 
     def __post_init__(self) -> None:
-        bands = [g for g in self.vetoes if isinstance(g, BandGoal)]
-        self._band_vetoes = BandVetoes(bands, self.state.n_brokers)
+        n = self.state.n_brokers
+        self._band_vetoes = StackedBands([g for g in self.vetoes if isinstance(g, BandGoal)], n)
         self._other_vetoes = [g for g in self.vetoes if not isinstance(g, BandGoal)]
+        self._band_later = StackedBands([g for g in self.later if isinstance(g, BandGoal)], n, target=True)
+        self._other_later = [g for g in self.later if not isinstance(g, BandGoal)]
         # Loads only move between brokers, so the mean broker load is fixed for the whole plan.
         self._norm = np.maximum(self.state.load.mean(axis=0), 1e-300)
 
@@ -117,7 +119,9 @@ class Search:
 
     def _later_cost(self, cands: Candidates) -> FloatArray:
         total = np.zeros((len(cands), self.state.n_brokers))
-        for goal in self.later:
+        if self._band_later:
+            total += self._band_later.total_change(self.state, cands)
+        for goal in self._other_later:
             src, dst = goal.evaluate(self.state, cands, target=True)
             total += src[:, None] + dst
         return total

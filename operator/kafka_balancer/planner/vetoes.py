@@ -1,4 +1,4 @@
-"""All band-goal vetoes evaluated in one vectorised pass.
+"""Band goals evaluated together: the vetoes of a search, and the goals still to come.
 
 Checking a batch of candidates against a dozen band goals one goal at a time costs a dozen
 rounds of small numpy calls per action; stacking the goals' bands into ``[brokers, goals]``
@@ -20,17 +20,18 @@ def _outside(q: FloatArray, lo: FloatArray, hi: FloatArray) -> FloatArray:
     return np.maximum(q - hi, 0.0) + np.maximum(lo - q, 0.0)
 
 
-class BandVetoes:
-    """No candidate may take any of these goals further outside its veto band on any broker."""
+class StackedBands:
+    """Several band goals' bands stacked into ``[brokers, goals]`` arrays, evaluated together."""
 
-    def __init__(self, goals: list[BandGoal], n_brokers: int) -> None:
+    def __init__(self, goals: list[BandGoal], n_brokers: int, target: bool = False) -> None:
         active = [g for g in goals if g.active]
         self.columns = np.array([g.column for g in active], dtype=np.int64)
         shape = (n_brokers, len(active))
-        self.lo = np.column_stack([g.veto_lo for g in active]) if active else np.zeros(shape)
-        self.hi = np.column_stack([g.veto_hi for g in active]) if active else np.zeros(shape)
-        scale = np.column_stack([g.scale for g in active]) if active else np.ones(shape)
-        self.slack = TOLERANCE * scale
+        bands = [g.band_edges(target) for g in active]
+        self.lo = np.column_stack([lo for lo, _ in bands]) if active else np.zeros(shape)
+        self.hi = np.column_stack([hi for _, hi in bands]) if active else np.zeros(shape)
+        self.scale = np.column_stack([g.scale for g in active]) if active else np.ones(shape)
+        self.slack = TOLERANCE * self.scale
         self._key = -1
         self._q = np.zeros(shape)
         self._before = np.zeros(shape)
@@ -45,13 +46,24 @@ class BandVetoes:
             self._key = state.version
         return self._q, self._before
 
-    def allowed(self, state: PlanState, cands: Candidates) -> BoolArray:
-        """``[K, B]``: candidate k may go to broker b without worsening any goal on either end."""
+    def _changes(self, state: PlanState, cands: Candidates) -> tuple[FloatArray, FloatArray]:
+        """Un-normalised change outside the bands at each source ``[K, G]`` and destination ``[K, B, G]``."""
         q, before = self._current(state)
         d = cands.delta[:, self.columns]
         src = cands.src
-        after_src = _outside(q[src] - d, self.lo[src], self.hi[src])
-        src_ok = np.asarray(((after_src - before[src]) <= self.slack[src]).all(axis=1), dtype=bool)
-        after = _outside(q[None, :, :] + d[:, None, :], self.lo[None], self.hi[None])
-        dst_ok = ((after - before[None]) <= self.slack[None]).all(axis=2)
+        at_src = _outside(q[src] - d, self.lo[src], self.hi[src]) - before[src]
+        at_dst = _outside(q[None, :, :] + d[:, None, :], self.lo[None], self.hi[None]) - before[None]
+        return at_src, at_dst
+
+    def allowed(self, state: PlanState, cands: Candidates) -> BoolArray:
+        """``[K, B]``: candidate k may go to broker b without worsening any goal on either end."""
+        at_src, at_dst = self._changes(state, cands)
+        src_ok = np.asarray((at_src <= self.slack[cands.src]).all(axis=1), dtype=bool)
+        dst_ok = (at_dst <= self.slack[None]).all(axis=2)
         return np.asarray(src_ok[:, None] & dst_ok, dtype=bool)
+
+    def total_change(self, state: PlanState, cands: Candidates) -> FloatArray:
+        """``[K, B]``: the goals' summed relative change if candidate k went to broker b."""
+        at_src, at_dst = self._changes(state, cands)
+        src = (at_src / self.scale[cands.src]).sum(axis=1)
+        return np.asarray(src[:, None] + (at_dst / self.scale[None]).sum(axis=2), dtype=np.float64)
