@@ -8,10 +8,11 @@ properties dict (``--command-config``); credentials are passed on, never printed
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import ElectionType, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
@@ -122,6 +123,12 @@ def kafka_python_config(bootstrap: str, props: Mapping[str, str]) -> dict[str, A
     return config
 
 
+T = TypeVar("T")
+# Reads through kafka-python: attempts, and the pause before a retry on a fresh client.
+READ_ATTEMPTS = 3
+READ_RETRY_S = 1.0
+
+
 def _fail(what: str, err: BaseException) -> KafkaOperationError:
     return KafkaOperationError(f"{what} failed: {type(err).__name__}: {err}")
 
@@ -147,6 +154,30 @@ class KafkaAdmin:
             except Exception as err:
                 raise _fail("connecting the reassignment client", err) from err
         return self._kp
+
+    def _read_with_kafka_python(self, what: str, call: Callable[[KafkaAdminClient], T]) -> T:
+        """A read through kafka-python, retried on a fresh client: its cached metadata may still
+        name a broker that just went away (a destination broker dying mid-move)."""
+        for _ in range(READ_ATTEMPTS - 1):
+            try:
+                return call(self._kafka_python())
+            except KafkaOperationError:
+                raise
+            except Exception:
+                self._drop_kafka_python()
+                time.sleep(READ_RETRY_S)
+        try:
+            return call(self._kafka_python())
+        except KafkaOperationError:
+            raise
+        except Exception as err:
+            self._drop_kafka_python()
+            raise _fail(what, err) from err
+
+    def _drop_kafka_python(self) -> None:
+        if self._kp is not None:
+            self._kp.close()
+            self._kp = None
 
     # -- metadata ----------------------------------------------------------------------------------
 
@@ -179,10 +210,9 @@ class KafkaAdmin:
             by_topic.setdefault(topic, []).append(pid)
         if not by_topic:
             return {}
-        try:
-            answers = self._kafka_python().describe_log_dirs(topic_partitions=by_topic)
-        except Exception as err:
-            raise _fail("describing log dirs", err) from err
+        answers = self._read_with_kafka_python(
+            "describing log dirs", lambda kp: kp.describe_log_dirs(topic_partitions=by_topic)
+        )
         sizes: dict[tuple[str, int, int], int] = {}
         for answer in answers:
             broker = answer["broker"]
@@ -196,10 +226,9 @@ class KafkaAdmin:
     # -- reassignments -----------------------------------------------------------------------------
 
     def reassignments(self) -> dict[Tp, Reassignment]:
-        try:
-            listed = self._kafka_python().list_partition_reassignments()
-        except Exception as err:
-            raise _fail("listing partition reassignments", err) from err
+        listed = self._read_with_kafka_python(
+            "listing partition reassignments", lambda kp: kp.list_partition_reassignments()
+        )
         return {
             (tp.topic, tp.partition): Reassignment(
                 tuple(info["replicas"]), tuple(info["adding_replicas"]), tuple(info["removing_replicas"])
