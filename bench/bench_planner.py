@@ -16,7 +16,10 @@ import multiprocessing
 import resource
 import time
 from queue import Empty
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafka_balancer.synthetic import SyntheticSpec
 
 SIZES = {
     "small": {"brokers": 12, "partitions": 900, "racks": 3},
@@ -25,13 +28,12 @@ SIZES = {
 }
 
 
-def run_size(name: str, goal_set: str, out: Any) -> None:
-    from kafka_balancer.goals.spec import GoalType, default_goal_set
-    from kafka_balancer.planner.optimizer import plan
-    from kafka_balancer.synthetic import SyntheticSpec, generate
+def synthetic_spec(name: str) -> SyntheticSpec:
+    """The seeded cluster of a size; every benchmark that compares plans uses this one."""
+    from kafka_balancer.synthetic import SyntheticSpec
 
     size = SIZES[name]
-    spec = SyntheticSpec(
+    return SyntheticSpec(
         brokers=size["brokers"],
         partitions=size["partitions"],
         racks=size["racks"],
@@ -41,6 +43,15 @@ def run_size(name: str, goal_set: str, out: Any) -> None:
         # Partition sizes chosen so that the cluster is about 40 % full on average.
         mean_partition_bytes=0.4 * 4.0e12 * size["brokers"] / (size["partitions"] * 3),
     )
+
+
+def run_size(name: str, goal_set: str, out: Any) -> None:
+    from kafka_balancer.goals.spec import GoalType, default_goal_set
+    from kafka_balancer.planner.optimizer import plan
+    from kafka_balancer.synthetic import generate
+
+    size = SIZES[name]
+    spec = synthetic_spec(name)
     cluster = generate(spec)
     goals = default_goal_set()
     if goal_set == "no-topic":

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bench_planner import SIZES
+from bench_planner import SIZES, synthetic_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 JAVA_SOURCE = Path(__file__).resolve().parent / "kafka_generate" / "KafkaGenerate.java"
@@ -42,8 +42,14 @@ FloatArray = npt.NDArray[np.float64]
 
 # Columns of the per-broker table the load model fills.
 COLUMNS = ("disk", "networkIn", "networkOut", "cpu", "replicas", "leaders")
-SHORT = {"disk": "disk", "networkIn": "netIn", "networkOut": "netOut", "cpu": "cpu", "replicas": "replicas",
-         "leaders": "leaders"}
+SHORT = {
+    "disk": "disk",
+    "networkIn": "netIn",
+    "networkOut": "netOut",
+    "cpu": "cpu",
+    "replicas": "replicas",
+    "leaders": "leaders",
+}
 RESOURCES = COLUMNS[:4]
 
 
@@ -57,17 +63,9 @@ class BenchError(Exception):
 def cluster_snapshot(size: str) -> dict[str, Any]:
     """The snapshot document of the cluster ``bench_planner.py`` plans for ``size``."""
     from kafka_balancer.formats.snapshot import cluster_to_snapshot
-    from kafka_balancer.synthetic import SyntheticSpec, generate
+    from kafka_balancer.synthetic import generate
 
-    dims = SIZES[size]
-    spec = SyntheticSpec(
-        brokers=dims["brokers"],
-        partitions=dims["partitions"],
-        racks=dims["racks"],
-        hot_brokers=max(1, dims["brokers"] // 20),
-        empty_brokers=max(1, dims["brokers"] // 25),
-        seed=7,
-    )
+    spec = synthetic_spec(size)
     return cluster_to_snapshot(generate(spec))
 
 
@@ -358,8 +356,13 @@ def compare(size: str, kafka_runs: int, work: Path) -> dict[str, Any]:
     compile_seconds = time.perf_counter() - started
     write_generator_input(snapshot, work / "generate-input.tsv")
     runs += [
-        run_kafka(libs, classes, work / "generate-input.tsv", work / f"kafka-generate-{i}.json",
-                  f"kafka --generate #{i}")
+        run_kafka(
+            libs,
+            classes,
+            work / "generate-input.tsv",
+            work / f"kafka-generate-{i}.json",
+            f"kafka --generate #{i}",
+        )
         for i in range(1, kafka_runs + 1)
     ]
     return {

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from kafka_balancer.cli import main
 from kafka_balancer.formats.snapshot import read_snapshot
-from tests.spark.samples import broker_row, partition_row, write_samples
+from tests.support.samples import broker_row, partition_row, write_samples
 
 STEP = 60_000
 END = 1_700_000_000_000

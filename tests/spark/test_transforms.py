@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
 from kafka_balancer.scoring import transforms
-from tests.spark.samples import broker_row, partition_row
+from tests.support.samples import broker_row, partition_row
 
 W = 300_000
 NEWEST = 1_000_000

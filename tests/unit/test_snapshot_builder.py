@@ -20,6 +20,7 @@ from kafka_balancer.kafka.snapshot_builder import (
     build_snapshot,
 )
 from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
+from tests.support.samples import broker_row, partition_row
 
 CAP = (1e12, 1e8, 1e8, 8.0)
 BROKERS = (BrokerInfo(1, "a"), BrokerInfo(2, "b"), BrokerInfo(3, None))
@@ -37,30 +38,13 @@ def psample(
     bytes_out: float,
     interval: int = 10_000,
 ) -> dict[str, Any]:
-    return {
-        "ts_ms": ts,
-        "interval_ms": interval,
-        "topic": topic,
-        "partition": pid,
-        "leader": leader,
-        "replicas": replicas,
-        "size_bytes": size,
-        "bytes_in": bytes_in,
-        "bytes_out": bytes_out,
-        "messages_in": int(bytes_in // 100),
-    }
+    return partition_row(
+        ts, topic, pid, replicas, leader, interval=interval, size=size, bytes_in=bytes_in, bytes_out=bytes_out
+    )
 
 
 def bsample(ts: int, broker: int, cpu: float | None, interval: int = 10_000) -> dict[str, Any]:
-    return {
-        "ts_ms": ts,
-        "interval_ms": interval,
-        "broker": broker,
-        "rack": None,
-        "cpu": cpu,
-        "network_in": None,
-        "network_out": None,
-    }
+    return broker_row(ts, broker, cpu, interval=interval)
 
 
 def build(
