@@ -76,9 +76,12 @@ def snapshot_document(topology: Cluster, model: pd.DataFrame) -> dict[str, Any]:
     return cluster_to_snapshot(parse_snapshot(document, "scored snapshot"))
 
 
-def _windows(samples: DataFrame, options: opts.ScoreOptions) -> WindowPlan:
+def _windows(samples: DataFrame, options: opts.ScoreOptions) -> tuple[WindowPlan, int]:
+    """The windows to use and the number of stored samples, from one scan of two columns."""
     row = samples.agg(
-        F.max("ts_ms").alias("newest"), F.min(F.col("ts_ms") - F.col("interval_ms")).alias("oldest")
+        F.max("ts_ms").alias("newest"),
+        F.min(F.col("ts_ms") - F.col("interval_ms")).alias("oldest"),
+        F.count(F.lit(1)).alias("rows"),
     ).first()
     if row is None or row["newest"] is None:
         raise InputError(f"samples {options.samples}: no partition samples")
@@ -89,7 +92,14 @@ def _windows(samples: DataFrame, options: opts.ScoreOptions) -> WindowPlan:
             f"(history covers {plan.newest_ms - int(row['oldest'])} ms); the model is usable "
             "after the first complete window"
         )
-    return plan
+    return plan, int(row["rows"])
+
+
+def _used(samples: DataFrame, windows: WindowPlan) -> DataFrame:
+    """The samples of the used windows, bucketed; older files are never read (see ``since``)."""
+    start_ms = windows.newest_ms - windows.used * windows.length_ms
+    bucketed = transforms.bucket(transforms.since(samples, start_ms), windows.length_ms, windows.newest_ms)
+    return transforms.in_windows(bucketed, windows.used)
 
 
 def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[str, Any]:
@@ -102,11 +112,10 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     if not storage.exists(spark, partition_uri):
         raise InputError(f"samples {options.samples}: no {PARTITION_DIR}/ directory")
     samples = spark.read.schema(from_arrow_schema(PARTITION_SAMPLES)).parquet(partition_uri)
-    windows = _windows(samples, options)
+    windows, stored = _windows(samples, options)
 
-    used = transforms.in_windows(
-        transforms.bucket(samples, options.window_ms, windows.newest_ms), windows.used
-    )
+    # The only scan of the sample rows: everything below reads partitions × windows rolled-up rows.
+    used = transforms.rollup(_used(samples, windows)).cache()
     complete = transforms.completeness(used, windows.used, options.min_samples_per_window).cache()
     incomplete = sorted(
         f"{r['topic']}-{r['partition']}" for r in complete.where(~F.col("complete")).collect()
@@ -117,9 +126,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     broker_rows = 0
     if storage.exists(spark, broker_uri):
         broker_samples = spark.read.schema(from_arrow_schema(BROKER_SAMPLES)).parquet(broker_uri)
-        broker_used = transforms.in_windows(
-            transforms.bucket(broker_samples, options.window_ms, windows.newest_ms), windows.used
-        )
+        broker_used = _used(broker_samples, windows)
         cpu = transforms.broker_cpu(broker_used).cache()
         broker_rows = broker_used.count()
     else:
@@ -149,8 +156,8 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     broker_scores.write.mode("overwrite").parquet(outputs[BROKER_SCORES])
     candidates.write.mode("overwrite").parquet(outputs[CANDIDATES])
     rows = {
-        "partitionSamples": samples.count(),
-        "partitionSamplesInWindows": used.count(),
+        "partitionSamples": stored,
+        "partitionSamplesInWindows": int(used.agg(F.sum("samples")).first()[0] or 0),  # type: ignore[index]
         "brokerSamplesInWindows": broker_rows,
         "partitions": len(model_pd),
         "replicas": replicas.count(),
@@ -171,7 +178,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
         seconds=time.monotonic() - started,
     )
     storage.write_text(spark, outputs[MANIFEST], json.dumps(manifest, indent=1))
-    for frame in (complete, cpu, model, replicas, loads, broker_scores, candidates):
+    for frame in (used, complete, cpu, model, replicas, loads, broker_scores, candidates):
         frame.unpersist()
     return manifest
 

@@ -14,6 +14,12 @@ Load model rules (the snapshot's per-partition ``load``):
 - followerCpu: ``follower_fraction`` × cpu, a fixed estimate (followers fetch and append what the
   leader receives but serve no consumers).
 
+Performance: the job reads the samples once. :func:`since` prunes Parquet files and row groups
+older than the used windows (the collector writes one file per pass, named and sorted by time);
+:func:`rollup` then folds each partition's samples of a window into one row shaped like a sample
+(sums, the newest state, a ``samples`` count), so completeness and the model aggregate
+partitions × windows rows instead of every sample. Both accept raw samples as well.
+
 Goal math (broker loads, bands, violations) runs in pandas UDFs calling
 :mod:`kafka_balancer.goals.math` through :mod:`kafka_balancer.scoring.scores`.
 """
@@ -23,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import pandas as pd
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_balancer.goals import math
@@ -41,14 +47,44 @@ def bucket(samples: DataFrame, window_ms: int, newest_ms: int) -> DataFrame:
     )
 
 
+def since(samples: DataFrame, start_ms: int) -> DataFrame:
+    """Samples with ``ts_ms`` > ``start_ms``: a plain column comparison, so Parquet skips older
+    files and row groups by their statistics (``window`` is computed and cannot be pushed down)."""
+    return samples.where(F.col("ts_ms") > F.lit(start_ms))
+
+
 def in_windows(bucketed: DataFrame, windows: int) -> DataFrame:
     """Keeps the newest ``windows`` windows."""
     return bucketed.where((F.col("window") >= 0) & (F.col("window") < windows))
 
 
+def rollup(used: DataFrame) -> DataFrame:
+    """One row per partition and window, with the sample columns the model reads: ``ts_ms``,
+    ``replicas``, ``leader``, ``size_bytes`` of the newest sample, summed ``bytes_in``,
+    ``bytes_out``, ``interval_ms``, and ``samples``, how many samples it stands for."""
+    newest = F.struct("ts_ms", "replicas", "leader", "size_bytes")
+    return (
+        used.groupBy(*PARTITION_KEY, "window")
+        .agg(
+            F.max_by(newest, F.col("ts_ms")).alias("newest"),
+            F.sum("bytes_in").alias("bytes_in"),
+            F.sum("bytes_out").alias("bytes_out"),
+            F.sum("interval_ms").alias("interval_ms"),
+            F.count(F.lit(1)).alias("samples"),
+        )
+        .select(*PARTITION_KEY, "window", "newest.*", "bytes_in", "bytes_out", "interval_ms", "samples")
+    )
+
+
+def _sample_count(frame: DataFrame) -> Column:
+    """Samples a row stands for: its ``samples`` after :func:`rollup`, else one."""
+    return F.col("samples") if "samples" in frame.columns else F.lit(1)
+
+
 def completeness(used: DataFrame, windows: int, min_samples: int) -> DataFrame:
-    """Per partition: ``complete`` when every used window holds at least ``min_samples`` samples."""
-    per_window = used.groupBy(*PARTITION_KEY, "window").agg(F.count(F.lit(1)).alias("n"))
+    """Per partition: ``complete`` when every used window holds at least ``min_samples`` samples
+    (``used``: bucketed samples or their :func:`rollup`)."""
+    per_window = used.groupBy(*PARTITION_KEY, "window").agg(F.sum(_sample_count(used)).alias("n"))
     return (
         per_window.groupBy(*PARTITION_KEY)
         .agg(
@@ -68,7 +104,8 @@ def complete_only(used: DataFrame, complete: DataFrame) -> DataFrame:
 
 
 def partition_model(used: DataFrame) -> DataFrame:
-    """One row per partition: newest replicas/leader/size, windowed network averages."""
+    """One row per partition: newest replicas/leader/size, windowed network averages (``used``:
+    samples or their :func:`rollup`; sums of sums and the newest of the newest agree)."""
     newest = F.struct("ts_ms", "replicas", "leader", "size_bytes")
     agg = used.groupBy(*PARTITION_KEY).agg(
         F.max_by(newest, F.col("ts_ms")).alias("newest"),
