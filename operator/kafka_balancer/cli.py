@@ -67,6 +67,12 @@ def _cancel(args: argparse.Namespace) -> int:
     return run_cancel(args)
 
 
+def _report(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.report import run_report
+
+    return run_report(args.snapshot, args.plan, args.goals, args.output)
+
+
 def _run(args: argparse.Namespace) -> int:
     from kafka_balancer.commands.run import run_run
 
@@ -142,6 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     score = commands.add_parser("score", help="score the cluster model from a sample store (Spark)")
     add_score_arguments(score)
     score.set_defaults(handler=_score)
+
+    report = commands.add_parser("report", help="picture of a plan: per-broker load before/after")
+    report.add_argument("--snapshot", required=True, type=Path, help="cluster snapshot JSON")
+    report.add_argument("--plan", required=True, type=Path, help="plan (Kafka reassignment JSON)")
+    report.add_argument("--goals", type=Path, help="BalancerGoal manifests (default: the default goal set)")
+    report.add_argument("--output", required=True, type=Path, help="where to write it: .png or .html")
+    report.set_defaults(handler=_report)
     return parser
 
 
