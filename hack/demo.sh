@@ -8,4 +8,6 @@ mkdir -p "$out"
 "$KB_VENV/bin/python" -m kafka_balancer.synthetic --output "$out/snapshot.json"
 "$KB_VENV/bin/kafka-balancer" plan --snapshot "$out/snapshot.json" --goals "$KB_ROOT/examples/goals.yaml" \
   --output "$out/plan.json" --report "$out/report.json"
-log "plan: $out/plan.json (Kafka reassignment JSON), report: $out/report.json"
+"$KB_VENV/bin/kafka-balancer" report --snapshot "$out/snapshot.json" --plan "$out/plan.json" \
+  --goals "$KB_ROOT/examples/goals.yaml" --output "$out/report.png"
+log "plan: $out/plan.json (Kafka reassignment JSON), report: $out/report.json, picture: $out/report.png"
