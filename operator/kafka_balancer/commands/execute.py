@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from kafka_balancer.errors import ExecutionError, InputError
-from kafka_balancer.kafka.admin import KafkaAdmin, load_properties
+from kafka_balancer.kafka.admin import KafkaAdmin, check_connection, load_properties
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_lock import StateLock, cancel_marker
 from kafka_balancer.kafka.execution_state import ExecutionState, load_state, save_state
@@ -18,8 +18,11 @@ from kafka_balancer.kafka.progress import summary
 CANCEL_WAIT_S = 120.0
 
 
-def _admin(bootstrap: str, command_config: Path | None) -> KafkaAdmin:
-    return KafkaAdmin(bootstrap, load_properties(command_config) if command_config else {})
+def _connection(bootstrap: str, command_config: Path | None) -> dict[str, str]:
+    """Client properties just seen to work: bad credentials fail here, in one line, before any lock."""
+    props = load_properties(command_config) if command_config else {}
+    check_connection(bootstrap, props)
+    return props
 
 
 def run_execute(args: argparse.Namespace) -> int:
@@ -33,10 +36,11 @@ def run_execute(args: argparse.Namespace) -> int:
         poll_interval_s=args.poll_interval,
         force=args.force,
     )
+    props = _connection(args.bootstrap_server, args.command_config)
     lock = StateLock(state_path)
     if not lock.try_acquire():
         raise ExecutionError(f"another kafka-balancer process is working on {state_path}")
-    admin = _admin(args.bootstrap_server, args.command_config)
+    admin = KafkaAdmin(args.bootstrap_server, props)
     try:
         marker = cancel_marker(state_path)
         if state_path.exists():
@@ -71,6 +75,7 @@ def run_cancel(args: argparse.Namespace) -> int:
     """Ask a running executor to stop, then cancel whatever it left in flight and remove our throttles."""
     if not args.state.exists():
         raise InputError(f"--state {args.state}: no such file")
+    props = _connection(args.bootstrap_server, args.command_config)
     lock = StateLock(args.state)
     marker = cancel_marker(args.state)
     deadline = time.monotonic() + CANCEL_WAIT_S
@@ -80,7 +85,7 @@ def run_cancel(args: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 raise ExecutionError(f"the executor on {args.state} did not stop within {CANCEL_WAIT_S:.0f}s")
             time.sleep(0.2)
-    admin = _admin(args.bootstrap_server, args.command_config)
+    admin = KafkaAdmin(args.bootstrap_server, props)
     try:
 
         def commit(state: ExecutionState) -> ExecutionState:

@@ -23,7 +23,7 @@ from kafka_balancer.errors import InputError
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import write_json_atomically
 from kafka_balancer.formats.snapshot import CapacityIn, load_json, parse_snapshot
-from kafka_balancer.kafka.admin import load_properties
+from kafka_balancer.kafka.admin import check_connection, load_properties
 from kafka_balancer.kafka.collector import AdminReader, Collector, PassResult, total_requests
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, Capacity, build_snapshot
@@ -117,6 +117,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
         raise InputError(f"--interval {args.interval} is longer than --window {args.window}")
     caps = capacities(args)
     props = load_properties(args.command_config) if args.command_config else {}
+    check_connection(args.bootstrap_server, props)
     passes = math.ceil(window_ms / interval_ms) + 1
     with tempfile.TemporaryDirectory(prefix="kafka-balancer-samples-") as scratch:
         store = SampleStore(args.store if args.store is not None else Path(scratch))

@@ -73,19 +73,36 @@ def _credentials(props: Mapping[str, str]) -> tuple[str | None, str | None]:
     )
 
 
+def _ca_file(props: Mapping[str, str]) -> str | None:
+    """The CA bundle (PEM): ``ssl.ca.location``, or a Java truststore of type PEM."""
+    if "ssl.ca.location" in props:
+        return props["ssl.ca.location"]
+    if "ssl.truststore.location" not in props:
+        return None
+    kind = props.get("ssl.truststore.type", "JKS")
+    if kind.upper() != "PEM":
+        raise InputError(
+            f"ssl.truststore.type {kind}: only PEM truststores can be read; "
+            "give the CA as ssl.ca.location (PEM)"
+        )
+    return props["ssl.truststore.location"]
+
+
+def _checks_hostname(props: Mapping[str, str]) -> bool:
+    """Java's ``ssl.endpoint.identification.algorithm``: ``https`` (default) checks, empty turns it off."""
+    return props.get("ssl.endpoint.identification.algorithm", "https").strip().lower() not in ("", "none")
+
+
 def confluent_config(bootstrap: str, props: Mapping[str, str]) -> dict[str, Any]:
     """librdkafka settings for the usual client property names (PLAINTEXT, SSL, SASL PLAIN/SCRAM)."""
     # log_level 2: librdkafka's connection chatter must not drown the CLI's own messages.
     config: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000, "log_level": 2}
-    for name in (
-        "security.protocol",
-        "sasl.mechanism",
-        "ssl.key.password",
-        "ssl.endpoint.identification.algorithm",
-    ):
+    for name in ("security.protocol", "sasl.mechanism", "ssl.key.password"):
         if name in props:
             config[name] = props[name]
-    ca = props.get("ssl.ca.location", props.get("ssl.truststore.location"))
+    if "ssl.endpoint.identification.algorithm" in props:
+        config["ssl.endpoint.identification.algorithm"] = "https" if _checks_hostname(props) else "none"
+    ca = _ca_file(props)
     if ca:
         config["ssl.ca.location"] = ca
     for name in ("ssl.certificate.location", "ssl.key.location"):
@@ -112,15 +129,46 @@ def kafka_python_config(bootstrap: str, props: Mapping[str, str]) -> dict[str, A
     for java, python in mapping.items():
         if java in props:
             config[python] = props[java]
-    ca = props.get("ssl.ca.location", props.get("ssl.truststore.location"))
+    ca = _ca_file(props)
     if ca:
         config["ssl_cafile"] = ca
+    config["ssl_check_hostname"] = _checks_hostname(props)
     username, password = _credentials(props)
     if username is not None:
         config["sasl_plain_username"] = username
     if password is not None:
         config["sasl_plain_password"] = password
     return config
+
+
+# librdkafka errors after which retrying cannot help: the credentials or the certificates are wrong.
+_REFUSED = {KafkaError._AUTHENTICATION: "authentication failed", KafkaError._SSL: "TLS handshake failed"}
+
+
+def check_connection(bootstrap: str, props: Mapping[str, str], timeout_s: float = TIMEOUT_S) -> None:
+    """Fail fast, in one line, when the cluster refuses these settings (wrong password, untrusted
+    certificate), instead of the clients' long silent retries; the message never holds a credential."""
+    seen: list[KafkaError] = []
+    config = confluent_config(bootstrap, props)
+    config["error_cb"] = seen.append
+    admin = AdminClient(config)
+    future = admin.describe_cluster(request_timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while not future.done() and time.monotonic() < deadline:
+        admin.poll(0.2)
+        refused = [err for err in seen if err.code() in _REFUSED]
+        if refused:
+            err = refused[0]
+            raise KafkaOperationError(f"{_REFUSED[err.code()]} at {bootstrap}: {_one_line(err.str())}")
+    try:
+        future.result(timeout=1)
+    except Exception as err:
+        last = f"; last client error: {_one_line(seen[-1].str())}" if seen else ""
+        raise KafkaOperationError(f"cannot reach Kafka at {bootstrap}: {type(err).__name__}{last}") from err
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 T = TypeVar("T")

@@ -7,16 +7,26 @@ Everything a bed writes (configs, data, logs, its state file) lives in its run d
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
+# Their real home: confluent_kafka.admin does not re-export them typed.
+from confluent_kafka.admin._scram import (
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialAlteration,
+    UserScramCredentialUpsertion,
+)
+
 from kafka_balancer.errors import BedError
 from kafka_balancer.localbed import kafka_config as cfg
+from kafka_balancer.localbed.kafka_tls import TlsMaterial, make_tls_material
 from kafka_balancer.localbed.ports import accepts_connections, free_port, free_ports
 from kafka_balancer.localbed.procs import ManagedProcess, wait_until
 from kafka_balancer.localbed.state_file import BedStateFile
@@ -28,6 +38,7 @@ CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
 LOG_DIRS_PER_BROKER = 2
 DEFAULT_HEAP = "384m"
 STOP_GRACE_S = 30.0
+_SCRAM = {ScramMechanism.SCRAM_SHA_256: "SCRAM-SHA-256", ScramMechanism.SCRAM_SHA_512: "SCRAM-SHA-512"}
 STATE = BedStateFile("kafka-bed.json", "Kafka", "kafka down", STOP_GRACE_S)
 
 
@@ -41,14 +52,43 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class SecuredAccess:
+    """How a client reaches a secured bed: one SASL mechanism (``PLAIN``, ``SCRAM-SHA-256``,
+    ``SCRAM-SHA-512``) on the SASL_PLAINTEXT listener, or ``SSL``; ``properties`` hold the secret."""
+
+    kind: str
+    bootstrap_servers: str
+    properties: Mapping[str, str] = field(repr=False)
+
+    def write(self, path: Path) -> Path:
+        """The properties as a Java properties file (what ``--command-config`` reads), mode 0600."""
+        path.touch(mode=0o600)
+        path.write_text(cfg.render_properties(self.properties))
+        return path
+
+
+@dataclass(frozen=True)
+class _Secrets:
+    """A secured bed's credentials and TLS files (all under its run directory)."""
+
+    tls: TlsMaterial
+    plain_user: str
+    scram_user: str
+    plain_password: str = field(repr=False)
+    scram_password: str = field(repr=False)
+
+
+@dataclass(frozen=True)
 class _Node:
-    """One started Kafka process of the bed."""
+    """One started Kafka process of the bed; ``sasl_port``/``ssl_port`` only on a secured bed's brokers."""
 
     node_id: int
     rack: str | None
     port: int
     directory: Path
     process: ManagedProcess
+    sasl_port: int | None = None
+    ssl_port: int | None = None
 
     @property
     def name(self) -> str:
@@ -74,7 +114,9 @@ def _java() -> str:
 class KafkaBed:
     """Formats, starts and stops a local KRaft cluster; see the module docstring.
 
-    Broker ids are 1..N, racks cycle ``a, b, c, …``; the controller is node 100.
+    Broker ids are 1..N, racks cycle ``a, b, c, …``; the controller is node 100. With ``secured``,
+    every broker also listens with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512) and SSL (see
+    :meth:`secured_access`); brokers and the bed's own calls keep using PLAINTEXT.
     """
 
     def __init__(
@@ -86,6 +128,7 @@ class KafkaBed:
         racks: int = 3,
         heap: str = DEFAULT_HEAP,
         start_timeout_s: float = 120.0,
+        secured: bool = False,
     ) -> None:
         if brokers < 1:
             raise BedError(f"a Kafka bed needs at least one broker, got {brokers}")
@@ -102,6 +145,8 @@ class KafkaBed:
         self._controller: _Node | None = None
         self._brokers: dict[int, _Node] = {}
         self._last_broker_id = 0
+        self.secured = secured
+        self._secrets: _Secrets | None = None
 
     # -- what callers read -------------------------------------------------------------------------
 
@@ -114,6 +159,32 @@ class KafkaBed:
     def racks(self) -> dict[int, str]:
         """Running broker id → its ``broker.rack``."""
         return {broker_id: node.rack for broker_id, node in self._brokers.items() if node.rack}
+
+    def secured_access(self, kind: str) -> SecuredAccess:
+        """Bootstrap and client properties for ``kind``: a SASL mechanism of
+        :data:`kafka_config.SASL_MECHANISMS`, or ``SSL``. Only on a started ``secured`` bed."""
+        found = self._secrets
+        if found is None:
+            raise BedError("this Kafka bed has no secured listeners (start it with secured=True)")
+        if kind == "SSL":
+            ports = [node.ssl_port for node in self._brokers.values()]
+            props = {"security.protocol": "SSL", "ssl.ca.location": str(found.tls.ca_pem)}
+        elif kind in cfg.SASL_MECHANISMS:
+            ports = [node.sasl_port for node in self._brokers.values()]
+            user, password = (
+                (found.plain_user, found.plain_password)
+                if kind == "PLAIN"
+                else (found.scram_user, found.scram_password)
+            )
+            props = {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": kind,
+                "sasl.username": user,
+                "sasl.password": password,
+            }
+        else:
+            raise BedError(f"no secured access {kind!r}; one of {[*cfg.SASL_MECHANISMS, 'SSL']}")
+        return SecuredAccess(kind, ",".join(f"{cfg.HOST}:{port}" for port in ports), props)
 
     def log_path(self, node_id: int) -> Path:
         """The server log of a broker (or of the controller, node 100)."""
@@ -134,6 +205,8 @@ class KafkaBed:
         (self.run_dir / "log4j2.xml").write_text(cfg.SERVER_LOG4J2)
         (self.run_dir / "tools-log4j2.xml").write_text(cfg.TOOLS_LOG4J2)
         try:
+            if self.secured:
+                self._secrets = self._make_secrets()
             controller_port, *broker_ports = free_ports(1 + self.initial_brokers)
             controller_dir = self._fresh_dir(f"controller-{cfg.CONTROLLER_ID}")
             controller_props = cfg.controller_properties(
@@ -148,8 +221,8 @@ class KafkaBed:
                 directory, props = self._broker_plan(broker_id, rack, port, controller_port)
                 plans.append((broker_id, rack, port, directory, props))
             self._format([(d, p) for _, _, _, d, p in plans])
-            for node_id, node_rack, node_port, node_dir, _ in plans:
-                node = self._launch(node_id, node_rack, node_port, node_dir)
+            for node_id, node_rack, node_port, node_dir, node_props in plans:
+                node = self._launch(node_id, node_rack, node_port, node_dir, node_props)
                 if node_rack is None:
                     self._controller = node
                 else:
@@ -159,6 +232,8 @@ class KafkaBed:
             for node in self._brokers.values():
                 self._await_listening(node)
             self._await_registered(set(self._brokers))
+            if self._secrets is not None:
+                self._create_scram_users(self._secrets)
         except BaseException:
             self.stop()
             raise
@@ -173,7 +248,7 @@ class KafkaBed:
         directory, props = self._broker_plan(broker_id, rack, port, controller.port)
         try:
             self._format([(directory, props)])
-            node = self._launch(broker_id, rack, port, directory)
+            node = self._launch(broker_id, rack, port, directory, props)
             self._brokers[broker_id] = node
             self._await_listening(node)
             self._await_registered(set(self._brokers))
@@ -260,7 +335,66 @@ class KafkaBed:
             log_dirs=[directory / f"data-{i}" for i in range(LOG_DIRS_PER_BROKER)],
             cluster_size=self.initial_brokers,
         )
+        if self._secrets is not None:
+            sasl_port, ssl_port = free_ports(2)
+            props = cfg.with_secured_listeners(
+                props,
+                sasl_port=sasl_port,
+                ssl_port=ssl_port,
+                plain_users={self._secrets.plain_user: self._secrets.plain_password},
+                keystore=self._secrets.tls.keystore,
+                keystore_password=self._secrets.tls.keystore_password,
+            )
         return directory, props
+
+    def _make_secrets(self) -> _Secrets:
+        """Fresh passwords and TLS files in the run directory: nothing secret outlives the bed's files."""
+        tls = make_tls_material(self.run_dir / "secrets")
+        return _Secrets(tls, "plain-user", "scram-user", secrets.token_urlsafe(18), secrets.token_urlsafe(18))
+
+    def _create_scram_users(self, found: _Secrets) -> None:
+        """SCRAM credentials through the Admin API (over PLAINTEXT); return once every broker accepts them."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        # One request per mechanism: Kafka refuses two alterations of one user in the same request.
+        for mechanism in _SCRAM:
+            upsert: list[UserScramCredentialAlteration] = [
+                UserScramCredentialUpsertion(
+                    found.scram_user, ScramCredentialInfo(mechanism, 4096), found.scram_password.encode()
+                )
+            ]
+            try:
+                for future in admin.alter_user_scram_credentials(upsert, request_timeout=30).values():
+                    future.result(timeout=60)
+            except Exception as err:
+                raise BedError(f"creating the SCRAM user failed: {type(err).__name__}: {err}") from err
+        for node in self._brokers.values():
+            for name in _SCRAM.values():
+                self._await_login(node, name, found)
+
+    def _await_login(self, node: _Node, mechanism: str, found: _Secrets) -> None:
+        wait_until(
+            lambda: self._authenticates(node, mechanism, found),
+            timeout_s=self.start_timeout_s,
+            what=f"broker {node.node_id} to accept {mechanism} logins (see {node.server_log})",
+        )
+
+    def _authenticates(self, node: _Node, mechanism: str, found: _Secrets) -> bool:
+        admin = AdminClient(
+            {
+                "bootstrap.servers": f"{cfg.HOST}:{node.sasl_port}",
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": mechanism,
+                "sasl.username": found.scram_user,
+                "sasl.password": found.scram_password,
+                "socket.timeout.ms": 3000,
+                "log_level": 0,
+            }
+        )
+        try:
+            admin.describe_cluster(request_timeout=3).result(timeout=5)
+        except Exception:  # credentials not yet in this broker's metadata: ask again
+            return False
+        return True
 
     def _java_argv(self, log4j2: Path, heap: str) -> list[str]:
         return [
@@ -302,7 +436,9 @@ class KafkaBed:
             if code != 0:
                 raise BedError(f"{proc.name} failed with exit code {code}; see {proc.log_path}")
 
-    def _launch(self, node_id: int, rack: str | None, port: int, directory: Path) -> _Node:
+    def _launch(
+        self, node_id: int, rack: str | None, port: int, directory: Path, props: Mapping[str, str]
+    ) -> _Node:
         argv = [
             *self._java_argv(self.run_dir / "log4j2.xml", heap=self.heap),
             f"-Dkafka.logs.dir={directory / 'logs'}",
@@ -311,12 +447,14 @@ class KafkaBed:
         ]
         name = f"controller-{node_id}" if rack is None else f"broker-{node_id}"
         process = ManagedProcess(f"Kafka {name}", argv, directory / "stdout.log")
-        return _Node(node_id, rack, port, directory, process)
+        return _Node(node_id, rack, port, directory, process, *_secured_ports(props))
 
     def _await_listening(self, node: _Node) -> None:
+        ports = [port for port in (node.port, node.sasl_port, node.ssl_port) if port is not None]
+
         def listening() -> bool:
             node.process.ensure_running(hint=node.server_log)
-            return accepts_connections(node.port)
+            return all(accepts_connections(port) for port in ports)
 
         wait_until(
             listening,
@@ -366,3 +504,12 @@ class KafkaBed:
             ],
         }
         STATE.write(self.run_dir, state)
+
+
+def _secured_ports(props: Mapping[str, str]) -> tuple[int | None, int | None]:
+    """The SASL and SSL listener ports in a node's properties (None where it has no such listener)."""
+    ports: dict[str, int] = {}
+    for listener in props.get("listeners", "").split(","):
+        name, _, address = listener.partition("://")
+        ports[name] = int(address.rsplit(":", 1)[1]) if address else 0
+    return ports.get(cfg.SASL_LISTENER), ports.get(cfg.SSL_LISTENER)

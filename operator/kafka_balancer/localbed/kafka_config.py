@@ -14,6 +14,10 @@ CONTROLLER_ID = 100
 LISTENER = "PLAINTEXT"
 CONTROLLER_LISTENER = "CONTROLLER"
 HOST = "127.0.0.1"
+# The secured bed's extra client listeners; brokers still talk to each other over PLAINTEXT.
+SASL_LISTENER = "SASL_PLAINTEXT"
+SSL_LISTENER = "SSL"
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 def rack_names(count: int) -> list[str]:
@@ -103,6 +107,60 @@ def broker_properties(
         # The cleaner's dedupe buffer is heap; the 128 MiB default would crowd a small heap.
         "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
         **_HEARTBEATS,
+    }
+
+
+def _jaas_value(text: str) -> str:
+    if '"' in text or ";" in text:
+        raise BedError("a bed credential must not contain '\"' or ';'")
+    return text
+
+
+def with_secured_listeners(
+    props: Mapping[str, str],
+    *,
+    sasl_port: int,
+    ssl_port: int,
+    plain_users: Mapping[str, str],
+    keystore: Path,
+    keystore_password: str,
+) -> dict[str, str]:
+    """``props`` of a broker plus a SASL_PLAINTEXT listener (PLAIN for ``plain_users``, SCRAM for the
+    users created through the Admin API) and an SSL listener (no client certificates)."""
+    port = props["listeners"].rsplit(":", 1)[1]
+    listeners = ",".join(
+        [
+            f"{LISTENER}://{HOST}:{port}",
+            f"{SASL_LISTENER}://{HOST}:{sasl_port}",
+            f"{SSL_LISTENER}://{HOST}:{ssl_port}",
+        ]
+    )
+    users = " ".join(f'user_{_jaas_value(u)}="{_jaas_value(p)}"' for u, p in plain_users.items())
+    scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    plain = f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+    sasl = f"listener.name.{SASL_LISTENER.lower()}"
+    ssl = f"listener.name.{SSL_LISTENER.lower()}"
+    return {
+        **props,
+        "listeners": listeners,
+        "advertised.listeners": listeners,
+        "listener.security.protocol.map": ",".join(
+            [
+                f"{LISTENER}:PLAINTEXT",
+                f"{SASL_LISTENER}:SASL_PLAINTEXT",
+                f"{SSL_LISTENER}:SSL",
+                f"{CONTROLLER_LISTENER}:PLAINTEXT",
+            ]
+        ),
+        f"{sasl}.sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
+        f"{sasl}.plain.sasl.jaas.config": plain,
+        f"{sasl}.scram-sha-256.sasl.jaas.config": scram,
+        f"{sasl}.scram-sha-512.sasl.jaas.config": scram,
+        f"{ssl}.ssl.keystore.type": "PKCS12",
+        f"{ssl}.ssl.keystore.location": str(keystore),
+        f"{ssl}.ssl.keystore.password": keystore_password,
+        f"{ssl}.ssl.key.password": keystore_password,
+        f"{ssl}.ssl.client.auth": "none",
     }
 
 
