@@ -1,7 +1,7 @@
 """Executor benchmark: achieved replication throughput against the configured throttle.
 
     .venv/bin/python bench/bench_executor_throughput.py [--throttles 2000000,5000000] [--seconds 20]
-        [--no-control] [--broker-config replica.fetch.backoff.ms=100 ...]
+        [--runs 3] [--no-control] [--broker-config replica.fetch.backoff.ms=100 ...]
 
 Starts a private 4-broker KafkaBed, and per throttle T creates a topic of 4 partitions laid out as
 a ring ([1,2] [2,3] [3,4] [4,1]) so every partition has its own leader, fills each with
@@ -16,7 +16,9 @@ One JSON line per throttle: the copy-phase rate from the state file (bytes ÷ (l
 (bytes on the new replicas over time, and the steady slope between 10 % and 90 %), the whole-run
 rate (process start to exit), the ceiling and each rate as a percentage of it, and the machine.
 After each executor run, the same moves on a fresh topic by Kafka's own reassignment tool with the
-same ``--throttle`` (the control: what Kafka's throttle itself achieves on this bed).
+same ``--throttle`` (the control: what Kafka's throttle itself achieves on this bed). With ``--runs N``
+everything repeats N times on the same bed (fresh topics), then one ``"summary"`` line gives the
+medians per run kind and throttle, with every run's 1-minute load average (the cores are shared).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -214,7 +217,7 @@ class Watched:
 def run_executor(
     bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_s: float
 ) -> dict[str, Any]:
-    topic = f"bench-{throttle}"
+    topic = f"bench-{throttle}-{workdir.name}"
     admin = KafkaAdmin(bed.bootstrap_servers)
     try:
         sizes = prepare(bed, admin, topic, int(throttle * seconds))
@@ -267,7 +270,7 @@ def run_kafka_tool(
     bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_s: float
 ) -> dict[str, Any]:
     """The control: the same moves by Kafka's own reassignment tool with the same ``--throttle``."""
-    topic = f"control-{throttle}"
+    topic = f"control-{throttle}-{workdir.name}"
     admin = KafkaAdmin(bed.bootstrap_servers)
     try:
         sizes = prepare(bed, admin, topic, int(throttle * seconds))
@@ -368,6 +371,7 @@ class Options:
     probe_interval_s: float
     control: bool
     broker_config: dict[str, str]
+    runs: int
 
 
 def parse(argv: Sequence[str] | None) -> Options:
@@ -378,6 +382,7 @@ def parse(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--seconds", type=float, default=20.0, help="copy time at the ceiling (sizes data)")
     parser.add_argument("--probe-interval", type=float, default=0.5)
     parser.add_argument("--no-control", action="store_true", help="skip Kafka's own tool as a control")
+    parser.add_argument("--runs", type=int, default=1, help="repeat everything; then print medians")
     parser.add_argument(
         "--broker-config", action="append", default=[], metavar="KEY=VALUE",
         help="extra static broker property for an experiment (e.g. replica.fetch.backoff.ms=100)",
@@ -385,7 +390,29 @@ def parse(argv: Sequence[str] | None) -> Options:
     args = parser.parse_args(argv)
     throttles = tuple(int(t) for t in args.throttles.split(","))
     extra = dict(item.split("=", 1) for item in args.broker_config)
-    return Options(throttles, args.seconds, args.probe_interval, not args.no_control, extra)
+    return Options(throttles, args.seconds, args.probe_interval, not args.no_control, extra, args.runs)
+
+
+# The figures a summary reports as medians over runs (percent of the ceiling).
+SUMMARY_FIGURES = ("copy_rate_state_pct", "copy_rate_probe_pct", "steady_slope_probe_pct")
+
+
+def summary(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Medians per (run kind, throttle) over the runs, with each run's load before and after."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        groups.setdefault(f"{result['run']} @ {result['throttle_bytes_per_s']}", []).append(result)
+    medians: dict[str, Any] = {}
+    for key, group in groups.items():
+        figures: dict[str, Any] = {"runs": len(group)}
+        for name in SUMMARY_FIGURES:
+            values = [r[name] for r in group if r.get(name) is not None]
+            if values:
+                figures[f"median_{name}"] = round(statistics.median(values), 1)
+                figures[name] = values
+        figures["loadavg_1m_before_after"] = [r["loadavg_1m_before_after"] for r in group]
+        medians[key] = figures
+    return {"summary": medians}
 
 
 def with_broker_config(extra: dict[str, str]) -> None:
@@ -404,17 +431,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     if options.broker_config:
         with_broker_config(options.broker_config)
     with tempfile.TemporaryDirectory(prefix="bench-executor-") as tmp:
-        workdir = Path(tmp)
-        bed = KafkaBed(libs, workdir / "bed")
+        bed = KafkaBed(libs, Path(tmp) / "bed")
+        results: list[dict[str, Any]] = []
         try:
             bed.start()
             print(json.dumps({"bed": bed.bootstrap_servers, "options": asdict(options)}), flush=True)
-            for throttle in options.throttles:
-                for run in (run_executor, run_kafka_tool) if options.control else (run_executor,):
-                    print(
-                        json.dumps(run(bed, workdir, throttle, options.seconds, options.probe_interval_s)),
-                        flush=True,
-                    )
+            for index in range(options.runs):
+                workdir = Path(tmp) / f"run{index + 1}"
+                workdir.mkdir()
+                for throttle in options.throttles:
+                    for run in (run_executor, run_kafka_tool) if options.control else (run_executor,):
+                        results.append(run(bed, workdir, throttle, options.seconds, options.probe_interval_s))
+                        print(json.dumps(results[-1]), flush=True)
+            print(json.dumps(summary(results)), flush=True)
         finally:
             bed.stop()
 
