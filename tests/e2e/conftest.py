@@ -10,7 +10,6 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +23,48 @@ PEERING = "kafka-balancer-e2e"
 START_TIMEOUT_S = 90.0
 
 
-@dataclass
 class OperatorProcess:
-    process: subprocess.Popen[bytes]
-    log: Path
+    """One operator process (``kafka-balancer run``); ``kill`` and ``start`` again play a crash and
+    a restart of the same pod (same state directory, same peering)."""
+
+    def __init__(self, argv: list[str], log: Path, liveness: str) -> None:
+        self.argv = argv
+        self.log = log
+        self.liveness = liveness
+        self.process: subprocess.Popen[bytes] | None = None
 
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ}
+            )
+        process = self.process
+        wait_for(
+            lambda: process.poll() is not None or _healthy(self.liveness),
+            START_TIMEOUT_S,
+            "the operator's liveness endpoint",
+            self,
+        )
+        assert process.poll() is None, f"the operator exited with {process.returncode}:\n{self.tail()}"
+
+    def kill(self) -> None:
+        """SIGKILL: no handler runs, nothing is cleaned up (a crashed pod)."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
 
 
 def wait_for(
@@ -71,14 +105,10 @@ def operator_crds(kube_bed: kube.KubeBed) -> None:
     assert created.returncode == 0, created.stderr
 
 
-@pytest.fixture(scope="session")
-def operator(
-    kube_bed: kube.KubeBed, operator_crds: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[OperatorProcess]:
-    run_dir = tmp_path_factory.mktemp("operator")
+def operator_process(kube_bed: kube.KubeBed, run_dir: Path) -> OperatorProcess:
+    """An unstarted operator in the e2e peering, with its own state directory, log and liveness port."""
+    run_dir.mkdir(parents=True, exist_ok=True)
     (port,) = free_ports(1)
-    liveness = f"http://127.0.0.1:{port}/healthz"
-    log = run_dir / "operator.log"
     argv = [
         str(Path(sys.executable).with_name("kafka-balancer")),
         "run",
@@ -89,28 +119,21 @@ def operator(
         "--state-dir",
         str(run_dir / "state"),
         "--liveness",
-        liveness,
+        f"http://127.0.0.1:{port}/healthz",
     ]
-    with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
-    running = OperatorProcess(process, log)
+    return OperatorProcess(argv, run_dir / "operator.log", f"http://127.0.0.1:{port}/healthz")
+
+
+@pytest.fixture(scope="session")
+def operator(
+    kube_bed: kube.KubeBed, operator_crds: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    running = operator_process(kube_bed, tmp_path_factory.mktemp("operator"))
     try:
-        wait_for(
-            lambda: process.poll() is not None or _healthy(liveness),
-            START_TIMEOUT_S,
-            "the operator's liveness endpoint",
-            running,
-        )
-        assert process.poll() is None, f"the operator exited with {process.returncode}:\n{running.tail()}"
+        running.start()
         yield running
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+        running.stop()
 
 
 @pytest.fixture

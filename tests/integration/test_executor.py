@@ -2,121 +2,28 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 import signal
 import subprocess
 import sys
 import threading
-import time
-import uuid
-from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, Message, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
-from confluent_kafka.admin._config import ConfigResource
-from kafka import KafkaAdminClient
-from tests.support.messages import Digest, consume_digest
+from tests.support.kafka_checks import (
+    Writer,
+    create_topic,
+    ongoing_reassignments,
+    partitions,
+    throttles_left,
+)
+from tests.support.messages import consume_digest
 
 from kafka_balancer.cli import main
 from kafka_balancer.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
 from kafka_balancer.localbed.procs import wait_until
-
-THROTTLES = {
-    "leader.replication.throttled.rate",
-    "follower.replication.throttled.rate",
-    "leader.replication.throttled.replicas",
-    "follower.replication.throttled.replicas",
-}
-
-
-def _admin(bed: KafkaBed) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bed.bootstrap_servers})
-
-
-def _create_topic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> str:
-    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    admin = _admin(bed)
-    new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)
-    admin.create_topics([new], operation_timeout=30)[topic].result(timeout=60)
-    wait_until(lambda: len(_replicas(bed, topic)) == len(assignment), timeout_s=30, what=f"{topic} metadata")
-    return topic
-
-
-def _replicas(bed: KafkaBed, topic: str) -> dict[int, tuple[list[int], int, set[int]]]:
-    """partition → (replicas, leader, isr) from metadata."""
-    admin = _admin(bed)
-    meta = admin.list_topics(topic=topic, timeout=10).topics[topic]
-    return {p: (list(m.replicas), m.leader, set(m.isrs)) for p, m in meta.partitions.items()}
-
-
-def _throttles_left(bed: KafkaBed, topic: str) -> list[str]:
-    admin = _admin(bed)
-    brokers = [ConfigResource("broker", str(b)) for b in sorted(bed.racks)]
-    resources = [*brokers, ConfigResource("topic", topic)]
-    left = []
-    for resource in resources:
-        [future] = admin.describe_configs([resource], request_timeout=30).values()
-        for entry in future.result(timeout=30).values():
-            if entry.name in THROTTLES and entry.value and not entry.is_default:
-                left.append(f"{resource.name}: {entry.name}={entry.value}")
-    return left
-
-
-def _ongoing(bed: KafkaBed, topic: str) -> list[Any]:
-    admin = KafkaAdminClient(bootstrap_servers=bed.bootstrap_servers.split(","))
-    try:
-        return [tp for tp in admin.list_partition_reassignments() if tp.topic == topic]
-    finally:
-        admin.close()
-
-
-def _producer(bed: KafkaBed) -> Producer:
-    config = {"bootstrap.servers": bed.bootstrap_servers, "acks": "all", "enable.idempotence": True}
-    return Producer({**config, "linger.ms": 5})
-
-
-class _Writer:
-    """Produces keyed messages and remembers per-key counts and sha256 of the values, in order."""
-
-    def __init__(self, bed: KafkaBed, topic: str) -> None:
-        self.topic = topic
-        self.producer = _producer(bed)
-        self.counts: Counter[str] = Counter()
-        self.digests: defaultdict[str, Any] = defaultdict(hashlib.sha256)
-        self.failures: list[KafkaError] = []
-        self.rng = random.Random(11)
-        self.sent = 0
-        self.stop = threading.Event()
-
-    def _delivered(self, err: KafkaError | None, _msg: Message) -> None:
-        if err is not None:
-            self.failures.append(err)
-
-    def write(self, count: int, size: int) -> None:
-        for _ in range(count):
-            key = f"key-{self.sent % 31}"
-            value = self.rng.randbytes(size)
-            self.producer.produce(self.topic, key=key.encode(), value=value, on_delivery=self._delivered)
-            self.producer.poll(0)
-            self.counts[key] += 1
-            self.digests[key].update(value)
-            self.sent += 1
-        assert self.producer.flush(60) == 0, "messages still undelivered after 60s"
-
-    def write_until_stopped(self) -> None:
-        while not self.stop.is_set():
-            self.write(50, 300)
-            time.sleep(0.02)
-
-    def result(self) -> Digest:
-        assert not self.failures, self.failures[:3]
-        return self.counts, {k: d.hexdigest() for k, d in self.digests.items()}
 
 
 def _write_plan(path: Path, topic: str, targets: dict[int, list[int]]) -> Path:
@@ -148,15 +55,15 @@ def _copying(path: Path) -> bool:
 
 
 def _assert_as_planned(bed: KafkaBed, topic: str, targets: dict[int, list[int]]) -> None:
-    actual = _replicas(bed, topic)
+    actual = partitions(bed, topic)
     for partition, target in targets.items():
         replicas, leader, isr = actual[partition]
         assert (replicas, leader, isr) == (target, target[0], set(target)), (partition, actual[partition])
 
 
 def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBed, tmp_path: Path) -> None:
-    topic = _create_topic(kafka_bed, "exec", [[1, 2], [1, 2], [1, 2]])
-    writer = _Writer(kafka_bed, topic)
+    topic = create_topic(kafka_bed, "exec", [[1, 2], [1, 2], [1, 2]])
+    writer = Writer(kafka_bed, topic)
     writer.write(12_000, 500)
     targets = {0: [3, 1], 1: [3, 4], 2: [4, 2]}
     plan = _write_plan(tmp_path / "plan.json", topic, targets)
@@ -176,8 +83,8 @@ def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBe
     assert code == 0
 
     _assert_as_planned(kafka_bed, topic, targets)
-    assert _throttles_left(kafka_bed, topic) == []
-    assert _ongoing(kafka_bed, topic) == []
+    assert throttles_left(kafka_bed, topic) == []
+    assert ongoing_reassignments(kafka_bed, topic) == []
     verify = kafka_bed.run_tool(REASSIGN_PARTITIONS, ["--verify", "--reassignment-json-file", str(plan)])
     assert verify.returncode == 0, verify.stderr
     for partition in targets:
@@ -199,8 +106,8 @@ def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBe
 
 
 def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tmp_path: Path) -> None:
-    topic = _create_topic(kafka_bed, "resume", [[2, 3], [2, 3], [2, 3]])
-    _Writer(kafka_bed, topic).write(6_000, 500)
+    topic = create_topic(kafka_bed, "resume", [[2, 3], [2, 3], [2, 3]])
+    Writer(kafka_bed, topic).write(6_000, 500)
     targets = {0: [4, 3], 1: [1, 2], 2: [3, 4]}
     plan = _write_plan(tmp_path / "plan.json", topic, targets)
     state = tmp_path / "state.json"
@@ -217,7 +124,7 @@ def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tm
     finally:
         first.kill()
         first.communicate(timeout=30)
-    assert _throttles_left(kafka_bed, topic) != [], "the killed run should have left its throttles"
+    assert throttles_left(kafka_bed, topic) != [], "the killed run should have left its throttles"
 
     second = _cli(*args)
     out, err = second.communicate(timeout=300)
@@ -225,7 +132,7 @@ def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tm
     assert "resuming" in out
 
     _assert_as_planned(kafka_bed, topic, targets)
-    assert _throttles_left(kafka_bed, topic) == []
+    assert throttles_left(kafka_bed, topic) == []
     moves = _state(state)["moves"]
     assert [m["status"] for m in moves] == ["done"] * len(targets)
 
@@ -234,8 +141,8 @@ def test_cancel_mid_run_leaves_each_partition_original_or_planned(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
     original = [[3, 4], [3, 4], [3, 4]]
-    topic = _create_topic(kafka_bed, "cancel", original)
-    _Writer(kafka_bed, topic).write(6_000, 500)
+    topic = create_topic(kafka_bed, "cancel", original)
+    Writer(kafka_bed, topic).write(6_000, 500)
     targets = {0: [1, 4], 1: [2, 3], 2: [1, 2]}
     plan = _write_plan(tmp_path / "plan.json", topic, targets)
     state = tmp_path / "state.json"
@@ -255,9 +162,9 @@ def test_cancel_mid_run_leaves_each_partition_original_or_planned(
         executor.kill()
         executor.communicate(timeout=30)
 
-    assert _ongoing(kafka_bed, topic) == []
-    assert _throttles_left(kafka_bed, topic) == []
-    actual = _replicas(kafka_bed, topic)
+    assert ongoing_reassignments(kafka_bed, topic) == []
+    assert throttles_left(kafka_bed, topic) == []
+    actual = partitions(kafka_bed, topic)
     statuses = {m["partition"]: m["status"] for m in _state(state)["moves"]}
     assert "cancelled" in statuses.values()
     for partition, target in targets.items():
@@ -279,7 +186,7 @@ def test_cancel_mid_run_leaves_each_partition_original_or_planned(
 def test_a_malformed_plan_exits_2_before_touching_anything(
     kafka_bed: KafkaBed, tmp_path: Path, change: Callable[[str], dict[str, Any]], message: str
 ) -> None:
-    topic = _create_topic(kafka_bed, "bad", [[1, 2], [1, 2]])
+    topic = create_topic(kafka_bed, "bad", [[1, 2], [1, 2]])
     good = {"topic": topic, "partition": 1, "replicas": [3, 4]}
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [good, change(topic)]}))
@@ -293,9 +200,9 @@ def test_a_malformed_plan_exits_2_before_touching_anything(
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert "Traceback" not in err
     assert not state.exists()
-    assert [r[0] for r in _replicas(kafka_bed, topic).values()] == [[1, 2], [1, 2]]
-    assert _throttles_left(kafka_bed, topic) == []
-    assert _ongoing(kafka_bed, topic) == []
+    assert [r[0] for r in partitions(kafka_bed, topic).values()] == [[1, 2], [1, 2]]
+    assert throttles_left(kafka_bed, topic) == []
+    assert ongoing_reassignments(kafka_bed, topic) == []
 
 
 def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout(
@@ -304,8 +211,8 @@ def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout(
     added = kafka_bed.add_broker(rack="b")
     running = True
     try:
-        topic = _create_topic(kafka_bed, "stuck", [[1, 2]])
-        _Writer(kafka_bed, topic).write(4_000, 500)
+        topic = create_topic(kafka_bed, "stuck", [[1, 2]])
+        Writer(kafka_bed, topic).write(4_000, 500)
         plan = _write_plan(tmp_path / "plan.json", topic, {0: [added, 1]})
         state = tmp_path / "state.json"
         executor = _cli(
@@ -334,6 +241,6 @@ def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout(
     [move] = _state(state)["moves"]
     assert move["status"] == "failed"
     print(f"\nstuck move detected {move['finishedAt'] - move['progressAt']:.1f}s after its last progress")
-    assert _ongoing(kafka_bed, topic) == []
-    assert _replicas(kafka_bed, topic)[0][0] == [1, 2]
-    assert _throttles_left(kafka_bed, topic) == []
+    assert ongoing_reassignments(kafka_bed, topic) == []
+    assert partitions(kafka_bed, topic)[0][0] == [1, 2]
+    assert throttles_left(kafka_bed, topic) == []

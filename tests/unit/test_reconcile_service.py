@@ -316,6 +316,21 @@ def test_a_finished_drain_reports_the_broker_drained() -> None:
     assert "DrainDone" in [e.reason for e in outcome.events]
 
 
+def test_a_drained_broker_that_left_the_cluster_is_removed_but_an_unknown_one_blocks() -> None:
+    two = {1: "a", 2: "b"}
+    left = ClusterMetadata(two, tuple(PartitionMeta("t", p, (1, 2), 1) for p in range(4)))
+    drained = {"brokers": [{"id": 3, "rack": "c", "state": "Drained"}]}
+
+    removed = reconcile_pool(pool_input("Auto", metadata=left, spec={"drain": [3]}, status=drained))
+    typo = reconcile_pool(pool_input("Auto", metadata=left, spec={"drain": [3]}))
+
+    assert {"id": 3, "state": "Removed"} in removed.status["brokers"]
+    assert conditions(removed.status)["DrainBlocked"] == ("False", "Drained")
+    assert conditions(removed.status)["Ready"][0] == "True"
+    assert conditions(typo.status)["DrainBlocked"] == ("True", "UnknownBroker")
+    assert all(b["id"] != 3 for b in typo.status["brokers"])
+
+
 def test_a_pool_without_goals_is_planned_with_the_default_set() -> None:
     outcome = reconcile_pool(pool_input(goals=[]))
 

@@ -21,6 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--standalone", action="store_true", help="run without peering (only for a single local run)"
     )
+    parser.add_argument(
+        "--priority",
+        type=int,
+        help="peering priority; the highest live replica acts, the others stand by "
+        "(default: the start time in milliseconds, so a restarted or newer replica takes over at once)",
+    )
     parser.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
     parser.add_argument(
@@ -42,6 +48,7 @@ def run_run(args: argparse.Namespace) -> int:
             namespaces=tuple(args.namespaces),
             peering=args.peering,
             standalone=args.standalone,
+            priority=args.priority,
             liveness=args.liveness,
             metrics_port=args.metrics_port,
             state_dir=args.state_dir,

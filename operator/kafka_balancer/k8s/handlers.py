@@ -36,7 +36,8 @@ class Runtime:
 
 
 def setup(kubeconfig: str | None, state_dir: Path) -> None:
-    Runtime.reconciler = PoolReconciler(Kube(kubeconfig), ClusterSource(), state_dir)
+    kube = Kube(kubeconfig)
+    Runtime.reconciler = PoolReconciler(kube, ClusterSource.for_operator(kube, state_dir), state_dir)
 
 
 @kopf.index(GROUP, VERSION, "balancergoals")  # type: ignore[arg-type]
@@ -71,7 +72,7 @@ async def pool_daemon(
     pool = PoolRef(namespace, name, uid)
     while not stopped:
         seen = (body.meta.get("generation"), body.meta.annotations.get(APPROVE_ANNOTATION))
-        await reconcile_once(reconciler, pool, body, goals_by_pool, retry, logger)
+        await reconcile_once(reconciler, pool, body, goals_by_pool, retry, logger, stopped)
         interval = float(body.spec.get("detectionIntervalSeconds", 60))
         deadline = time.monotonic() + interval
         while not stopped and time.monotonic() < deadline:
@@ -89,6 +90,7 @@ async def reconcile_once(
     goals_index: kopf.Index[tuple[str, str], dict[str, Any]],
     retry: int,
     logger: kopf.Logger,
+    stopped: kopf.DaemonStopped,
 ) -> None:
     generation = int(body.meta.get("generation", 0))
     status = dict(body.status)
@@ -138,7 +140,7 @@ async def reconcile_once(
     balanced = any(c["type"] == "Balanced" and c["status"] == "True" for c in outcome.status["conditions"])
     metrics.BALANCED.labels(pool.key).set(1 if balanced else 0)
     if outcome.decision.action is Action.EXECUTE:
-        await execute(reconciler, pool, body, spec, outcome, props, logger)
+        await execute(reconciler, pool, body, spec, outcome, props, logger, stopped)
 
 
 async def execute(
@@ -149,6 +151,7 @@ async def execute(
     outcome: PoolOutcome,
     props: dict[str, str],
     logger: kopf.Logger,
+    stopped: kopf.DaemonStopped,
 ) -> None:
     stored: StoredPlan | None = outcome.new_plan or await asyncio.to_thread(reconciler.stored_plan, pool)
     if stored is None:
@@ -191,9 +194,24 @@ async def execute(
             spec.execution,
             progress,
             # The body is kopf's live view: pausing the pool stops the execution at its next batch.
-            lambda: bool(body.spec.get("paused", False)),
+            # So does stopping the daemon (shutdown, or peering handing over to another replica):
+            # the worker thread outlives a cancelled coroutine, and the state lets the next one resume.
+            lambda: bool(stopped) or bool(body.spec.get("paused", False)),
         )
     except KafkaBalancerError as err:
+        if stopped:
+            logger.info("plan %s: stopped submitting moves; the next active operator resumes it", stored.id)
+            return
+        if body.spec.get("paused", False):
+            kopf.event(body, type="Normal", reason="ExecutionPaused", message=f"plan {stored.id}: {err}")
+            await asyncio.to_thread(
+                kube.patch_status,
+                "brokerpools",
+                pool.namespace,
+                pool.name,
+                {"execution": {"planId": stored.id, "phase": "Paused", "message": str(err)}},
+            )
+            return
         logger.error("plan %s failed: %s", stored.id, err)
         metrics.EXECUTIONS.labels(pool.key, "failed").inc()
         kopf.event(body, type="Warning", reason="ExecutionFailed", message=f"plan {stored.id}: {err}")

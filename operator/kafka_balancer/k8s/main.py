@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ class OperatorOptions:
     namespaces: tuple[str, ...] = ()
     peering: str = "kafka-balancer"
     standalone: bool = False
+    # None: the start time in ms. Equal priorities make kopf freeze every replica, and a dead
+    # replica's peering record lingers for its lifetime, so a fresh process must outrank it.
+    priority: int | None = None
     liveness: str | None = None
     metrics_port: int | None = None
     state_dir: Path = field(default_factory=lambda: Path("/tmp/kafka-balancer"))
@@ -76,5 +80,6 @@ def run_operator(options: OperatorOptions) -> None:
         namespaces=list(options.namespaces),
         peering_name=options.peering,
         standalone=options.standalone,
+        priority=options.priority if options.priority is not None else time.time_ns() // 1_000_000,
         liveness_endpoint=options.liveness,
     )

@@ -79,6 +79,10 @@ class PoolOutcome:
     events: tuple[Event, ...] = field(default=())
 
 
+# Status of a broker listed in spec.drain that was Drained and then left the cluster.
+REMOVED = "Removed"
+
+
 def rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -100,12 +104,14 @@ def execution_config_map(pool: str) -> str:
 
 
 def executing_condition(execution: Mapping[str, Any]) -> Condition:
-    """From ``status.execution`` (phase Running | Succeeded | Failed, planId, message) the handler keeps."""
+    """From ``status.execution`` (phase Running | Paused | Succeeded | Failed, planId, message)."""
     phase, plan, message = execution.get("phase"), execution.get("planId"), execution.get("message", "")
     if phase == "Running":
         return Condition("Executing", TRUE, "Running", f"executing plan {plan}: {message}".rstrip(": "))
     if phase == "Failed":
         return Condition("Executing", FALSE, "ExecutionFailed", f"plan {plan} failed: {message}")
+    if phase == "Paused":
+        return Condition("Executing", FALSE, "Paused", f"plan {plan} paused by spec.paused: {message}")
     if phase == "Succeeded":
         return Condition("Executing", FALSE, "Finished", f"plan {plan} executed and verified")
     return Condition("Executing", FALSE, "Idle", "no execution has run")
@@ -179,7 +185,16 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
         "brokerCount": len(views),
         "brokers": [_broker_status(v) for v in views],
     }
-    missing = sorted(set(spec.drain) - set(inp.metadata.brokers))
+    # A drained broker that has since left the cluster (the scale-down finished) is Removed, not an
+    # error; a listed broker Kafka never had (a typo) blocks the drain.
+    was_drained = {
+        int(b["id"])
+        for b in inp.status.get("brokers") or []
+        if b.get("state") in (Lifecycle.DRAINED.value, REMOVED)
+    }
+    gone = sorted(set(spec.drain) - set(inp.metadata.brokers))
+    missing = [b for b in gone if b not in was_drained]
+    status["brokers"] += [{"id": b, "state": REMOVED} for b in gone if b in was_drained]
     previous_plan = dict(inp.status.get("plan") or {})
     executed = previous_plan.get("executedId")
 
@@ -264,9 +279,12 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
             for r in results
         ]
         if spec.drain:
+            draining = [v.id for v in views if v.state is Lifecycle.DRAINING]
             conditions.append(
-                Condition(
-                    "DrainBlocked", FALSE, "DrainPlanned", f"drain of brokers {list(spec.drain)} is planned"
+                Condition("DrainBlocked", FALSE, "DrainPlanned", f"drain of brokers {draining} is planned")
+                if draining
+                else Condition(
+                    "DrainBlocked", FALSE, "Drained", f"brokers {list(spec.drain)} hold no replica"
                 )
             )
     if missing:

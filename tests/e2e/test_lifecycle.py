@@ -1,0 +1,270 @@
+"""End to end in Auto mode: balancing under traffic, scale-up warm-up, same-rack drain, a crashed operator.
+
+Each scenario keeps a producer writing keyed messages throughout and reads them all back at the end
+(per-key counts and sha256 equal): a plan that loses a message fails here, whatever else it did.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kafka_balancer.localbed import kube
+from kafka_balancer.localbed.kafka import KafkaBed
+from tests.support.kafka_checks import (
+    Writer,
+    create_topic,
+    ongoing_reassignments,
+    partitions,
+    throttles_left,
+    under_replicated,
+)
+from tests.support.messages import consume_digest
+
+from .conftest import OperatorProcess, wait_for
+from .objects import apply, condition, events, get, goal, pool
+
+BALANCE_TIMEOUT_S = 300.0
+GOALS = (("replicas", {"type": "ReplicaDistribution", "rangePercent": 10}), ("racks", {"type": "RackAware"}))
+
+
+@contextmanager
+def traffic(bed: KafkaBed, topic: str, messages: int = 3_000, size: int = 500) -> Iterator[Writer]:
+    """Data before the run, then a producer writing until the block ends; every message is then read back."""
+    writer = Writer(bed, topic)
+    writer.write(messages, size)
+    thread = threading.Thread(target=writer.write_until_stopped, daemon=True)
+    thread.start()
+    try:
+        yield writer
+    finally:
+        writer.stop.set()
+        thread.join(timeout=120)
+    expected = writer.result()
+    assert consume_digest(bed.bootstrap_servers, topic, writer.sent) == expected, "messages lost or altered"
+
+
+def auto_pool(bed: KafkaBed, kube_bed: kube.KubeBed, namespace: str, topic: str, **spec: Any) -> None:
+    apply(
+        kube_bed,
+        namespace,
+        pool("main", bed.bootstrap_servers, "Auto", topic, **spec),
+        *(goal(name, "main", **g) for name, g in GOALS),
+    )
+
+
+def pool_status(kube_bed: kube.KubeBed, namespace: str) -> dict[str, Any]:
+    status: dict[str, Any] = get(kube_bed, namespace, "bp", "main").get("status", {})
+    return status
+
+
+def balanced(kube_bed: kube.KubeBed, namespace: str) -> Callable[[], bool]:
+    return lambda: condition(get(kube_bed, namespace, "bp", "main"), "Balanced").get("status") == "True"
+
+
+def replica_counts(bed: KafkaBed, topic: str) -> dict[int, int]:
+    counts = dict.fromkeys(bed.racks, 0)
+    for replicas, _leader, _isr in partitions(bed, topic).values():
+        for broker in replicas:
+            counts[broker] = counts.get(broker, 0) + 1
+    return counts
+
+
+def assert_clean(bed: KafkaBed, topic: str) -> None:
+    """What every run must leave: no throttle, no reassignment in flight, every ISR complete."""
+    assert throttles_left(bed, topic) == []
+    assert ongoing_reassignments(bed, topic) == []
+    assert under_replicated(bed) == []
+
+
+def rack_aware(bed: KafkaBed, topic: str) -> bool:
+    racks = bed.racks
+    return all(
+        len({racks[b] for b in replicas}) == len(replicas)
+        for replicas, _, _ in partitions(bed, topic).values()
+    )
+
+
+def test_auto_mode_balances_a_skewed_topic_under_traffic_without_losing_a_message(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    # 8 partitions, RF 2, all on brokers 1 and 2: brokers 3 and 4 are empty.
+    topic = create_topic(kafka_bed, "e2e-auto", [[1, 2] if p % 2 else [2, 1] for p in range(8)])
+
+    with traffic(kafka_bed, topic):
+        auto_pool(kafka_bed, kube_bed, namespace, topic)
+        wait_for(balanced(kube_bed, namespace), BALANCE_TIMEOUT_S, "the pool to report Balanced", operator)
+
+    # 16 replicas over 4 brokers at ±10 %: exactly 4 each.
+    assert replica_counts(kafka_bed, topic) == {1: 4, 2: 4, 3: 4, 4: 4}
+    assert rack_aware(kafka_bed, topic)
+    status = pool_status(kube_bed, namespace)
+    assert status["execution"]["phase"] == "Succeeded"
+    for name, _ in GOALS:
+        satisfied = wait_for(
+            lambda name=name: (
+                condition(get(kube_bed, namespace, "bg", name), "Satisfied").get("status") == "True"
+            ),
+            60,
+            f"goal {name} to report Satisfied",
+            operator,
+        )
+        assert satisfied
+    assert {"PlanReady", "ExecutionStarted", "ExecutionFinished"} <= {
+        e["reason"] for e in events(kube_bed, namespace)
+    }
+    assert_clean(kafka_bed, topic)
+
+
+def test_a_new_broker_is_warmed_up_step_by_step_from_its_own_rack(
+    kube_bed: kube.KubeBed,
+    kafka_bed_factory: Callable[..., KafkaBed],
+    operator: OperatorProcess,
+    namespace: str,
+) -> None:
+    bed = kafka_bed_factory(brokers=3, racks=3)
+    bed.start()
+    # 12 partitions, RF 2, 8 replicas on each of brokers 1 (a), 2 (b), 3 (c).
+    before = [[p % 3 + 1, (p + 1) % 3 + 1] for p in range(12)]
+    topic = create_topic(bed, "e2e-scale-up", before)
+    steps = 3
+
+    with traffic(bed, topic):
+        auto_pool(bed, kube_bed, namespace, topic, warmUp={"duration": "90s", "steps": steps})
+        wait_for(
+            balanced(kube_bed, namespace), BALANCE_TIMEOUT_S, "the 3-broker pool to be Balanced", operator
+        )
+
+        new = bed.add_broker("a")
+        registered = time.monotonic()
+        first_move: float | None = None
+        seen: dict[int, int] = {}  # warm-up step → most replicas the new broker held during it
+        first_step_replicas: set[int] = set()
+        deadline = registered + BALANCE_TIMEOUT_S
+        while True:
+            brokers = pool_status(kube_bed, namespace).get("brokers", [])
+            broker: dict[str, Any] = next((b for b in brokers if b["id"] == new), {})
+            held = {p for p, (replicas, _, _) in partitions(bed, topic).items() if new in replicas}
+            if held and first_move is None:
+                first_move = time.monotonic() - registered
+            if broker.get("state") == "Warming":
+                step = int(broker["warmUpStep"])
+                seen[step] = max(seen.get(step, 0), len(held))
+                if step == 1:
+                    first_step_replicas |= held
+            elif broker.get("state") == "Active" and balanced(kube_bed, namespace)():
+                break
+            assert time.monotonic() < deadline, f"warm-up not finished: steps seen {seen}\n{operator.tail()}"
+            time.sleep(1.0)
+        finished = time.monotonic() - registered
+
+    full = 24 / 4  # replicas per broker once the new one is fully warm
+    assert sorted(seen) == list(range(1, steps + 1)), f"every warm-up step shows in status: {seen}"
+    for step, most in seen.items():
+        # Never more than its share of a full broker (one replica of rounding), so never full at once.
+        assert most <= math.ceil(full * step / steps) + 1, f"step {step}: {most} replicas ({seen})"
+    assert seen[1] < full
+    # Fully warm: inside the ReplicaDistribution band of a full broker (±10 %, whole replicas).
+    assert math.floor(full * 0.9) <= replica_counts(bed, topic)[new] <= math.ceil(full * 1.1)
+    # Its first replicas came from broker 1, the other broker of rack a.
+    assert first_step_replicas and all(1 in before[p] for p in first_step_replicas)
+    assert rack_aware(bed, topic)
+    assert "WarmUpStep" in {e["reason"] for e in events(kube_bed, namespace)}
+    assert_clean(bed, topic)
+    print(f"\nscale-up: registration → first move {first_move:.1f}s, → balanced {finished:.1f}s; {seen}")
+
+
+def test_a_drained_broker_empties_into_its_own_rack_and_can_be_stopped(
+    kube_bed: kube.KubeBed,
+    kafka_bed_factory: Callable[..., KafkaBed],
+    operator: OperatorProcess,
+    namespace: str,
+) -> None:
+    bed = kafka_bed_factory(brokers=4, racks=3)  # racks a, b, c, a
+    bed.start()
+    pairs = [(1, 2), (2, 3), (3, 4), (4, 2), (1, 3), (2, 4), (3, 1), (4, 3), (2, 1), (3, 2), (1, 3), (4, 2)]
+    before = [list(p) for p in pairs]
+    topic = create_topic(bed, "e2e-drain", before)
+
+    with traffic(bed, topic):
+        auto_pool(bed, kube_bed, namespace, topic)
+        wait_for(balanced(kube_bed, namespace), BALANCE_TIMEOUT_S, "the pool to be Balanced", operator)
+        start = {p: replicas for p, (replicas, _, _) in partitions(bed, topic).items()}
+        patched = kube_bed.kubectl(
+            "patch", "bp", "main", "-n", namespace, "--type", "merge", "-p", '{"spec": {"drain": [4]}}'
+        )
+        assert patched.returncode == 0, patched.stderr
+        requested = time.monotonic()
+
+        def drained() -> bool:
+            brokers = pool_status(kube_bed, namespace).get("brokers", [])
+            return any(b["id"] == 4 and b["state"] == "Drained" for b in brokers)
+
+        wait_for(drained, BALANCE_TIMEOUT_S, "broker 4 to be Drained", operator)
+        took = time.monotonic() - requested
+        after = {p: replicas for p, (replicas, _, _) in partitions(bed, topic).items()}
+        bed.stop_broker(4)
+
+    assert all(4 not in replicas for replicas in after.values())
+    # Every replica broker 4 held landed on broker 1, the other broker of rack a.
+    for p, replicas in start.items():
+        if 4 in replicas:
+            assert 1 in after[p], f"partition {p}: {replicas} -> {after[p]}"
+    assert rack_aware(bed, topic)
+    assert under_replicated(bed) == []
+    assert "DrainDone" in {e["reason"] for e in events(kube_bed, namespace)}
+    assert_clean(bed, topic)
+
+    def removed() -> bool:
+        brokers = pool_status(kube_bed, namespace).get("brokers", [])
+        return any(b["id"] == 4 and b["state"] == "Removed" for b in brokers)
+
+    wait_for(removed, 60, "the stopped broker to be reported Removed", operator)
+    assert condition(get(kube_bed, namespace, "bp", "main"), "DrainBlocked")["status"] == "False"
+    print(f"\ndrain: request → Drained {took:.1f}s")
+
+
+def test_an_operator_killed_mid_execution_resumes_the_same_plan(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    topic = create_topic(kafka_bed, "e2e-crash", [[1, 2] if p % 2 else [2, 1] for p in range(8)])
+    slow = {"throttleBytesPerSecond": "512Ki", "maxMovesPerBroker": 1, "maxMoves": 2}
+
+    # ≈ 2 MB a partition: each move takes seconds at the throttle.
+    with traffic(kafka_bed, topic, messages=16_000, size=1_000):
+        auto_pool(kafka_bed, kube_bed, namespace, topic, execution=slow)
+
+        def mid_run() -> dict[str, Any] | None:
+            plan = pool_status(kube_bed, namespace).get("plan", {})
+            copying = ongoing_reassignments(kafka_bed, topic)
+            return plan if copying and 0 < plan.get("movesDone", 0) < plan["movesTotal"] else None
+
+        plan = wait_for(mid_run, BALANCE_TIMEOUT_S, "a half-done execution", operator)
+        assert throttles_left(kafka_bed, topic), "throttled while copying"
+        operator.kill()
+        planned = get(kube_bed, namespace, "configmap", "main-plan")["data"]
+        operator.start()
+        wait_for(
+            lambda: pool_status(kube_bed, namespace).get("plan", {}).get("executedId") == plan["id"],
+            BALANCE_TIMEOUT_S,
+            f"plan {plan['id']} to finish after the restart",
+            operator,
+        )
+
+    assert planned["plan.id"] == plan["id"]
+    document = json.loads(planned["plan.json"])
+    now = partitions(kafka_bed, topic)
+    for entry in document["partitions"]:
+        assert now[entry["partition"]][0] == entry["replicas"]
+    state = json.loads(get(kube_bed, namespace, "configmap", "main-execution")["data"]["state.json"])
+    moved = [(m["topic"], m["partition"]) for m in state["moves"]]
+    assert sorted(moved) == sorted((e["topic"], e["partition"]) for e in document["partitions"])
+    assert {m["status"] for m in state["moves"]} == {"done"}
+    reasons = [e["reason"] for e in events(kube_bed, namespace)]
+    assert "ExecutionFailed" not in reasons and "ExecutionFinished" in reasons
+    assert_clean(kafka_bed, topic)

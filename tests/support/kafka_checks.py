@@ -1,0 +1,121 @@
+"""What the no-loss and clean-up checks on the real Kafka bed share: a checksumming writer, topic
+creation with an exact assignment, partition state, throttles and reassignments left behind."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from typing import Any
+
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin._config import ConfigResource
+from kafka import KafkaAdminClient
+
+from kafka_balancer.localbed.kafka import KafkaBed
+from kafka_balancer.localbed.procs import wait_until
+
+from .messages import Digest
+
+THROTTLES = {
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+}
+
+
+def admin_of(bed: KafkaBed) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bed.bootstrap_servers})
+
+
+def create_topic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> str:
+    """A fresh topic named ``prefix-<random>`` whose partition p has exactly ``assignment[p]``."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = admin_of(bed)
+    new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)
+    admin.create_topics([new], operation_timeout=30)[topic].result(timeout=60)
+    wait_until(lambda: len(partitions(bed, topic)) == len(assignment), timeout_s=30, what=f"{topic} metadata")
+    return topic
+
+
+def partitions(bed: KafkaBed, topic: str) -> dict[int, tuple[list[int], int, set[int]]]:
+    """partition → (replicas, leader, isr) from metadata."""
+    meta = admin_of(bed).list_topics(topic=topic, timeout=10).topics[topic]
+    return {p: (list(m.replicas), m.leader, set(m.isrs)) for p, m in meta.partitions.items()}
+
+
+def under_replicated(bed: KafkaBed) -> list[str]:
+    """Every partition of the cluster whose ISR is smaller than its replica set."""
+    topics = admin_of(bed).list_topics(timeout=10).topics
+    return sorted(
+        f"{name}-{p}"
+        for name, meta in topics.items()
+        for p, m in meta.partitions.items()
+        if set(m.isrs) != set(m.replicas)
+    )
+
+
+def throttles_left(bed: KafkaBed, topic: str) -> list[str]:
+    """Replication throttles set on any running broker or on ``topic``."""
+    admin = admin_of(bed)
+    brokers = [ConfigResource("broker", str(b)) for b in sorted(bed.racks)]
+    left = []
+    for resource in [*brokers, ConfigResource("topic", topic)]:
+        [future] = admin.describe_configs([resource], request_timeout=30).values()
+        for entry in future.result(timeout=30).values():
+            if entry.name in THROTTLES and entry.value and not entry.is_default:
+                left.append(f"{resource.name}: {entry.name}={entry.value}")
+    return left
+
+
+def ongoing_reassignments(bed: KafkaBed, topic: str) -> list[Any]:
+    admin = KafkaAdminClient(bootstrap_servers=bed.bootstrap_servers.split(","))
+    try:
+        return [tp for tp in admin.list_partition_reassignments() if tp.topic == topic]
+    finally:
+        admin.close()
+
+
+class Writer:
+    """Produces keyed messages (acks=all, idempotent) and remembers per-key counts and sha256 of the
+    values, in order, to compare with what a consumer reads back."""
+
+    def __init__(self, bed: KafkaBed, topic: str) -> None:
+        self.topic = topic
+        config = {"bootstrap.servers": bed.bootstrap_servers, "acks": "all", "enable.idempotence": True}
+        self.producer = Producer({**config, "linger.ms": 5})
+        self.counts: Counter[str] = Counter()
+        self.digests: defaultdict[str, Any] = defaultdict(hashlib.sha256)
+        self.failures: list[KafkaError] = []
+        self.rng = random.Random(11)
+        self.sent = 0
+        self.stop = threading.Event()
+
+    def _delivered(self, err: KafkaError | None, _msg: Message) -> None:
+        if err is not None:
+            self.failures.append(err)
+
+    def write(self, count: int, size: int) -> None:
+        for _ in range(count):
+            key = f"key-{self.sent % 31}"
+            value = self.rng.randbytes(size)
+            self.producer.produce(self.topic, key=key.encode(), value=value, on_delivery=self._delivered)
+            self.producer.poll(0)
+            self.counts[key] += 1
+            self.digests[key].update(value)
+            self.sent += 1
+        assert self.producer.flush(60) == 0, "messages still undelivered after 60s"
+
+    def write_until_stopped(self) -> None:
+        while not self.stop.is_set():
+            self.write(50, 300)
+            time.sleep(0.02)
+
+    def result(self) -> Digest:
+        assert not self.failures, self.failures[:3]
+        return self.counts, {k: d.hexdigest() for k, d in self.digests.items()}
