@@ -20,10 +20,13 @@ import pytest
 from PIL import Image
 
 from kafka_balancer.cli import main
+from kafka_balancer.formats.report import report_document
 from kafka_balancer.formats.snapshot import cluster_to_snapshot, parse_snapshot
 from kafka_balancer.goals.spec import default_goal_set
 from kafka_balancer.model.reassign import apply_reassignments
+from kafka_balancer.planner.optimizer import plan as make_plan
 from kafka_balancer.report.build import build_report
+from kafka_balancer.report.document import report_text
 from kafka_balancer.report.png import AFTER_COLOUR, BEFORE_COLOUR, DPI, FIGSIZE, figure, png_bytes
 from kafka_balancer.synthetic import SyntheticSpec, generate
 from tests.unit import checker
@@ -172,6 +175,16 @@ def test_table_equals_independent_loads(case: Case) -> None:
     )
     assert f"{len(case.plan['partitions'])} partition(s) changed, {moves} replica move(s)" in case.report.out
     assert "DiskDistribution: " in case.report.out and "outside the band before, 0 after" in case.report.out
+
+
+def test_operator_text_report_equals_the_cli_table(case: Case) -> None:
+    """The pool's ``report.txt`` (from the planner's report document) shows the same table as
+    ``kafka-balancer report`` computes from the snapshot and the plan file."""
+    cluster = parse_snapshot(case.snapshot)
+    text = report_text(report_document(cluster, make_plan(cluster, default_goal_set())))
+    assert _table(text) == _table(case.report.out)
+    assert text.splitlines()[0] == case.report.out.splitlines()[0]  # the plan's figures
+    assert "DiskDistribution: not satisfied before, satisfied after" in text
 
 
 def test_html_page_embeds_the_picture_and_the_table(case: Case) -> None:

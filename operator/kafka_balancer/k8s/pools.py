@@ -32,6 +32,7 @@ from kafka_balancer.reconcile.pool import (
     reconcile_pool,
     rfc3339,
 )
+from kafka_balancer.report.document import report_text
 
 PLURAL_POOLS = "brokerpools"
 PLURAL_GOALS = "balancergoals"
@@ -153,7 +154,7 @@ class PoolReconciler:
                 pool.namespace,
                 loads_config_map(pool.name),
                 pool.owner,
-                {"report.json": json_text(outcome.report)},
+                {"report.json": json_text(outcome.report), "report.txt": report_text(outcome.report)},
             )
         self.kube.patch_status(PLURAL_POOLS, pool.namespace, pool.name, outcome.status)
         self.write_goal_statuses(pool, outcome, previous_goal_conditions)
