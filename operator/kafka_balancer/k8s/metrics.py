@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 RECONCILES = Counter("kafka_balancer_reconciles_total", "Pool reconciles", ["pool", "result"])
 PLAN_MOVES = Gauge("kafka_balancer_plan_moves", "Replica moves of the current plan", ["pool"])
@@ -10,6 +10,12 @@ PLAN_BYTES = Gauge("kafka_balancer_plan_bytes_to_move", "Bytes the current plan 
 MOVES_DONE = Gauge("kafka_balancer_execution_moves_done", "Moves done by the running execution", ["pool"])
 EXECUTIONS = Counter("kafka_balancer_executions_total", "Plan executions", ["pool", "result"])
 BALANCED = Gauge("kafka_balancer_pool_balanced", "1 when every goal holds and nothing moves", ["pool"])
+SCORING_SECONDS = Histogram(
+    "kafka_balancer_scoring_seconds",
+    "Spark scoring runs, start to outputs read (engine Embedded or SparkOnKubernetes)",
+    ["pool", "engine", "result"],
+    buckets=(5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800),
+)
 
 
 def serve(port: int) -> None:

@@ -121,7 +121,7 @@ class PoolReconciler:
         props: Mapping[str, str],
     ) -> PoolOutcome:
         """Blocking: read Kafka (raises KafkaOperationError), plan, write ConfigMaps, status, goal status."""
-        metadata, loads = self.source.read(pool.key, spec.kafka.bootstrap_servers, props)
+        metadata, loads = self.source.read(pool.owner, spec, props, goals)
         outcome = reconcile_pool(
             PoolInput(
                 name=pool.name,

@@ -1,42 +1,178 @@
-"""A pool's cluster as the kafka layer's collector sees it: metadata, racks and per-partition loads.
+"""A pool's cluster as the collector sees it: metadata, racks and per-partition loads.
 
-Loads come from two consecutive collector passes (one per reconcile); the first pass of a pool knows
-only sizes, so until the second one network loads are zero.
+Each read is one collector pass. The samples between two passes are appended to the pool's durable
+sample store (``<state dir>/samples/<namespace>.<pool>/``, pruned to the scoring retention) and the
+Spark scoring job runs on that store in the background (``scored_loads``). Loads are the newest scored
+ones for every partition the job modelled, merged with the current metadata (which always comes from
+the latest pass); partitions it did not model yet, and every partition before the first run
+completes, get the loads of the last two passes, computed here in Python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
-from kafka_balancer.errors import KafkaOperationError
+import pyarrow as pa
+
+from kafka_balancer.api import API_VERSION, BalancerGoalSpec, BrokerPoolSpec
+from kafka_balancer.errors import KafkaOperationError, ScoringError
+from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.scored_loads import BackgroundScoring, Loads, ScoringSchedule, pass_times, prune
+from kafka_balancer.k8s.spark_application import SparkApplicationScorer, SparkSettings
 from kafka_balancer.kafka.collector import AdminReader, Observation, observe, samples_between
+from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, build_snapshot
 from kafka_balancer.model.cluster import PartitionLoad
-from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
+from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, broker_capacity
+from kafka_balancer.scoring.launch import EmbeddedScorer, Scorer, ScoringRequest
 
-Loads = dict[tuple[str, int], PartitionLoad]
 # The snapshot builder wants capacities; only its loads are used here (the pool's spec gives capacity).
 _UNUSED_CAPACITY = Capacities({}, default=(1.0, 1.0, 1.0, 1.0))
 
 
 class ClusterSource:
-    """Remembers each pool's previous pass, keyed by the pool's uid."""
+    """Each pool's previous pass, keyed by ``namespace/name``; scoring is off without a state dir."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        scoring: BackgroundScoring | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._previous: dict[str, Observation] = {}
+        self._state_dir = state_dir
+        self.scoring = scoring
+        self._clock = clock
 
-    def read(self, key: str, bootstrap: str, props: Mapping[str, str]) -> tuple[ClusterMetadata, Loads]:
-        reader = AdminReader(bootstrap, props)
+    @classmethod
+    def for_operator(cls, kube: Kube, state_dir: Path) -> ClusterSource:
+        embedded = EmbeddedScorer(state_dir / "scoring")
+        spark = SparkSettings.from_env()
+
+        def scorer_for(engine: str) -> Scorer:
+            if engine != "SparkOnKubernetes":
+                return embedded
+            if spark is None:
+                raise ScoringError(
+                    "scoring.engine SparkOnKubernetes needs shared storage for the driver: "
+                    "set the chart's scoring.storage (KAFKA_BALANCER_SCORING_STORAGE)"
+                )
+            return SparkApplicationScorer(kube, spark)
+
+        return cls(state_dir, BackgroundScoring(scorer_for, ScoringSchedule.from_env()))
+
+    def read(
+        self,
+        pool: Mapping[str, str],
+        spec: BrokerPoolSpec,
+        props: Mapping[str, str],
+        goals: Sequence[tuple[str, BalancerGoalSpec]] = (),
+    ) -> tuple[ClusterMetadata, Loads]:
+        """``pool``: namespace, name and uid. Blocking (one Admin API pass); never waits for Spark."""
+        key = f"{pool['namespace']}/{pool['name']}"
+        reader = AdminReader(spec.kafka.bootstrap_servers, props)
         try:
             current = observe(reader)
         finally:
             reader.close()
         previous = self._previous.get(key)
         self._previous[key] = current
-        return metadata_of(current), loads_between(previous, current)
+        samples = None
+        if previous is not None and current.ts_ms > previous.ts_ms:
+            samples = samples_between(previous, current)
+        metadata = metadata_of(current)
+        loads = loads_from(current, previous, samples)
+        if self.scoring is None or self._state_dir is None:
+            return metadata, loads
+        store = SampleStore(self._state_dir / "samples" / f"{pool['namespace']}.{pool['name']}")
+        if samples is not None:
+            store.append(current.ts_ms, *samples)
+        now_ms = int(self._clock() * 1000)
+        prune(store.root, now_ms - self.scoring.schedule.retention_ms)
+        times = pass_times(store.root)
+        # The job needs one complete window of history; before that a run could only fail.
+        if times and times[-1] - times[0] >= self.scoring.schedule.window_ms:
+            self.scoring.submit(
+                key, spec.scoring.engine, self._request(pool, spec, goals, current, store, times[-1])
+            )
+        scored = self.scoring.latest(key, now_ms)
+        if scored is None:
+            return metadata, loads
+        return metadata, merge_loads(metadata, loads, scored)
+
+    def _request(
+        self,
+        pool: Mapping[str, str],
+        spec: BrokerPoolSpec,
+        goals: Sequence[tuple[str, BalancerGoalSpec]],
+        current: Observation,
+        store: SampleStore,
+        newest_ms: int,
+    ) -> ScoringRequest:
+        assert self.scoring is not None
+        return ScoringRequest(
+            namespace=pool["namespace"],
+            pool=pool["name"],
+            pool_uid=pool["uid"],
+            run=f"{newest_ms:013d}",  # names sort by time; the same samples give the same run
+            samples=store.root,
+            topology=topology_document(current, spec),
+            goals=goals_document(goals),
+            window_ms=self.scoring.schedule.window_ms,
+            windows=self.scoring.schedule.windows,
+            spec=spec.scoring,
+        )
 
     def forget(self, key: str) -> None:
         self._previous.pop(key, None)
+        if self.scoring is not None:
+            self.scoring.forget(key)
+
+
+def topology_document(obs: Observation, spec: BrokerPoolSpec) -> dict[str, Any]:
+    """The job's ``--topology``: the brokers of the latest pass with the pool's capacities."""
+    brokers = []
+    for broker in obs.brokers:
+        disk, net_in, net_out, cpu = broker_capacity(spec.capacity, broker.id)
+        brokers.append(
+            {
+                "id": broker.id,
+                "rack": broker.rack,
+                "state": "draining" if broker.id in spec.drain else "active",
+                "capacity": {"disk": disk, "networkIn": net_in, "networkOut": net_out, "cpu": cpu},
+            }
+        )
+    return {"brokers": brokers}
+
+
+def goals_document(goals: Sequence[tuple[str, BalancerGoalSpec]]) -> dict[str, Any]:
+    """The job's ``--goals``: the pool's goals as a ``v1`` List of manifests (empty: the default set)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": API_VERSION,
+                "kind": "BalancerGoal",
+                "metadata": {"name": name},
+                "spec": goal.model_dump(by_alias=True, exclude_none=True),
+            }
+            for name, goal in goals
+        ],
+    }
+
+
+def merge_loads(metadata: ClusterMetadata, collected: Loads, scored: Loads) -> Loads:
+    """Scored loads for the partitions that still exist; the collector's for the others."""
+    merged = dict(collected)
+    for p in metadata.partitions:
+        found = scored.get((p.topic, p.partition))
+        if found is not None:
+            merged[(p.topic, p.partition)] = found
+    return merged
 
 
 def metadata_of(obs: Observation) -> ClusterMetadata:
@@ -52,11 +188,14 @@ def metadata_of(obs: Observation) -> ClusterMetadata:
     return ClusterMetadata(brokers, partitions)
 
 
-def loads_between(previous: Observation | None, current: Observation) -> Loads:
+def loads_from(
+    current: Observation, previous: Observation | None, samples: tuple[pa.Table, pa.Table] | None
+) -> Loads:
+    """Loads of the interval between two passes; sizes only (no traffic) without a previous pass."""
     sizes_only = {tp: PartitionLoad(float(size), 0.0, 0.0, 0.0) for tp, size in current.sizes.items()}
-    if previous is None or current.ts_ms <= previous.ts_ms:
+    if previous is None or samples is None:
         return sizes_only
-    partition_samples, broker_samples = samples_between(previous, current)
+    partition_samples, broker_samples = samples
     try:
         document = build_snapshot(
             current.brokers,

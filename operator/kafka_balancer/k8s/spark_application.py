@@ -1,0 +1,276 @@
+"""The SparkOnKubernetes engine: one Kubeflow Spark Operator ``SparkApplication`` per scoring run.
+
+The driver reads the pool's samples from, and writes its outputs to, shared storage (``s3a://`` or a
+volume mounted at the same path): the operator uploads its sample store there before each run and
+reads ``manifest.json`` and ``snapshot.json`` back when the application is COMPLETED. The brokers and
+goals go in a ConfigMap mounted into the driver (``spec.driver.configMaps``).
+
+Settings come from the chart (environment of the operator's container); the image and resources from
+the pool's ``spec.scoring``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from kafka_balancer.api import API_VERSION, Scoring
+from kafka_balancer.errors import InputError, KubernetesError, ScoringError
+from kafka_balancer.k8s.kube import MANAGED_BY, Kube
+from kafka_balancer.reconcile.quantity import parse_quantity
+from kafka_balancer.scoring import remote
+from kafka_balancer.scoring.launch import ScoringRequest, ScoringResult, job_arguments, read_outputs
+
+SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
+INPUT_MOUNT = "/etc/kafka-balancer/scoring"
+COMPLETED = "COMPLETED"
+FAILED_STATES = frozenset({"FAILED", "SUBMISSION_FAILED"})
+# Per Spark pod when the pool sets no resources: the job's embedded defaults.
+DEFAULT_CORES, DEFAULT_MEMORY = 1, "1g"
+_ENV = "KAFKA_BALANCER_"
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """The chart's ``scoring`` values, as the operator's environment carries them."""
+
+    storage: str  # URI the driver and the operator share, e.g. s3a://bucket/kafka-balancer
+    service_account: str = "spark"
+    main_application_file: str = "local:///opt/kafka-balancer/kafka_balancer/scoring/job.py"
+    spark_version: str = field(default_factory=lambda: version("pyspark"))
+    ttl_seconds: int = 3600
+    timeout_s: float = 1800.0
+    poll_s: float = 2.0
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> SparkSettings | None:
+        """None when no storage is configured (then SparkOnKubernetes pools cannot be scored)."""
+        storage = env.get(_ENV + "SCORING_STORAGE", "")
+        if not storage:
+            return None
+        try:
+            conf = json.loads(env.get(_ENV + "SPARK_CONF", "") or "{}")
+            defaults = cls(storage)
+            return cls(
+                storage=storage,
+                service_account=env.get(_ENV + "SPARK_SERVICE_ACCOUNT") or defaults.service_account,
+                main_application_file=env.get(_ENV + "SPARK_MAIN_FILE") or defaults.main_application_file,
+                spark_version=env.get(_ENV + "SPARK_VERSION") or defaults.spark_version,
+                ttl_seconds=int(env.get(_ENV + "SPARK_TTL_SECONDS") or defaults.ttl_seconds),
+                timeout_s=float(env.get(_ENV + "SPARK_TIMEOUT_SECONDS") or defaults.timeout_s),
+                spark_conf={str(k): str(v) for k, v in dict(conf).items()},
+            )
+        except (ValueError, TypeError) as err:
+            raise InputError(f"scoring settings in the environment ({_ENV}*): {err}") from None
+
+
+def application_name(namespace: str, pool: str, run: str) -> str:
+    """Deterministic (a rerun finds the same application) and short enough for the driver pod's name."""
+    digest = hashlib.sha256(f"{namespace}/{pool}/{run}".encode()).hexdigest()[:10]
+    stem = re.sub(r"[^a-z0-9-]+", "-", pool.lower()).strip("-")[:30].rstrip("-")
+    return f"kb-score-{stem}-{digest}"
+
+
+def spark_memory(quantity: int | str) -> str:
+    """A Kubernetes quantity as Spark's memory string (whole MiB; Spark adds its own overhead)."""
+    return f"{max(1, math.ceil(parse_quantity(quantity) / 2**20))}m"
+
+
+def _pod(spec: Scoring) -> dict[str, Any]:
+    resources = spec.resources
+    pod: dict[str, Any] = {"cores": DEFAULT_CORES, "memory": DEFAULT_MEMORY}
+    if resources is not None and resources.cpu is not None:
+        pod["cores"] = max(1, math.ceil(parse_quantity(resources.cpu)))
+        pod["coreRequest"] = str(resources.cpu)
+    if resources is not None and resources.memory is not None:
+        pod["memory"] = spark_memory(resources.memory)
+    return pod
+
+
+def spark_conf(settings: SparkSettings) -> dict[str, str]:
+    conf = {"spark.sql.session.timeZone": "UTC", "spark.sql.execution.arrow.pyspark.enabled": "true"}
+    if settings.storage.startswith("s3a://"):
+        # Hadoop's S3A with the default AWS credential chain (IRSA, instance role, environment).
+        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
+            "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
+        )
+        conf["spark.hadoop.fs.s3a.fast.upload"] = "true"
+    return conf | dict(settings.spark_conf)
+
+
+def pool_samples_uri(settings: SparkSettings, request: ScoringRequest) -> str:
+    return remote.join(settings.storage, "samples", f"{request.namespace}.{request.pool}")
+
+
+def pool_runs_uri(settings: SparkSettings, request: ScoringRequest) -> str:
+    return remote.join(settings.storage, "runs", f"{request.namespace}.{request.pool}")
+
+
+def run_out_uri(settings: SparkSettings, request: ScoringRequest) -> str:
+    return remote.join(pool_runs_uri(settings, request), request.run)
+
+
+def application_manifest(settings: SparkSettings, request: ScoringRequest) -> dict[str, Any]:
+    name = application_name(request.namespace, request.pool, request.run)
+    labels = {
+        **MANAGED_BY,
+        "kafkabalancer.io/pool": request.pool,
+        "kafkabalancer.io/scoring-run": request.run,
+    }
+    arguments = job_arguments(
+        request,
+        samples=pool_samples_uri(settings, request),
+        topology=f"{INPUT_MOUNT}/topology.json",
+        goals=f"{INPUT_MOUNT}/goals.json",
+        out=run_out_uri(settings, request),
+    )
+    pod = _pod(request.spec)
+    return {
+        "apiVersion": f"{SPARK_GROUP}/{SPARK_VERSION}",
+        "kind": "SparkApplication",
+        "metadata": {
+            "name": name,
+            "namespace": request.namespace,
+            "labels": labels,
+            "ownerReferences": [
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "BrokerPool",
+                    "name": request.pool,
+                    "uid": request.pool_uid,
+                    "controller": True,
+                    "blockOwnerDeletion": False,
+                }
+            ],
+        },
+        "spec": {
+            "type": "Python",
+            "pythonVersion": "3",
+            "mode": "cluster",
+            "image": request.spec.image,
+            "imagePullPolicy": "IfNotPresent",
+            "mainApplicationFile": settings.main_application_file,
+            "arguments": arguments,
+            "sparkVersion": settings.spark_version,
+            # No retry by the Spark operator: the next scoring interval is the retry, and a failure
+            # must reach the pool's status with its message, not be hidden behind reruns.
+            "restartPolicy": {"type": "Never"},
+            "timeToLiveSeconds": settings.ttl_seconds,
+            "sparkConf": spark_conf(settings),
+            "driver": {
+                **pod,
+                "serviceAccount": settings.service_account,
+                "labels": labels,
+                "configMaps": [{"name": input_config_map(name), "path": INPUT_MOUNT}],
+            },
+            "executor": {**pod, "instances": request.spec.executors, "labels": labels},
+        },
+    }
+
+
+def input_config_map(application: str) -> str:
+    return f"{application}-input"
+
+
+class SparkApplicationScorer:
+    """Create (or find) the run's SparkApplication, wait for a terminal state, read the outputs."""
+
+    engine = "SparkOnKubernetes"
+
+    def __init__(
+        self,
+        kube: Kube,
+        settings: SparkSettings,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.kube = kube
+        self.settings = settings
+        self._clock = clock
+        self._sleep = sleep
+
+    def score(self, request: ScoringRequest) -> ScoringResult:
+        started = self._clock()
+        if request.spec.image is None:
+            raise InputError("scoring.image is required when scoring.engine is SparkOnKubernetes")
+        remote.sync_up(request.samples, pool_samples_uri(self.settings, request))
+        manifest = application_manifest(self.settings, request)
+        name = manifest["metadata"]["name"]
+        owner = {"name": request.pool, "uid": request.pool_uid}
+        self.kube.write_config_map(
+            request.namespace,
+            input_config_map(name),
+            owner,
+            {"topology.json": json.dumps(request.topology), "goals.json": json.dumps(request.goals)},
+        )
+        try:
+            self._create(request.namespace, manifest)
+            state, message = self._wait(request.namespace, name, started)
+        finally:
+            self._delete_input(request.namespace, input_config_map(name))
+        where = f"SparkApplication {request.namespace}/{name}"
+        if state != COMPLETED:
+            raise ScoringError(f"{where} {state}: {message or 'no error message'}")
+        result = read_outputs(run_out_uri(self.settings, request), started)
+        remote.keep_newest(pool_runs_uri(self.settings, request), 2)
+        return result
+
+    def _create(self, namespace: str, manifest: dict[str, Any]) -> None:
+        try:
+            self.kube.custom.create_namespaced_custom_object(
+                SPARK_GROUP, SPARK_VERSION, namespace, SPARK_PLURAL, manifest
+            )
+        except ApiException as err:
+            if err.status == 409:  # this run was submitted before (a restart, a retry): follow it
+                return
+            name = manifest["metadata"]["name"]
+            raise KubernetesError(f"creating SparkApplication {namespace}/{name}: {err.reason}") from err
+
+    def _wait(self, namespace: str, name: str, started: float) -> tuple[str, str]:
+        deadline = started + self.settings.timeout_s
+        state = ""
+        while True:
+            try:
+                app: Any = self.kube.custom.get_namespaced_custom_object(
+                    SPARK_GROUP, SPARK_VERSION, namespace, SPARK_PLURAL, name
+                )
+            except ApiException as err:
+                raise KubernetesError(f"reading SparkApplication {namespace}/{name}: {err.reason}") from err
+            app_state = (app.get("status") or {}).get("applicationState") or {}
+            state = str(app_state.get("state") or "")
+            if state == COMPLETED or state in FAILED_STATES:
+                return state, str(app_state.get("errorMessage") or "")
+            if self._clock() >= deadline:
+                self._delete_application(namespace, name)
+                raise ScoringError(
+                    f"SparkApplication {namespace}/{name} did not finish within "
+                    f"{self.settings.timeout_s:.0f} s (last state {state or 'none'}); deleted it"
+                )
+            self._sleep(self.settings.poll_s)
+
+    def _delete_application(self, namespace: str, name: str) -> None:
+        try:
+            self.kube.custom.delete_namespaced_custom_object(
+                SPARK_GROUP, SPARK_VERSION, namespace, SPARK_PLURAL, name
+            )
+        except ApiException as err:
+            if err.status != 404:
+                raise KubernetesError(f"deleting SparkApplication {namespace}/{name}: {err.reason}") from err
+
+    def _delete_input(self, namespace: str, name: str) -> None:
+        try:
+            self.kube.core.delete_namespaced_config_map(name, namespace)
+        except ApiException as err:
+            if err.status != 404:
+                raise KubernetesError(f"deleting ConfigMap {namespace}/{name}: {err.reason}") from err

@@ -1,0 +1,234 @@
+"""The operator's scoring plumbing without Spark: SparkApplication manifests, background scheduling,
+sample retention, merging scored loads with the latest metadata, the job's input documents."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec, Scoring
+from kafka_balancer.errors import ScoringError
+from kafka_balancer.formats.goals_file import parse_goals
+from kafka_balancer.formats.snapshot import parse_snapshot
+from kafka_balancer.k8s.scored_loads import BackgroundScoring, ScoringSchedule, pass_times, prune
+from kafka_balancer.k8s.source import goals_document, merge_loads, topology_document
+from kafka_balancer.k8s.spark_application import (
+    SparkSettings,
+    application_manifest,
+    application_name,
+    spark_memory,
+)
+from kafka_balancer.kafka.collector import Observation
+from kafka_balancer.kafka.sample_store import SampleStore
+from kafka_balancer.kafka.snapshot_builder import BrokerInfo
+from kafka_balancer.model.cluster import PartitionLoad
+from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
+from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
+from kafka_balancer.scoring.launch import ScoringRequest, ScoringResult, error_line
+
+POOL_SPEC: dict[str, Any] = {
+    "kafka": {"bootstrapServers": "kafka-0:9092"},
+    "capacity": {"disk": "1Ti", "networkIn": "100M", "networkOut": "100M", "cpu": "8"},
+    "drain": [2],
+}
+
+
+def request(run: str = "0001700000000000", **scoring: Any) -> ScoringRequest:
+    return ScoringRequest(
+        namespace="team-a",
+        pool="Main.Pool",
+        pool_uid="uid-1",
+        run=run,
+        samples=Path("/state/samples/team-a.main"),
+        topology={"brokers": []},
+        goals={"apiVersion": "v1", "kind": "List", "items": []},
+        window_ms=300_000,
+        windows=3,
+        spec=Scoring.model_validate({"engine": "SparkOnKubernetes", "image": "img:1", **scoring}),
+    )
+
+
+# -- the SparkApplication --------------------------------------------------------------------------
+
+
+def test_application_names_are_deterministic_short_and_dns_safe() -> None:
+    name = application_name("team-a", "Main.Pool", "0001700000000000")
+    assert name == application_name("team-a", "Main.Pool", "0001700000000000")
+    assert name != application_name("team-a", "Main.Pool", "0001700000060000")
+    assert name != application_name("team-b", "Main.Pool", "0001700000000000")
+    assert name.startswith("kb-score-main-pool-")
+    assert len(application_name("ns", "p" * 250, "r")) <= 50
+
+
+def test_the_manifest_carries_owner_policy_ttl_arguments_and_pool_resources() -> None:
+    settings = SparkSettings(storage="s3a://bucket/kb", ttl_seconds=900, spark_conf={"spark.x": "1"})
+    app = application_manifest(settings, request(executors=3, resources={"cpu": "500m", "memory": "2Gi"}))
+    spec = app["spec"]
+    assert app["metadata"]["ownerReferences"][0] | {} == {
+        "apiVersion": "kafkabalancer.io/v1alpha1",
+        "kind": "BrokerPool",
+        "name": "Main.Pool",
+        "uid": "uid-1",
+        "controller": True,
+        "blockOwnerDeletion": False,
+    }
+    assert (spec["type"], spec["image"], spec["timeToLiveSeconds"]) == ("Python", "img:1", 900)
+    assert spec["restartPolicy"] == {"type": "Never"}
+    args = dict(zip(spec["arguments"][::2], spec["arguments"][1::2], strict=True))
+    assert args["--samples"] == "s3a://bucket/kb/samples/team-a.Main.Pool"
+    assert args["--out"] == "s3a://bucket/kb/runs/team-a.Main.Pool/0001700000000000"
+    assert args["--topology"].startswith(spec["driver"]["configMaps"][0]["path"] + "/")
+    assert (args["--window-ms"], args["--windows"]) == ("300000", "3")
+    assert spec["driver"]["cores"] == 1 and spec["driver"]["coreRequest"] == "500m"
+    assert spec["executor"]["memory"] == "2048m" and spec["executor"]["instances"] == 3
+    assert spec["sparkConf"]["spark.x"] == "1"
+    assert "spark.hadoop.fs.s3a.aws.credentials.provider" in spec["sparkConf"]
+
+
+def test_local_storage_needs_no_s3a_conf_and_default_resources_apply() -> None:
+    spec = application_manifest(SparkSettings(storage="/shared/kb"), request())["spec"]
+    assert not any(key.startswith("spark.hadoop.fs.s3a") for key in spec["sparkConf"])
+    assert (spec["driver"]["cores"], spec["driver"]["memory"]) == (1, "1g")
+
+
+@pytest.mark.parametrize(("quantity", "spark"), [("512Mi", "512m"), ("1G", "954m"), ("3Gi", "3072m")])
+def test_kubernetes_memory_becomes_spark_mebibytes(quantity: str, spark: str) -> None:
+    assert spark_memory(quantity) == spark
+
+
+def test_settings_come_from_the_charts_environment() -> None:
+    assert SparkSettings.from_env({}) is None
+    settings = SparkSettings.from_env(
+        {
+            "KAFKA_BALANCER_SCORING_STORAGE": "s3a://b/p",
+            "KAFKA_BALANCER_SPARK_TTL_SECONDS": "60",
+            "KAFKA_BALANCER_SPARK_CONF": '{"spark.a": "b"}',
+            "KAFKA_BALANCER_SPARK_VERSION": "",
+        }
+    )
+    assert settings is not None
+    assert (settings.storage, settings.ttl_seconds, dict(settings.spark_conf)) == (
+        "s3a://b/p",
+        60,
+        {"spark.a": "b"},
+    )
+    assert settings.spark_version  # empty means the installed pyspark's
+
+
+def test_the_jobs_own_error_line_is_the_message() -> None:
+    stderr = "WARN x\nTraceback...\nscore: bad input: samples /s: no partition_samples/ directory\nINFO bye\n"
+    assert error_line(stderr) == "score: bad input: samples /s: no partition_samples/ directory"
+    assert error_line("only\nlines\n") == "lines"
+
+
+# -- background scheduling -------------------------------------------------------------------------
+
+
+class FakeScorer:
+    """In-memory engine: returns the loads it is given, or fails; blocks until released."""
+
+    engine = "Fake"
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.fail: str | None = None
+        self.release = threading.Event()
+
+    def score(self, request: ScoringRequest) -> ScoringResult:
+        self.calls[request.run] += 1
+        self.release.wait(5)
+        if self.fail:
+            raise ScoringError(self.fail)
+        snapshot = {
+            "partitions": [
+                {
+                    "topic": "t",
+                    "partition": 0,
+                    "load": {"disk": 7.0, "networkIn": 1.0, "networkOut": 2.0, "cpu": 0.5},
+                }
+            ]
+        }
+        return ScoringResult({"windows": {"newestSampleMs": 1_000_000}}, snapshot, 0.1)
+
+
+def test_one_run_at_a_time_at_most_once_per_interval_and_failures_keep_the_last_loads() -> None:
+    now = [0.0]
+    fake = FakeScorer()
+    scoring = BackgroundScoring(
+        lambda engine: fake, ScoringSchedule(interval_s=60, window_ms=1000), lambda: now[0]
+    )
+
+    assert scoring.submit("ns/p", "Fake", request("r1"))
+    assert not scoring.submit("ns/p", "Fake", request("r2"))  # still running
+    fake.release.set()
+    scoring.wait("ns/p", 5)
+    assert scoring.latest("ns/p", now_ms=1_000_500) == {("t", 0): PartitionLoad(7.0, 1.0, 2.0, 0.5, 0.0)}
+    assert scoring.latest("ns/p", now_ms=1_000_000 + 4 * 1000 + 1) is None  # older than the retention
+
+    now[0] = 59.0
+    assert not scoring.submit("ns/p", "Fake", request("r3"))  # within the interval
+    now[0] = 60.0
+    fake.fail = "driver died"
+    assert scoring.submit("ns/p", "Fake", request("r4"))
+    scoring.wait("ns/p", 5)
+    assert scoring.last_error["ns/p"] == "driver died"
+    assert scoring.latest("ns/p", now_ms=1_000_500) is not None
+    assert fake.calls == Counter({"r1": 1, "r4": 1})
+
+
+def test_an_engine_that_cannot_be_built_is_a_failed_run_not_a_crash() -> None:
+    def no_engine(engine: str) -> FakeScorer:
+        raise ScoringError("scoring.engine SparkOnKubernetes needs shared storage")
+
+    scoring = BackgroundScoring(no_engine, ScoringSchedule())
+    scoring.submit("ns/p", "SparkOnKubernetes", request())
+    scoring.wait("ns/p", 5)
+    assert "shared storage" in scoring.last_error["ns/p"]
+
+
+# -- the sample store's retention --------------------------------------------------------------------
+
+
+def test_passes_older_than_the_retention_are_pruned(tmp_path: Path) -> None:
+    store = SampleStore(tmp_path)
+    for ts in (1_000, 2_000, 3_000):
+        store.append(ts, PARTITION_SAMPLES.empty_table(), pa.Table.from_pylist([], BROKER_SAMPLES))
+    assert pass_times(tmp_path) == [1_000, 2_000, 3_000]
+    assert prune(tmp_path, older_than_ms=2_500) == 4  # two passes, partition and broker files
+    assert pass_times(tmp_path) == [3_000]
+    assert len(store.broker_samples().to_pylist()) == 0 and (tmp_path / "broker_samples").is_dir()
+
+
+# -- loads and the job's inputs ----------------------------------------------------------------------
+
+
+def test_scored_loads_replace_collected_ones_for_partitions_that_still_exist() -> None:
+    metadata = ClusterMetadata(
+        {0: "a", 1: "b"}, (PartitionMeta("t", 0, (0, 1), 0), PartitionMeta("t", 1, (1, 0), 1))
+    )
+    collected = {("t", 0): PartitionLoad(1, 1, 1, 0), ("t", 1): PartitionLoad(2, 2, 2, 0)}
+    scored = {("t", 0): PartitionLoad(9, 9, 9, 0), ("gone", 0): PartitionLoad(5, 5, 5, 0)}
+    assert merge_loads(metadata, collected, scored) == {
+        ("t", 0): PartitionLoad(9, 9, 9, 0),
+        ("t", 1): PartitionLoad(2, 2, 2, 0),
+    }
+
+
+def test_the_jobs_topology_and_goals_documents_parse_as_the_job_parses_them() -> None:
+    spec = BrokerPoolSpec.model_validate(POOL_SPEC)
+    obs = Observation(0, (BrokerInfo(0, "a"), BrokerInfo(2, "b")), {}, {}, {}, {}, {})
+    topology = topology_document(obs, spec)
+    cluster = parse_snapshot({"version": 1, "brokers": topology["brokers"], "partitions": []}, "topology")
+    assert [(b.id, b.active) for b in cluster.brokers] == [(0, True), (2, False)]
+    assert cluster.brokers[0].capacity[0] == 2**40
+
+    goal = BalancerGoalSpec.model_validate(
+        {"type": "DiskDistribution", "rangePercent": 10, "poolRef": {"name": "p"}}
+    )
+    (parsed,) = parse_goals([goals_document([("disk", goal)])])
+    assert parsed.name == "disk"
