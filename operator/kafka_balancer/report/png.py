@@ -54,14 +54,19 @@ def _positions(rows: Sequence[BrokerRow]) -> np.ndarray:
     return np.array(x, dtype=np.float64)
 
 
-def _draw_band(ax: Axes, band: GoalBandView, x: np.ndarray, top: float) -> None:
+def _draw_band(ax: Axes, band: GoalBandView, x: np.ndarray, top: float) -> str | None:
+    """Draws the band; returns a note instead for a limit far above every bar (80 % over bars at
+    3 %, 10000 replicas), which would squash the bars to nothing."""
     lo, hi = np.array(band.lo), np.array(band.hi)
     if band.kind is BandKind.DISTRIBUTION:
         if band.enforced:
             ax.bar(x, hi - lo, 0.9, bottom=lo, color=BAND_COLOUR, alpha=0.3, linewidth=0, zorder=1)
-    # A count limit far above every broker (10000 replicas) would squash the bars to nothing.
-    elif band.column < REPLICAS or float(hi.max()) <= 2.0 * top:
-        ax.hlines(hi, x - 0.45, x + 0.45, colors=LIMIT_COLOUR, linestyles="--", linewidth=1.2, zorder=4)
+        return None
+    if float(hi.max()) > 2.0 * top:
+        limit = f"{float(hi.max()):.4g}%" if band.column < REPLICAS else f"{float(hi.max()):.0f}"
+        return f"limit {limit} off scale"
+    ax.hlines(hi, x - 0.45, x + 0.45, colors=LIMIT_COLOUR, linestyles="--", linewidth=1.2, zorder=4)
+    return None
 
 
 def _label_racks(ax: Axes, rows: Sequence[BrokerRow], x: np.ndarray) -> None:
@@ -84,9 +89,7 @@ def _panel(ax: Axes, data: ReportData, column: int, x: np.ndarray) -> None:
     before = [_value(row, column, after=False) for row in data.brokers]
     after = [_value(row, column, after=True) for row in data.brokers]
     top = max([*before, *after, 1e-9])
-    for band in data.bands:
-        if band.column == column:
-            _draw_band(ax, band, x, top)
+    notes = [_draw_band(ax, band, x, top) for band in data.bands if band.column == column]
     ax.bar(x - BAR_WIDTH / 2, before, BAR_WIDTH, color=BEFORE_COLOUR, zorder=3)
     ax.bar(x + BAR_WIDTH / 2, after, BAR_WIDTH, color=AFTER_COLOUR, zorder=3)
     many = len(data.brokers) > 24
@@ -97,7 +100,7 @@ def _panel(ax: Axes, data: ReportData, column: int, x: np.ndarray) -> None:
     ax.set_ylim(bottom=0.0)
     ax.set_axisbelow(True)
     ax.grid(axis="y", color="0.9")
-    ax.set_title(PANEL_TITLES[column], fontsize=11)
+    ax.set_title("; ".join([PANEL_TITLES[column], *(n for n in notes if n)]), fontsize=11)
 
 
 def figure(data: ReportData) -> Figure:

@@ -42,7 +42,11 @@ def cells(rows: Sequence[BrokerRow]) -> list[tuple[str, ...]]:
 def goal_lines(bands: Sequence[GoalBandView]) -> list[str]:
     return [
         f"{band.label}: {band.outside_before} broker(s) outside the band before, {band.outside_after} after"
-        + ("" if band.enforced else " (not enforced: mean utilisation below its threshold)")
+        + (
+            ""
+            if band.enforced
+            else " (not enforced: mean utilisation below its thresholdPercent, or nothing to spread)"
+        )
         for band in bands
     ]
 
