@@ -94,15 +94,16 @@ def create_topic(bed: KafkaBed, topic: str) -> None:
     wait_until(ready, 60, f"{topic} leaders")
 
 
-def fill(bed: KafkaBed, topic: str, per_partition: int) -> None:
-    """Write ``per_partition`` bytes of random values into each partition, uncompressed, large batches."""
+def fill(bed: KafkaBed, topic: str, per_partition: int, batch_bytes: int) -> None:
+    """Write ``per_partition`` bytes of random values into each partition, uncompressed, in batches of at
+    most ``batch_bytes`` (whole 100 kB messages)."""
     producer = Producer(
         {
             "bootstrap.servers": bed.bootstrap_servers,
             "acks": "all",
             "compression.type": "none",
             "linger.ms": 20,
-            "batch.size": 1_000_000,
+            "batch.size": batch_bytes,
             "queue.buffering.max.kbytes": 256 * 1024,
         }
     )
@@ -180,10 +181,12 @@ def per_destination(samples: Sequence[Sample], sizes: dict[int, int]) -> dict[st
     return rates
 
 
-def prepare(bed: KafkaBed, admin: KafkaAdmin, topic: str, per_partition: int) -> dict[int, int]:
+def prepare(
+    bed: KafkaBed, admin: KafkaAdmin, topic: str, per_partition: int, batch_bytes: int
+) -> dict[int, int]:
     """Create and fill ``topic``; return destination broker → bytes its new replica must receive."""
     create_topic(bed, topic)
-    fill(bed, topic, per_partition)
+    fill(bed, topic, per_partition, batch_bytes)
     partition_bytes = await_replicated(admin, topic)
     return {TARGETS[p][1]: partition_bytes[p] for p in LAYOUT}
 
@@ -215,12 +218,12 @@ class Watched:
 
 
 def run_executor(
-    bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_s: float
+    bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_s: float, batch_bytes: int
 ) -> dict[str, Any]:
     topic = f"bench-{throttle}-{workdir.name}"
     admin = KafkaAdmin(bed.bootstrap_servers)
     try:
-        sizes = prepare(bed, admin, topic, int(throttle * seconds))
+        sizes = prepare(bed, admin, topic, int(throttle * seconds), batch_bytes)
         plan = workdir / f"plan-{throttle}.json"
         state_path = workdir / f"state-{throttle}.json"
         write_plan(plan, topic)
@@ -267,13 +270,13 @@ def run_executor(
 
 
 def run_kafka_tool(
-    bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_s: float
+    bed: KafkaBed, workdir: Path, throttle: int, seconds: float, probe_s: float, batch_bytes: int
 ) -> dict[str, Any]:
     """The control: the same moves by Kafka's own reassignment tool with the same ``--throttle``."""
     topic = f"control-{throttle}-{workdir.name}"
     admin = KafkaAdmin(bed.bootstrap_servers)
     try:
-        sizes = prepare(bed, admin, topic, int(throttle * seconds))
+        sizes = prepare(bed, admin, topic, int(throttle * seconds), batch_bytes)
         plan = workdir / f"control-plan-{throttle}.json"
         write_plan(plan, topic)
         load_before = os.getloadavg()[0]
@@ -372,6 +375,7 @@ class Options:
     control: bool
     broker_config: dict[str, str]
     runs: int
+    batch_bytes: int
 
 
 def parse(argv: Sequence[str] | None) -> Options:
@@ -384,13 +388,19 @@ def parse(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--no-control", action="store_true", help="skip Kafka's own tool as a control")
     parser.add_argument("--runs", type=int, default=1, help="repeat everything; then print medians")
     parser.add_argument(
+        "--batch-bytes", type=int, default=1_000_000,
+        help="producer batch.size: the default packs 9 messages (0.9 MB) per batch",
+    )  # fmt: skip
+    parser.add_argument(
         "--broker-config", action="append", default=[], metavar="KEY=VALUE",
         help="extra static broker property for an experiment (e.g. replica.fetch.backoff.ms=100)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     throttles = tuple(int(t) for t in args.throttles.split(","))
     extra = dict(item.split("=", 1) for item in args.broker_config)
-    return Options(throttles, args.seconds, args.probe_interval, not args.no_control, extra, args.runs)
+    return Options(
+        throttles, args.seconds, args.probe_interval, not args.no_control, extra, args.runs, args.batch_bytes
+    )
 
 
 # The figures a summary reports as medians over runs (percent of the ceiling).
@@ -441,7 +451,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 workdir.mkdir()
                 for throttle in options.throttles:
                     for run in (run_executor, run_kafka_tool) if options.control else (run_executor,):
-                        results.append(run(bed, workdir, throttle, options.seconds, options.probe_interval_s))
+                        results.append(
+                            run(
+                                bed, workdir, throttle, options.seconds, options.probe_interval_s,
+                                options.batch_bytes,
+                            )
+                        )  # fmt: skip
                         print(json.dumps(results[-1]), flush=True)
             print(json.dumps(summary(results)), flush=True)
         finally:
