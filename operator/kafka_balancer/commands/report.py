@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -38,11 +39,22 @@ def run_report(snapshot: Path, plan: Path, goals: Path | None, output: Path) -> 
     png = render_png(data)
     content = png if output.suffix.lower() == ".png" else render_html(data, png).encode("utf-8")
     _write_atomically(output, content)
-    print(f"plan: {data.summary.line()}")
-    print(text_table(data.brokers), end="")
-    for line in goal_lines(data.bands):
-        print(line)
+    _print(
+        f"plan: {data.summary.line()}\n"
+        + text_table(data.brokers)
+        + "".join(f"{line}\n" for line in goal_lines(data.bands))
+    )
     return 0
+
+
+def _print(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # A reader that stopped early (``| head``) is no error; point stdout at /dev/null so
+        # that Python's flush at exit does not complain about the closed pipe again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _write_atomically(path: Path, content: bytes) -> None:
