@@ -168,7 +168,7 @@ def test_one_run_at_a_time_at_most_once_per_interval_and_failures_keep_the_last_
     fake.release.set()
     scoring.wait("ns/p", 5)
     assert scoring.latest("ns/p", now_ms=1_000_500) == {("t", 0): PartitionLoad(7.0, 1.0, 2.0, 0.5, 0.0)}
-    assert scoring.latest("ns/p", now_ms=1_000_000 + 4 * 1000 + 1) is None  # older than the retention
+    assert scoring.latest("ns/p", now_ms=1_000_000 + 4 * 1000 + 120_000 + 1) is None  # too old
 
     now[0] = 59.0
     assert not scoring.submit("ns/p", "Fake", request("r3"))  # within the interval

@@ -44,6 +44,12 @@ class ScoringSchedule:
     def retention_ms(self) -> int:
         return (self.windows + 1) * self.window_ms
 
+    @property
+    def max_age_ms(self) -> int:
+        """Scored loads are used while their newest sample is this recent: two failed runs in a row
+        (or a run slower than the windows) do not throw them away, a long outage does."""
+        return self.retention_ms + int(2 * self.interval_s * 1000)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> ScoringSchedule:
         default = cls()
@@ -114,6 +120,10 @@ class BackgroundScoring:
         self._scored: dict[str, Scored] = {}
         self.last_error: dict[str, str] = {}
 
+    def running(self, key: str) -> bool:
+        with self._lock:
+            return key in self._running
+
     def due(self, key: str) -> bool:
         with self._lock:
             if key in self._running:
@@ -135,10 +145,10 @@ class BackgroundScoring:
         return True
 
     def latest(self, key: str, now_ms: int) -> Loads | None:
-        """The newest scored loads, unless their samples are older than the retention."""
+        """The newest scored loads, unless their samples are older than ``max_age_ms``."""
         with self._lock:
             scored = self._scored.get(key)
-        if scored is None or now_ms - scored.newest_sample_ms > self.schedule.retention_ms:
+        if scored is None or now_ms - scored.newest_sample_ms > self.schedule.max_age_ms:
             return None
         return scored.loads
 

@@ -91,7 +91,8 @@ class ClusterSource:
         if samples is not None:
             store.append(current.ts_ms, *samples)
         now_ms = int(self._clock() * 1000)
-        prune(store.root, now_ms - self.scoring.schedule.retention_ms)
+        if not self.scoring.running(key):  # a running job may be listing these files
+            prune(store.root, now_ms - self.scoring.schedule.retention_ms)
         times = pass_times(store.root)
         # The job needs one complete window of history; before that a run could only fail.
         if times and times[-1] - times[0] >= self.scoring.schedule.window_ms:

@@ -7,8 +7,10 @@ The SparkApplication engine (``k8s/spark_application.py``) has the same interfac
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -77,6 +79,13 @@ def read_outputs(out: str, started: float) -> ScoringResult:
     return ScoringResult(manifest, snapshot, time.monotonic() - started)
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the thread that started it goes (operator exit, even SIGKILL), so
+    no Spark job outlives the operator. The job's JVM exits with its Python driver."""
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def error_line(stderr: str) -> str:
     """The job's own message (``score: …``), else the last line it printed."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
@@ -116,7 +125,13 @@ class EmbeddedScorer:
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         try:
             done = subprocess.run(
-                argv, env=env, capture_output=True, text=True, timeout=self.timeout_s, check=False
+                argv,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout_s,
+                check=False,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         except subprocess.TimeoutExpired as err:
             raise ScoringError(
