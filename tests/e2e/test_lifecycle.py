@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from kafka_balancer.localbed import kube
@@ -26,8 +27,8 @@ from tests.support.kafka_checks import (
 )
 from tests.support.messages import consume_digest
 
-from .conftest import OperatorProcess, wait_for
-from .objects import apply, condition, events, get, goal, pool
+from .conftest import OperatorProcess, operator_process, wait_for
+from .objects import PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool, skewed_topic
 
 BALANCE_TIMEOUT_S = 300.0
 GOALS = (("replicas", {"type": "ReplicaDistribution", "rangePercent": 10}), ("racks", {"type": "RackAware"}))
@@ -138,6 +139,12 @@ def test_a_new_broker_is_warmed_up_step_by_step_from_its_own_rack(
         auto_pool(bed, kube_bed, namespace, topic, warmUp={"duration": "90s", "steps": steps})
         wait_for(
             balanced(kube_bed, namespace), BALANCE_TIMEOUT_S, "the 3-broker pool to be Balanced", operator
+        )
+
+        plan = get(kube_bed, namespace, "configmap", "main-plan")["data"]["plan.json"]
+        now = {p: replicas for p, (replicas, _, _) in partitions(bed, topic).items()}
+        assert now == dict(enumerate(before)), (
+            f"a balanced cluster was moved: {plan}\n{pool_status(kube_bed, namespace)}"
         )
 
         new = bed.add_broker("a")
@@ -268,3 +275,42 @@ def test_an_operator_killed_mid_execution_resumes_the_same_plan(
     reasons = [e["reason"] for e in events(kube_bed, namespace)]
     assert "ExecutionFailed" not in reasons and "ExecutionFinished" in reasons
     assert_clean(kafka_bed, topic)
+
+
+def test_two_operator_replicas_never_act_at_once(
+    kube_bed: kube.KubeBed,
+    kafka_bed: KafkaBed,
+    operator: OperatorProcess,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    first = operator
+    first_log_at = first.log.stat().st_size
+    second = operator_process(kube_bed, tmp_path / "second")
+    second.start()
+
+    def first_says(text: str) -> bool:
+        return text in first.log.read_text(errors="replace")[first_log_at:]
+
+    try:
+        # The newer replica outranks the running one, which stands by.
+        wait_for(lambda: first_says("Pausing operations"), 60, "the first replica to stand by", first)
+        skewed_topic(kafka_bed, f"{namespace}-one")
+        apply(kube_bed, namespace, pool("one", kafka_bed.bootstrap_servers, "DryRun", f"{namespace}-one"))
+        wait_for(
+            lambda: f"pool {namespace}/one reconciled" in second.log.read_text(errors="replace"),
+            PLAN_TIMEOUT_S,
+            "the active (second) replica to reconcile pool one",
+            second,
+        )
+        assert not first_says(f"pool {namespace}/one "), "the standby replica acted"
+    finally:
+        second.stop()
+
+    # The active replica left cleanly: the standby takes over and serves new pools.
+    wait_for(lambda: first_says("Resuming operations"), 90, "the first replica to resume", first)
+    skewed_topic(kafka_bed, f"{namespace}-two")
+    apply(kube_bed, namespace, pool("two", kafka_bed.bootstrap_servers, "DryRun", f"{namespace}-two"))
+    wait_for(
+        lambda: first_says(f"pool {namespace}/two reconciled"), PLAN_TIMEOUT_S, "pool two reconciled", first
+    )

@@ -291,6 +291,33 @@ def test_manual_refuses_a_stale_approval_and_executes_exactly_the_stored_plan() 
     assert right.status["plan"]["id"] == stored.id
 
 
+def test_auto_executes_only_once_a_second_reconcile_confirms_the_goals() -> None:
+    first = reconcile_pool(pool_input("Auto"))
+    second = reconcile_pool(pool_input("Auto", status=first.status))
+    other_goals = [("racks", BalancerGoalSpec.model_validate({"type": "RackAware"})), *REPLICAS_GOAL]
+    changed = reconcile_pool(pool_input("Auto", status=first.status, goals=other_goals))
+
+    assert first.decision.action is Action.PLAN_ONLY and first.decision.reason == "GoalsChanged"
+    assert second.decision.action is Action.EXECUTE
+    assert changed.decision.reason == "GoalsChanged"
+
+
+def test_auto_replans_a_stale_stored_plan_but_resumes_an_interrupted_one() -> None:
+    settled = reconcile_pool(pool_input("Auto")).status
+    # A stored plan that a different cluster view produced (it moves partition 0 only).
+    stale_document = {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [3, 1]}]}
+    stale = StoredPlan(plan_id(stale_document), stale_document, 10, 1)
+    running = {**settled, "execution": {"planId": stale.id, "phase": "Running", "movesDone": 0}}
+
+    replanned = reconcile_pool(pool_input("Auto", status=settled, stored=stale))
+    resumed = reconcile_pool(pool_input("Auto", status=running, stored=stale))
+
+    assert replanned.decision.action is Action.EXECUTE
+    assert replanned.new_plan is not None and replanned.new_plan.id != stale.id
+    assert resumed.decision.action is Action.EXECUTE
+    assert resumed.new_plan is None and resumed.status["plan"]["id"] == stale.id
+
+
 def test_an_impossible_drain_moves_nothing_and_says_why() -> None:
     # Every partition has RF 3 on the 3 brokers: without broker 3 there are only 2 brokers left.
     full = ClusterMetadata(RACKS, tuple(PartitionMeta("t", p, (1, 2, 3), 1) for p in range(3)))

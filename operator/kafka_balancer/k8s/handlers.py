@@ -132,6 +132,7 @@ async def reconcile_once(
         delay = min(BACKOFF_MAX_S, BACKOFF_S * 2**retry)
         raise kopf.TemporaryError(message, delay=delay) from err
     metrics.RECONCILES.labels(pool.key, "ok").inc()
+    logger.info("pool %s reconciled: %s", pool.key, outcome.decision.message)
     for event in outcome.events:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)
     plan = outcome.status.get("plan") or {}

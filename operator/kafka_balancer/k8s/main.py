@@ -72,6 +72,9 @@ def run_operator(options: OperatorOptions) -> None:
     """Blocks until the operator is stopped (SIGINT/SIGTERM)."""
     _Login.kubeconfig = options.kubeconfig
     kopf.configure(verbose=False)
+    # kafka-python logs every connection at INFO and aiohttp every probe: noise that buries ours.
+    for noisy in ("kafka", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     handlers.setup(str(options.kubeconfig) if options.kubeconfig else None, options.state_dir)
     if options.metrics_port is not None:
         metrics.serve(options.metrics_port)

@@ -6,6 +6,8 @@ plan) and write back what it returns; it never talks to Kafka or Kubernetes and 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -117,6 +119,29 @@ def executing_condition(execution: Mapping[str, Any]) -> Condition:
     return Condition("Executing", FALSE, "Idle", "no execution has run")
 
 
+def goal_set_id(goals: Sequence[tuple[str, BalancerGoalSpec]]) -> str:
+    """A short fingerprint of the pool's goals, recorded in status to notice that they changed."""
+    canonical = json.dumps(
+        sorted([name, spec.model_dump(mode="json", by_alias=True)] for name, spec in goals), sort_keys=True
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:10]
+
+
+def settled(decision: Decision, plan: str, *, goals_changed: bool) -> Decision:
+    """Auto mode waits one reconcile after the goals change (or on a pool's first reconcile).
+
+    Goals arrive through their own watch: a pool applied together with its goals can be reconciled
+    before the operator has seen them all, and its plan would then serve the wrong goals.
+    """
+    if decision.action is Action.EXECUTE and decision.reason == "AutoApproved" and goals_changed:
+        return Decision(
+            Action.PLAN_ONLY,
+            "GoalsChanged",
+            f"the goals changed since the last reconcile: plan {plan} runs if the next one confirms it",
+        )
+    return decision
+
+
 def goal_specs(goals: Sequence[tuple[str, BalancerGoalSpec]]) -> tuple[GoalSpec, ...]:
     """The pool's goals, or the documented default set when it has none."""
     return tuple(spec.to_goal(name) for name, spec in goals) if goals else default_goal_set()
@@ -199,15 +224,27 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
     executed = previous_plan.get("executedId")
 
     # Approval is judged against the STORED plan before anything is replanned: an approval executes
-    # exactly the plan the user read.
+    # exactly the plan the user read. Auto mode executes a stored plan only to resume it; anything
+    # else it replans, so it never acts on a plan made from an older view of the cluster.
+    execution = inp.status.get("execution") or {}
+    stored = inp.stored
+    resuming = (
+        stored is not None
+        and execution.get("planId") == stored.id
+        and execution.get("phase") in ("Running", "Paused")
+    )
+    if spec.mode == "Auto" and not resuming:
+        stored = None
     decision = decide(
         mode=spec.mode,
         paused=spec.paused,
-        stored_id=inp.stored.id if inp.stored else None,
-        empty=inp.stored is None or not inp.stored.document["partitions"],
+        stored_id=stored.id if stored else None,
+        empty=stored is None or not stored.document["partitions"],
         approved=inp.approved,
         executed=executed,
     )
+    goal_set = goal_set_id(inp.goals)
+    status["goalSet"] = goal_set
     new_plan: StoredPlan | None = None
     report: dict[str, Any] | None = None
     results: tuple[GoalResult, ...] = ()
@@ -232,7 +269,8 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
             conditions.append(Condition("Balanced", FALSE, "Infeasible", str(err)))
             return _finish(inp, status, conditions, decision, events)
         new_plan, report, results = _stored(plan, cluster, inp.goals)
-        if inp.stored is None or new_plan.id != inp.stored.id:
+        changed = inp.stored is None or new_plan.id != inp.stored.id
+        if changed:
             events.append(
                 Event(
                     "Normal",
@@ -240,15 +278,20 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
                     f"plan {new_plan.id}: {new_plan.moves} replica move(s), {new_plan.bytes_to_move} bytes",
                 )
             )
-            decision = decide(
-                mode=spec.mode,
-                paused=spec.paused,
-                stored_id=new_plan.id,
-                empty=not new_plan.document["partitions"],
-                approved=inp.approved,
-                executed=executed,
+        if changed or spec.mode == "Auto":
+            decision = settled(
+                decide(
+                    mode=spec.mode,
+                    paused=spec.paused,
+                    stored_id=new_plan.id,
+                    empty=not new_plan.document["partitions"],
+                    approved=inp.approved,
+                    executed=executed,
+                ),
+                new_plan.id,
+                goals_changed=inp.status.get("goalSet") != goal_set,
             )
-        else:
+        if not changed:
             new_plan = None
         current = new_plan or inp.stored
         assert current is not None
