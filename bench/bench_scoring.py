@@ -1,12 +1,21 @@
-"""Scoring aggregation benchmark: N synthetic partition samples → the per-partition load model.
+"""Scoring job benchmark: synthetic sample stores → the full scoring job, per Spark master.
 
-    .venv/bin/python bench/bench_scoring.py            # 1e6 rows (default)
-    .venv/bin/python bench/bench_scoring.py --rows 10e6
-    .venv/bin/python bench/bench_scoring.py --rows 50e6  # ~3 GB of Parquet; needs disk and time
+    .venv/bin/python bench/bench_scoring.py --rows 10e6            # local[1] and local[2]
+    .venv/bin/python bench/bench_scoring.py --rows 50e6            # ~1.3 GB of Parquet under /tmp
+    .venv/bin/python bench/bench_scoring.py --e2e [--plan]         # mid cluster, 12 samples/partition
 
-Generates the rows once (pyarrow, schema of ``samples.schema``), then for each master
-(``local[1]``, ``local[2]``) runs, in a fresh process, the job's aggregation (windows,
-completeness, partition model) and prints rows/s and the peak RSS of the driver and its JVM.
+Samples are those of the mid cluster of ``bench_planner.py`` (200 brokers, 40,000 partitions,
+seed 7), written the way the collector writes them: one Parquet file per one-minute pass through
+``SampleStore``, with the partition's synthetic rates as bytes in/out, so the scored snapshot must
+give back the synthetic loads (checked). ``--rows N`` writes N ÷ 40,000 passes and scores them
+all as one window (every row is aggregated); ``--e2e`` writes 12 passes and scores two 5-minute
+windows, then ``--plan`` runs ``kafka-balancer plan`` on the scored snapshot.
+
+Each master runs in a fresh process. Reported per run: Spark session start, job wall time,
+rows/s over the job time, CPU seconds of the process tree during the job (less sensitive to
+other jobs than wall time), the peak of the summed RSS of the process tree (driver, JVM, Python
+workers; sampled every 100 ms) and the 1-minute load average before and after: the two cores
+are shared with other jobs. Generated data is deleted afterwards.
 """
 
 from __future__ import annotations
@@ -14,97 +23,267 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from kafka_balancer.samples.schema import PARTITION_DIR, PARTITION_SAMPLES
+from bench_planner import synthetic_spec
+from kafka_balancer.formats.snapshot import cluster_to_snapshot, read_snapshot
+from kafka_balancer.kafka.sample_store import SampleStore
+from kafka_balancer.model.cluster import Cluster
+from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
 
 STEP_MS = 60_000
-WINDOW_MS = 300_000
-CHUNK = 2_000_000
+END_MS = 1_700_000_000_000
+E2E_PASSES = 12
+E2E_WINDOW_MS = 300_000
+E2E_WINDOWS = 2
 
 
-def generate(root: Path, rows: int, partitions: int) -> None:
-    """``rows`` samples: one per partition per minute, newest last; RF 3 over 30 brokers."""
-    rng = np.random.default_rng(7)
-    out = root / PARTITION_DIR
-    out.mkdir(parents=True)
-    pid = np.arange(partitions)
-    replicas = pa.array(
-        [[int(p % 30), int((p + 1) % 30), int((p + 2) % 30)] for p in pid], pa.list_(pa.int32())
-    )
-    topics = pa.array([f"topic-{p // 100}" for p in pid])
-    for start in range(0, rows, CHUNK):
-        idx = np.arange(start, min(start + CHUNK, rows))
-        part = idx % partitions
-        minute = idx // partitions
-        n = len(idx)
-        table = pa.table(
-            {
-                "ts_ms": 1_700_000_000_000 + minute * STEP_MS,
-                "interval_ms": np.full(n, STEP_MS),
-                "topic": topics.take(part),
-                "partition": (part % 100).astype(np.int32),
-                "leader": (part % 30).astype(np.int32),
-                "replicas": replicas.take(part),
-                "size_bytes": rng.uniform(1e8, 1e10, n),
-                "bytes_in": rng.uniform(0, 1e7, n),
-                "bytes_out": rng.uniform(0, 2e7, n),
-                "messages_in": rng.integers(0, 10_000, n),
-            },
-            schema=PARTITION_SAMPLES,
+def mid_cluster() -> Cluster:
+    from kafka_balancer.synthetic import generate
+
+    return generate(synthetic_spec("mid"))
+
+
+def write_store(root: Path, cluster: Cluster, passes: int) -> int:
+    """``passes`` one-minute passes ending at END_MS, one sample per partition each; returns rows."""
+    parts = cluster.partitions
+    n = len(parts)
+    load = np.array([(p.load.disk, p.load.network_in, p.load.network_out) for p in parts])
+    broker_cpu: dict[int, float] = {b.id: 0.0 for b in cluster.brokers}
+    for p in parts:
+        for r in p.replicas:
+            broker_cpu[r] += p.load.cpu if r == p.leader else p.load.follower_cpu
+    static = {
+        "interval_ms": pa.array(np.full(n, STEP_MS), pa.int64()),
+        "topic": pa.array([p.topic for p in parts]),
+        "partition": pa.array([p.partition for p in parts], pa.int32()),
+        "leader": pa.array([p.leader for p in parts], pa.int32()),
+        "replicas": pa.array([list(p.replicas) for p in parts], pa.list_(pa.int32())),
+        "size_bytes": pa.array(load[:, 0]),
+        "bytes_in": pa.array(load[:, 1] * STEP_MS / 1000),
+        "bytes_out": pa.array(load[:, 2] * STEP_MS / 1000),
+        "messages_in": pa.array((load[:, 1] * STEP_MS / 1000 // 1000).astype(np.int64)),
+    }
+    brokers = sorted(broker_cpu)
+    store = SampleStore(root)
+    for k in range(passes):
+        ts = END_MS - (passes - 1 - k) * STEP_MS
+        partitions = pa.table(
+            {"ts_ms": pa.array(np.full(n, ts), pa.int64()), **static}, schema=PARTITION_SAMPLES
         )
-        pq.write_table(table, out / f"part-{start // CHUNK:05d}.parquet")
+        broker_table = pa.Table.from_pylist(
+            [
+                {"ts_ms": ts, "interval_ms": STEP_MS, "broker": b, "rack": None, "cpu": broker_cpu[b]}
+                for b in brokers
+            ],
+            schema=BROKER_SAMPLES,
+        )
+        store.append(ts, partitions, broker_table)
+    return passes * n
 
 
-def peak_rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM"))
-
-
-def children(pid: int) -> list[int]:
-    found = []
+def tree(pid: int) -> list[int]:
+    found = [pid]
     for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
-        found += [int(c) for c in text]
-    return found + [g for c in found for g in children(c)]
+        for child in (task / "children").read_text().split():
+            found += tree(int(child))
+    return found
 
 
-def aggregate(root: Path, master: str) -> dict[str, object]:
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
+def rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next((int(line.split()[1]) for line in status if line.startswith("VmRSS")), 0)
+    except FileNotFoundError:  # a worker that exited between listing and reading
+        return 0
 
-    from kafka_balancer.scoring import transforms
+
+def tree_cpu_seconds() -> float:
+    """User + system CPU of this process tree so far, including exited, reaped descendants."""
+    total = 0
+    for pid in tree(os.getpid()):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class PeakTreeRss:
+    """Peak of the summed RSS of this process and all its descendants, sampled in a thread."""
+
+    def __init__(self, period_s: float = 0.1) -> None:
+        self.peak_kib = 0
+        self._period = period_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                pids = tree(os.getpid())
+            except FileNotFoundError:
+                pids = [os.getpid()]
+            self.peak_kib = max(self.peak_kib, sum(rss_kib(p) for p in pids))
+            self._stop.wait(self._period)
+
+    def __enter__(self) -> PeakTreeRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def load1() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def check_loads(expected: Cluster, scored_path: Path) -> float:
+    """Worst relative error of the scored disk / networkIn / networkOut against the synthetic loads."""
+    scored = {p.name: p.load for p in read_snapshot(scored_path).partitions}
+    worst = 0.0
+    for p in expected.partitions:
+        got = scored[p.name]
+        for want, have in (
+            (p.load.disk, got.disk),
+            (p.load.network_in, got.network_in),
+            (p.load.network_out, got.network_out),
+        ):
+            worst = max(worst, abs(have - want) / max(abs(want), 1e-300))
+    if len(scored) != len(expected.partitions):
+        raise SystemExit(f"scored {len(scored)} partitions, expected {len(expected.partitions)}")
+    return worst
+
+
+def score(work: Path, master: str, window_ms: int, windows: int, min_samples: int) -> dict[str, Any]:
+    """One run of the full job in this process (the child side of ``--run``)."""
+    from kafka_balancer.scoring import job
+    from kafka_balancer.scoring.options import ScoreOptions
     from kafka_balancer.scoring.session import local_session
 
-    spark = local_session(master, app_name="bench-scoring")
-    started = time.monotonic()
-    samples = spark.read.schema(from_arrow_schema(PARTITION_SAMPLES)).parquet(str(root / PARTITION_DIR))
-    newest = int(samples.agg(F.max("ts_ms")).first()[0])  # type: ignore[index]
-    rows = samples.count()
-    used = transforms.in_windows(transforms.bucket(samples, WINDOW_MS, newest), 1)
-    complete = transforms.completeness(used, 1, 1).cache()
-    model = transforms.partition_model(transforms.complete_only(used, complete))
-    partitions = model.count()
-    seconds = time.monotonic() - started
-    rss = {"driverPeakRssMiB": peak_rss_kib(os.getpid()) // 1024}
-    rss["jvmPeakRssMiB"] = sum(peak_rss_kib(c) for c in children(os.getpid())) // 1024
-    spark.stop()
+    before = load1()
+    with PeakTreeRss() as rss:
+        t0 = time.monotonic()
+        spark = local_session(master, app_name="bench-scoring")
+        t1 = time.monotonic()
+        options = ScoreOptions(
+            samples=str(work / "store"),
+            topology=work / "topology.json",
+            goals=work / "goals.yaml",
+            out=str(work / f"out-{master}"),
+            window_ms=window_ms,
+            windows=windows,
+            min_samples_per_window=min_samples,
+            master=master,
+        )
+        cpu0 = tree_cpu_seconds()
+        manifest = job.run(options, spark)
+        t2 = time.monotonic()
+        cpu = tree_cpu_seconds() - cpu0
+        spark.stop()
+    worst = check_loads(mid_cluster(), work / f"out-{master}" / "snapshot.json")
+    rows = manifest["rows"]["partitionSamplesInWindows"]
     return {
         "master": master,
         "rows": rows,
-        "partitions": partitions,
-        "seconds": round(seconds, 2),
-        "rowsPerSecond": round(rows / seconds),
-        **rss,
+        "partitions": manifest["rows"]["partitions"],
+        "candidates": manifest["rows"]["candidates"],
+        "sessionStartSeconds": round(t1 - t0, 1),
+        "jobSeconds": round(t2 - t1, 1),
+        "rowsPerSecond": round(rows / (t2 - t1)),
+        "jobCpuSeconds": round(cpu, 1),
+        "rowsPerCpuSecond": round(rows / cpu),
+        "peakTreeRssMiB": rss.peak_kib // 1024,
+        "worstLoadError": worst,
+        "load1Before": before,
+        "load1After": load1(),
     }
+
+
+def run_child(work: Path, master: str, window_ms: int, windows: int, min_samples: int) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--run",
+            str(work),
+            "--master",
+            master,
+            "--window-ms",
+            str(window_ms),
+            "--windows",
+            str(windows),
+            "--min-samples",
+            str(min_samples),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{master} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def plan(work: Path, master: str) -> dict[str, Any]:
+    before = load1()
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafka_balancer.cli",
+            "plan",
+            "--snapshot",
+            str(work / f"out-{master}" / "snapshot.json"),
+            "--goals",
+            str(work / "goals.yaml"),
+            "--output",
+            str(work / "plan.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    seconds = time.monotonic() - t0
+    moves = len(json.loads((work / "plan.json").read_text())["partitions"]) if done.returncode == 0 else None
+    return {
+        "plan": f"on {master}'s snapshot",
+        "exitCode": done.returncode,
+        "seconds": round(seconds, 1),
+        "partitionsChanged": moves,
+        "load1Before": before,
+        "load1After": load1(),
+    }
+
+
+def prepare(work: Path, passes: int) -> int:
+    cluster = mid_cluster()
+    t0 = time.monotonic()
+    rows = write_store(work / "store", cluster, passes)
+    (work / "topology.json").write_text(json.dumps({"brokers": cluster_to_snapshot(cluster)["brokers"]}))
+    (work / "goals.yaml").write_text("")  # the documented default goal set
+    size = sum(f.stat().st_size for f in (work / "store").rglob("*.parquet"))
+    print(
+        f"wrote {rows} rows ({passes} passes × {len(cluster.partitions)} partitions, {size / 2**20:.0f} MiB) "
+        f"in {time.monotonic() - t0:.1f} s",
+        file=sys.stderr,
+    )
+    return rows
 
 
 def main() -> None:
@@ -112,26 +291,35 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rows", type=float, default=1e6, help="sample rows (1e6 default; 10e6, 50e6)")
-    parser.add_argument("--partitions", type=int, default=20_000, help="distinct partitions")
+    parser.add_argument("--e2e", action="store_true", help="mid cluster, 12 passes, two 5-minute windows")
+    parser.add_argument("--plan", action="store_true", help="with --e2e: kafka-balancer plan on the result")
     parser.add_argument("--masters", default="local[1],local[2]")
-    parser.add_argument("--run", help=argparse.SUPPRESS)  # internal: aggregate one store with --master
+    parser.add_argument("--tmp", default=tempfile.gettempdir(), help="where the sample store is written")
+    parser.add_argument("--run", help=argparse.SUPPRESS)  # internal: one master in a fresh process
     parser.add_argument("--master", help=argparse.SUPPRESS)
+    parser.add_argument("--window-ms", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--windows", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--min-samples", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
-        print(json.dumps(aggregate(Path(args.run), args.master)))
+        print(json.dumps(score(Path(args.run), args.master, args.window_ms, args.windows, args.min_samples)))
         return
-    with tempfile.TemporaryDirectory(prefix="bench-scoring-") as tmp:
-        t0 = time.monotonic()
-        generate(Path(tmp), int(args.rows), args.partitions)
-        print(f"generated {int(args.rows)} rows in {time.monotonic() - t0:.1f} s", file=sys.stderr)
-        for master in args.masters.split(","):
-            out = subprocess.run(
-                [sys.executable, __file__, "--run", tmp, "--master", master],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            print(out.strip().splitlines()[-1])
+    partitions = synthetic_spec("mid").partitions
+    passes = E2E_PASSES if args.e2e else max(1, round(args.rows / partitions))
+    work = Path(tempfile.mkdtemp(prefix="bench-scoring-", dir=args.tmp))
+    try:
+        prepare(work, passes)
+        if args.e2e:
+            window_ms, windows, min_samples = E2E_WINDOW_MS, E2E_WINDOWS, E2E_WINDOW_MS // STEP_MS
+        else:  # one window over the whole history: every row is aggregated
+            window_ms, windows, min_samples = passes * STEP_MS, 1, 1
+        masters = args.masters.split(",")
+        for master in masters:
+            print(json.dumps(run_child(work, master, window_ms, windows, min_samples)), flush=True)
+        if args.e2e and args.plan:
+            print(json.dumps(plan(work, masters[-1])), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -117,9 +117,11 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     # The only scan of the sample rows: everything below reads partitions × windows rolled-up rows.
     used = transforms.rollup(_used(samples, windows)).cache()
     complete = transforms.completeness(used, windows.used, options.min_samples_per_window).cache()
-    incomplete = sorted(
-        f"{r['topic']}-{r['partition']}" for r in complete.where(~F.col("complete")).collect()
-    )
+    # One row per partition, collected once for the manifest's completeness figures.
+    complete_pd: pd.DataFrame = complete.select("topic", "partition", "complete", "samples").toPandas()
+    is_complete = complete_pd["complete"].to_numpy(bool)
+    short = complete_pd[~is_complete]
+    incomplete = sorted(f"{t}-{p}" for t, p in zip(short["topic"], short["partition"], strict=True))
     model = transforms.partition_model(transforms.complete_only(used, complete))
 
     broker_uri = storage.join(options.samples, BROKER_DIR)
@@ -157,10 +159,10 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     candidates.write.mode("overwrite").parquet(outputs[CANDIDATES])
     rows = {
         "partitionSamples": stored,
-        "partitionSamplesInWindows": int(used.agg(F.sum("samples")).first()[0] or 0),  # type: ignore[index]
+        "partitionSamplesInWindows": int(complete_pd["samples"].sum()),
         "brokerSamplesInWindows": broker_rows,
         "partitions": len(model_pd),
-        "replicas": replicas.count(),
+        "replicas": int(model_pd["replicas"].map(len).sum()),
         "brokers": len(loads_pd),
         "brokerScores": len(scores_pd),
         "candidates": candidates.count(),
@@ -170,7 +172,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
         min_samples=options.min_samples_per_window,
         rows=rows,
         incomplete=incomplete,
-        complete=complete.where("complete").count(),
+        complete=int(is_complete.sum()),
         cpu_source=cpu_source,
         follower_cpu_fraction=transforms.DEFAULT_FOLLOWER_CPU_FRACTION,
         inputs={"samples": options.samples, "topology": str(options.topology), "goals": str(options.goals)},

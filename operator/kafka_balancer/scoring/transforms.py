@@ -82,18 +82,20 @@ def _sample_count(frame: DataFrame) -> Column:
 
 
 def completeness(used: DataFrame, windows: int, min_samples: int) -> DataFrame:
-    """Per partition: ``complete`` when every used window holds at least ``min_samples`` samples
-    (``used``: bucketed samples or their :func:`rollup`)."""
+    """Per partition: ``complete`` when every used window holds at least ``min_samples`` samples,
+    and ``samples`` in all used windows (``used``: bucketed samples or their :func:`rollup`)."""
     per_window = used.groupBy(*PARTITION_KEY, "window").agg(F.sum(_sample_count(used)).alias("n"))
     return (
         per_window.groupBy(*PARTITION_KEY)
         .agg(
             F.sum(F.when(F.col("n") >= min_samples, 1).otherwise(0)).alias("full_windows"),
             F.min("n").alias("min_samples"),
+            F.sum("n").alias("samples"),
         )
         .select(
             *PARTITION_KEY,
             "min_samples",
+            "samples",
             (F.col("full_windows") == F.lit(windows)).alias("complete"),
         )
     )
