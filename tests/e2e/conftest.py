@@ -27,10 +27,11 @@ class OperatorProcess:
     """One operator process (``kafka-balancer run``); ``kill`` and ``start`` again play a crash and
     a restart of the same pod (same state directory, same peering)."""
 
-    def __init__(self, argv: list[str], log: Path, liveness: str) -> None:
+    def __init__(self, argv: list[str], log: Path, liveness: str, metrics: str) -> None:
         self.argv = argv
         self.log = log
         self.liveness = liveness
+        self.metrics = metrics
         self.process: subprocess.Popen[bytes] | None = None
 
     def tail(self, lines: int = 40) -> str:
@@ -108,7 +109,7 @@ def operator_crds(kube_bed: kube.KubeBed) -> None:
 def operator_process(kube_bed: kube.KubeBed, run_dir: Path) -> OperatorProcess:
     """An unstarted operator in the e2e peering, with its own state directory, log and liveness port."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    (port,) = free_ports(1)
+    port, metrics_port = free_ports(2)
     argv = [
         str(Path(sys.executable).with_name("kafka-balancer")),
         "run",
@@ -120,8 +121,15 @@ def operator_process(kube_bed: kube.KubeBed, run_dir: Path) -> OperatorProcess:
         str(run_dir / "state"),
         "--liveness",
         f"http://127.0.0.1:{port}/healthz",
+        "--metrics-port",
+        str(metrics_port),
     ]
-    return OperatorProcess(argv, run_dir / "operator.log", f"http://127.0.0.1:{port}/healthz")
+    return OperatorProcess(
+        argv,
+        run_dir / "operator.log",
+        f"http://127.0.0.1:{port}/healthz",
+        f"http://127.0.0.1:{metrics_port}/",
+    )
 
 
 @pytest.fixture(scope="session")

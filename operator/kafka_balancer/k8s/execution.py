@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.api import Execution as ExecutionSpec
+from kafka_balancer.k8s import metrics
 from kafka_balancer.k8s.kube import Kube, json_text
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus, load_state, state_document
@@ -81,6 +82,7 @@ def run_plan(
             pool,
             {"plan.id": stored.id, "state.json": json_text(state_document(state))},
         )
+        metrics.BYTES_MOVED.labels(f"{namespace}/{name}").set(state.bytes_done)
         done = len(state.by_status(MoveStatus.DONE))
         progress(done, len(state.moves))
 

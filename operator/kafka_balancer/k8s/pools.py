@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.errors import InputError
 from kafka_balancer.formats.errors import one_line
+from kafka_balancer.k8s import metrics
 from kafka_balancer.k8s.kube import Kube, json_text
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
@@ -122,6 +123,7 @@ class PoolReconciler:
     ) -> PoolOutcome:
         """Blocking: read Kafka (raises KafkaOperationError), plan, write ConfigMaps, status, goal status."""
         metadata, loads = self.source.read(pool.owner, spec, props, goals)
+        started = time.monotonic()
         outcome = reconcile_pool(
             PoolInput(
                 name=pool.name,
@@ -136,6 +138,11 @@ class PoolReconciler:
                 now=time.time(),
             )
         )
+        metrics.PLAN_SECONDS.labels(pool.key).observe(time.monotonic() - started)
+        for result in outcome.goal_results:
+            goal = result.name or result.type
+            metrics.GOAL_SATISFIED.labels(pool.key, goal).set(1 if result.satisfied else 0)
+            metrics.GOAL_DEVIATION.labels(pool.key, goal).set(result.deviation)
         if outcome.new_plan is not None:
             plan = outcome.new_plan
             self.kube.write_config_map(

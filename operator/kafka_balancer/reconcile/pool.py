@@ -54,6 +54,7 @@ class GoalResult:
     satisfied: bool
     worst_deviation: str
     detail: str
+    deviation: float  # the number behind worst_deviation
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,7 +353,13 @@ def _stored(
     names = {spec.to_goal(name).label: name for name, spec in goals}
     results = tuple(
         GoalResult(
-            names.get(g.label, ""), g.type, g.hard, g.before.satisfied, deviation_text(g), g.before.detail
+            names.get(g.label, ""),
+            g.type,
+            g.hard,
+            g.before.satisfied,
+            deviation_text(g),
+            g.before.detail,
+            g.before.worst_deviation,
         )
         for g in plan.goals
     )
