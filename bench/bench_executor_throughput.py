@@ -1,7 +1,8 @@
 """Executor benchmark: achieved replication throughput against the configured throttle.
 
     .venv/bin/python bench/bench_executor_throughput.py [--throttles 2000000,5000000] [--seconds 20]
-        [--runs 3] [--no-control] [--broker-config replica.fetch.backoff.ms=100 ...]
+        [--runs 3] [--batch-bytes 200000] [--no-control] [--broker-config replica.fetch.backoff.ms=100 ...]
+    .venv/bin/python bench/bench_executor_throughput.py --model   # the quota model alone (bench/README.md)
 
 Starts a private 4-broker KafkaBed, and per throttle T creates a topic of 4 partitions laid out as
 a ring ([1,2] [2,3] [3,4] [4,1]) so every partition has its own leader, fills each with
@@ -367,6 +368,57 @@ def machine() -> dict[str, Any]:
     return {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
 
 
+def quota_model(
+    chunk: int,
+    backoff_s: float,
+    *,
+    quota: float = 2e6,
+    samples: int = 11,
+    window_s: float = 1.0,
+    rtt_s: float = 0.01,
+    seconds: float = 300.0,
+) -> float:
+    """Share of a replication quota that a follower gets when it takes ``chunk`` bytes whenever the
+    quota's rate allows and otherwise sleeps ``backoff_s`` (``replica.fetch.backoff.ms``).
+
+    The rate follows Kafka's ``SimpleRate`` over a ``SampledStat``: ``samples`` + 1 slots, a new
+    window starts at the first record ``window_s`` after the current one began, a window expires
+    ``samples`` × ``window_s`` after its last record, and the rate is the sum over the elapsed time
+    since the oldest window began (at least one window).
+    """
+    windows: list[list[float]] = []  # [start, last record, bytes]
+    current = 0
+
+    def rate(now: float) -> float:
+        for w in windows:
+            if now - w[1] >= samples * window_s:
+                w[:] = [now, now, 0.0]
+        oldest = min((w[0] for w in windows), default=now)
+        return sum(w[2] for w in windows) / max(now - oldest, window_s)
+
+    def record(now: float, size: float) -> None:
+        nonlocal current
+        if not windows:
+            windows.append([now, now, 0.0])
+        if now - windows[current][0] >= window_s:
+            current = (current + 1) % (samples + 1)
+            if current == len(windows):
+                windows.append([now, now, 0.0])
+            windows[current][:] = [now, now, 0.0]
+        windows[current][1] = now
+        windows[current][2] += size
+
+    now, moved = 0.0, 0.0
+    while now < seconds:
+        if rate(now) <= quota:
+            now += rtt_s
+            record(now, chunk)
+            moved += chunk
+        else:
+            now += backoff_s
+    return moved / seconds / quota
+
+
 @dataclass(frozen=True)
 class Options:
     throttles: tuple[int, ...]
@@ -376,6 +428,7 @@ class Options:
     broker_config: dict[str, str]
     runs: int
     batch_bytes: int
+    model: bool
 
 
 def parse(argv: Sequence[str] | None) -> Options:
@@ -388,6 +441,10 @@ def parse(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--no-control", action="store_true", help="skip Kafka's own tool as a control")
     parser.add_argument("--runs", type=int, default=1, help="repeat everything; then print medians")
     parser.add_argument(
+        "--model", action="store_true",
+        help="print the quota model's share for 1 MiB fetches at 1 s and 100 ms backoff; start no bed",
+    )  # fmt: skip
+    parser.add_argument(
         "--batch-bytes", type=int, default=1_000_000,
         help="producer batch.size: the default packs 9 messages (0.9 MB) per batch",
     )  # fmt: skip
@@ -399,7 +456,14 @@ def parse(argv: Sequence[str] | None) -> Options:
     throttles = tuple(int(t) for t in args.throttles.split(","))
     extra = dict(item.split("=", 1) for item in args.broker_config)
     return Options(
-        throttles, args.seconds, args.probe_interval, not args.no_control, extra, args.runs, args.batch_bytes
+        throttles,
+        args.seconds,
+        args.probe_interval,
+        not args.no_control,
+        extra,
+        args.runs,
+        args.batch_bytes,
+        args.model,
     )
 
 
@@ -437,6 +501,16 @@ def with_broker_config(extra: dict[str, str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     options = parse(argv)
+    if options.model:
+        shares = {
+            f"{throttle}@backoff_{backoff_ms}ms": round(
+                100 * quota_model(2**20, backoff_ms / 1000, quota=throttle), 1
+            )
+            for throttle in options.throttles
+            for backoff_ms in (1000, 100)
+        }
+        print(json.dumps({"quota_model_pct": shares}))
+        return
     libs = kafka_libs()
     if options.broker_config:
         with_broker_config(options.broker_config)
