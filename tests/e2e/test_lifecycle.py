@@ -256,22 +256,60 @@ def test_a_drained_broker_empties_into_its_own_rack_and_can_be_stopped(
     print(f"\ndrain: request → Drained {took:.1f}s")
 
 
+SLOW = {"throttleBytesPerSecond": "512Ki", "maxMovesPerBroker": 1, "maxMoves": 2}
+
+
+def half_done(
+    kube_bed: kube.KubeBed, bed: KafkaBed, namespace: str, topic: str
+) -> Callable[[], dict[str, Any] | None]:
+    """The pool's plan status once some of its moves are done and others are copying."""
+
+    def check() -> dict[str, Any] | None:
+        plan: dict[str, Any] = pool_status(kube_bed, namespace).get("plan", {})
+        copying = ongoing_reassignments(bed, topic)
+        return plan if copying and 0 < plan.get("movesDone", 0) < plan["movesTotal"] else None
+
+    return check
+
+
+def test_deleting_a_pool_mid_execution_cancels_its_moves_and_removes_its_throttles(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    before = [[1, 2] if p % 2 else [2, 1] for p in range(8)]
+    topic = create_topic(kafka_bed, "e2e-delete", before)
+
+    with traffic(kafka_bed, topic, messages=16_000, size=1_000):
+        auto_pool(kafka_bed, kube_bed, namespace, topic, execution=SLOW)
+        wait_for(
+            half_done(kube_bed, kafka_bed, namespace, topic), BALANCE_TIMEOUT_S, "moves in flight", operator
+        )
+        plan = json.loads(get(kube_bed, namespace, "configmap", "main-plan")["data"]["plan.json"])
+        assert throttles_left(kafka_bed, topic), "throttled while copying"
+        deleted = kube_bed.kubectl("delete", "bp", "main", "-n", namespace, "--timeout=180s")
+        assert deleted.returncode == 0, f"{deleted.stderr}\n{operator.tail()}"
+
+    planned = {e["partition"]: e["replicas"] for e in plan["partitions"]}
+    for p, (replicas, _, _) in partitions(kafka_bed, topic).items():
+        assert replicas in (before[p], planned.get(p, before[p])), f"partition {p}: {replicas}"
+    assert_clean(kafka_bed, topic)
+    assert "cancelled unfinished plan" in operator.log.read_text(errors="replace")
+
+
 def test_an_operator_killed_mid_execution_resumes_the_same_plan(
     kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
 ) -> None:
     topic = create_topic(kafka_bed, "e2e-crash", [[1, 2] if p % 2 else [2, 1] for p in range(8)])
-    slow = {"throttleBytesPerSecond": "512Ki", "maxMovesPerBroker": 1, "maxMoves": 2}
 
     # ≈ 2 MB a partition: each move takes seconds at the throttle.
     with traffic(kafka_bed, topic, messages=16_000, size=1_000):
-        auto_pool(kafka_bed, kube_bed, namespace, topic, execution=slow)
+        auto_pool(kafka_bed, kube_bed, namespace, topic, execution=SLOW)
 
-        def mid_run() -> dict[str, Any] | None:
-            plan = pool_status(kube_bed, namespace).get("plan", {})
-            copying = ongoing_reassignments(kafka_bed, topic)
-            return plan if copying and 0 < plan.get("movesDone", 0) < plan["movesTotal"] else None
-
-        plan = wait_for(mid_run, BALANCE_TIMEOUT_S, "a half-done execution", operator)
+        plan = wait_for(
+            half_done(kube_bed, kafka_bed, namespace, topic),
+            BALANCE_TIMEOUT_S,
+            "a half-done execution",
+            operator,
+        )
         assert throttles_left(kafka_bed, topic), "throttled while copying"
         operator.kill()
         planned = get(kube_bed, namespace, "configmap", "main-plan")["data"]

@@ -6,9 +6,11 @@ new operator pod (another node, empty disk) resume exactly where the old one sto
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,18 @@ from kafka_balancer.api import Execution as ExecutionSpec
 from kafka_balancer.k8s import metrics
 from kafka_balancer.k8s.kube import Kube, json_text
 from kafka_balancer.kafka.admin import KafkaAdmin
-from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus, load_state, state_document
+from kafka_balancer.kafka.cancel import cancel_execution
+from kafka_balancer.kafka.execution_state import (
+    ExecutionState,
+    MoveStatus,
+    load_state,
+    save_state,
+    state_document,
+    state_from_document,
+)
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_plan, new_state
 from kafka_balancer.kafka.plan_input import PlannedPartition
+from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.reconcile.pool import StoredPlan, execution_config_map
 from kafka_balancer.reconcile.quantity import parse_quantity
 
@@ -89,6 +100,7 @@ def run_plan(
     options = options_of(spec)
     admin = KafkaAdmin(bootstrap, props)
     try:
+        settle_unfinished(kube, admin, state_dir, pool, keep=stored.id)
         if not state_path.exists():
             mirrored = kube.read_config_map(namespace, config_map)
             if mirrored and mirrored.get("plan.id") == stored.id and "state.json" in mirrored:
@@ -107,3 +119,40 @@ def run_plan(
         return final
     finally:
         admin.close()
+
+
+def settle_unfinished(
+    kube: Kube, admin: AdminPort, state_dir: Path, pool: Mapping[str, Any], keep: str | None = None
+) -> str | None:
+    """Cancel the pool's recorded execution if it is unfinished and not plan ``keep``.
+
+    A pool runs one plan at a time. An execution that failed half-way, or that a deleted pool leaves,
+    still has moves in flight and throttles set; they are ours, and a later plan would take them for
+    someone else's and leave them. Returns the id of the plan cancelled, if any.
+    """
+    namespace, name = pool["namespace"], pool["name"]
+    mirrored = kube.read_config_map(namespace, execution_config_map(name))
+    if not mirrored or "state.json" not in mirrored or mirrored.get("plan.id") == keep:
+        return None
+    plan = mirrored["plan.id"]
+    path = state_dir / f"{namespace}.{name}.{plan}.json"
+    # The local file is the executor's own, newer than the mirror (written at most every few seconds).
+    state = load_state(path) if path.exists() else state_from_document(json.loads(mirrored["state.json"]))
+    if state.finished_at is not None:
+        return None
+
+    def commit(current: ExecutionState) -> ExecutionState:
+        current = replace(current, updated_at=time.time())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_state(path, current)
+        return current
+
+    final = cancel_execution(admin, state, commit, clock=time.time, sleep=time.sleep)
+    kube.write_config_map(
+        namespace,
+        execution_config_map(name),
+        pool,
+        {"plan.id": plan, "state.json": json_text(state_document(final))},
+    )
+    logger.info("pool %s/%s: cancelled unfinished plan %s, removed its throttles", namespace, name, plan)
+    return str(plan)

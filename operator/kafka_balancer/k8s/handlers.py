@@ -7,19 +7,22 @@ spec change is acted on within seconds instead of at the next interval.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import kopf
 
 from kafka_balancer.api import GROUP, VERSION
 from kafka_balancer.errors import InputError, KafkaBalancerError, KafkaOperationError
 from kafka_balancer.k8s import metrics
-from kafka_balancer.k8s.execution import run_plan
+from kafka_balancer.k8s.execution import run_plan, settle_unfinished
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.pools import PoolReconciler, PoolRef, failure, parse_goals, parse_spec
 from kafka_balancer.k8s.source import ClusterSource
+from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, Action
 from kafka_balancer.reconcile.pool import PoolOutcome, StoredPlan
 
@@ -33,6 +36,8 @@ class Runtime:
     """What the handlers share; set up by main.configure before kopf starts."""
 
     reconciler: PoolReconciler | None = None
+    # Held by the worker thread that executes a pool's plan, which can outlive its cancelled daemon.
+    executing: ClassVar[defaultdict[str, threading.Lock]] = defaultdict(threading.Lock)
 
 
 def setup(kubeconfig: str | None, state_dir: Path) -> None:
@@ -81,6 +86,46 @@ async def pool_daemon(
                 break
             await stopped.wait(WAKE_S)
         retry = 0
+
+
+@kopf.on.delete(GROUP, VERSION, "brokerpools", retries=6, backoff=10)  # type: ignore[arg-type]
+async def pool_deleted(
+    namespace: str, name: str, uid: str, spec: kopf.Spec, logger: kopf.Logger, **_: Any
+) -> None:
+    """The pool's finalizer: our moves still in flight are cancelled and our throttles removed.
+
+    After the retries (about a minute) the pool is let go anyway, so a Kafka that is gone for good
+    cannot block the deletion forever; the log says what may be left.
+    """
+    reconciler = Runtime.reconciler
+    assert reconciler is not None, "handlers.setup() runs before kopf"
+    pool = PoolRef(namespace, name, uid)
+    try:
+        parsed = parse_spec(spec)
+        props = await asyncio.to_thread(reconciler.connection, pool, parsed)
+    except InputError as err:
+        logger.warning(
+            "pool %s deleted; its Kafka connection is unusable, nothing cleaned: %s", pool.key, err
+        )
+        return
+    lock = Runtime.executing[pool.key]
+    # The daemon was told to stop; its execution thread stops at its next step.
+    if not await asyncio.to_thread(lock.acquire, True, 120.0):
+        raise kopf.TemporaryError("the pool's execution is still stopping", delay=10)
+    try:
+        admin = KafkaAdmin(parsed.kafka.bootstrap_servers, props)
+        try:
+            cancelled = await asyncio.to_thread(
+                settle_unfinished, reconciler.kube, admin, reconciler.state_dir / "executions", pool.owner
+            )
+        finally:
+            admin.close()
+    except KafkaOperationError as err:
+        raise kopf.TemporaryError(f"cannot reach Kafka to cancel the pool's moves: {err}", delay=10) from err
+    finally:
+        lock.release()
+    if cancelled:
+        logger.info("pool %s deleted: plan %s cancelled, throttles removed", pool.key, cancelled)
 
 
 async def reconcile_once(
@@ -183,9 +228,14 @@ async def execute(
         message=f"executing plan {stored.id} ({stored.moves} moves)",
     )
     await asyncio.to_thread(progress, 0, stored.moves)
+
+    def run(*args: Any) -> None:
+        with Runtime.executing[pool.key]:
+            run_plan(*args)
+
     try:
         await asyncio.to_thread(
-            run_plan,
+            run,
             kube,
             reconciler.state_dir / "executions",
             pool.owner,
