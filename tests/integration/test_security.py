@@ -1,4 +1,4 @@
-"""The CLI over secured listeners of a real bed: SASL PLAIN, SCRAM-SHA-256/512 and SSL.
+"""The CLI over secured listeners of a real bed: SASL PLAIN, SCRAM-SHA-256/512, SSL and SASL_SSL.
 
 Each command runs as a subprocess with ``--command-config`` (a Java properties file), so what a user
 sees on stdout/stderr is what is checked: the cluster is read and a partition moves, and a refused
@@ -22,14 +22,14 @@ from confluent_kafka.cimpl import NewTopic
 from kafka_balancer.errors import BedError
 from kafka_balancer.localbed.kafka import KafkaBed, SecuredAccess
 
-KINDS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "SSL"]
+KINDS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "SSL", "SASL_SSL"]
 CLI = [sys.executable, "-m", "kafka_balancer.cli"]
 SYSTEM_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 @pytest.fixture(scope="module")
 def secured_bed(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBed]:
-    """3 brokers in racks a, b, c with SASL_PLAINTEXT and SSL listeners next to PLAINTEXT."""
+    """3 brokers in racks a, b, c with SASL_PLAINTEXT, SSL and SASL_SSL listeners next to PLAINTEXT."""
     bed = KafkaBed(kafka_libs, tmp_path_factory.mktemp("secured-bed"), brokers=3, racks=3, secured=True)
     try:
         bed.start()
@@ -135,7 +135,7 @@ def test_execute_moves_a_partition_over_a_secured_listener(
     assert [m["status"] for m in state["moves"]] == ["done"]
 
 
-@pytest.mark.parametrize("kind", ["PLAIN", "SCRAM-SHA-512"])
+@pytest.mark.parametrize("kind", ["PLAIN", "SCRAM-SHA-512", "SASL_SSL"])
 @pytest.mark.parametrize("command", ["snapshot", "execute"])
 def test_a_wrong_password_fails_in_one_line_that_never_shows_it(
     secured_bed: KafkaBed, kind: str, command: str, tmp_path: Path

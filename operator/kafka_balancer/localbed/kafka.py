@@ -80,15 +80,15 @@ class _Secrets:
 
 @dataclass(frozen=True)
 class _Node:
-    """One started Kafka process of the bed; ``sasl_port``/``ssl_port`` only on a secured bed's brokers."""
+    """One started Kafka process of the bed; ``secured_ports`` (listener name → port) only on a secured
+    bed's brokers."""
 
     node_id: int
     rack: str | None
     port: int
     directory: Path
     process: ManagedProcess
-    sasl_port: int | None = None
-    ssl_port: int | None = None
+    secured_ports: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -162,28 +162,29 @@ class KafkaBed:
 
     def secured_access(self, kind: str) -> SecuredAccess:
         """Bootstrap and client properties for ``kind``: a SASL mechanism of
-        :data:`kafka_config.SASL_MECHANISMS`, or ``SSL``. Only on a started ``secured`` bed."""
+        :data:`kafka_config.SASL_MECHANISMS` (SASL_PLAINTEXT), ``SSL``, or ``SASL_SSL``
+        (SCRAM-SHA-512 over TLS). Only on a started ``secured`` bed."""
         found = self._secrets
         if found is None:
             raise BedError("this Kafka bed has no secured listeners (start it with secured=True)")
+        tls = {"ssl.ca.location": str(found.tls.ca_pem)}
+        scram = {"sasl.username": found.scram_user, "sasl.password": found.scram_password}
         if kind == "SSL":
-            ports = [node.ssl_port for node in self._brokers.values()]
-            props = {"security.protocol": "SSL", "ssl.ca.location": str(found.tls.ca_pem)}
+            listener, props = cfg.SSL_LISTENER, {"security.protocol": "SSL", **tls}
+        elif kind == "SASL_SSL":
+            listener = cfg.SASL_SSL_LISTENER
+            props = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", **scram, **tls}
         elif kind in cfg.SASL_MECHANISMS:
-            ports = [node.sasl_port for node in self._brokers.values()]
-            user, password = (
-                (found.plain_user, found.plain_password)
-                if kind == "PLAIN"
-                else (found.scram_user, found.scram_password)
-            )
+            listener = cfg.SASL_LISTENER
+            plain = {"sasl.username": found.plain_user, "sasl.password": found.plain_password}
             props = {
                 "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanism": kind,
-                "sasl.username": user,
-                "sasl.password": password,
+                **(plain if kind == "PLAIN" else scram),
             }
         else:
-            raise BedError(f"no secured access {kind!r}; one of {[*cfg.SASL_MECHANISMS, 'SSL']}")
+            raise BedError(f"no secured access {kind!r}; one of {[*cfg.SASL_MECHANISMS, 'SSL', 'SASL_SSL']}")
+        ports = [node.secured_ports[listener] for node in self._brokers.values()]
         return SecuredAccess(kind, ",".join(f"{cfg.HOST}:{port}" for port in ports), props)
 
     def log_path(self, node_id: int) -> Path:
@@ -336,11 +337,12 @@ class KafkaBed:
             cluster_size=self.initial_brokers,
         )
         if self._secrets is not None:
-            sasl_port, ssl_port = free_ports(2)
+            sasl_port, ssl_port, sasl_ssl_port = free_ports(3)
             props = cfg.with_secured_listeners(
                 props,
                 sasl_port=sasl_port,
                 ssl_port=ssl_port,
+                sasl_ssl_port=sasl_ssl_port,
                 plain_users={self._secrets.plain_user: self._secrets.plain_password},
                 keystore=self._secrets.tls.keystore,
                 keystore_password=self._secrets.tls.keystore_password,
@@ -381,7 +383,7 @@ class KafkaBed:
     def _authenticates(self, node: _Node, mechanism: str, found: _Secrets) -> bool:
         admin = AdminClient(
             {
-                "bootstrap.servers": f"{cfg.HOST}:{node.sasl_port}",
+                "bootstrap.servers": f"{cfg.HOST}:{node.secured_ports[cfg.SASL_LISTENER]}",
                 "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanism": mechanism,
                 "sasl.username": found.scram_user,
@@ -447,10 +449,10 @@ class KafkaBed:
         ]
         name = f"controller-{node_id}" if rack is None else f"broker-{node_id}"
         process = ManagedProcess(f"Kafka {name}", argv, directory / "stdout.log")
-        return _Node(node_id, rack, port, directory, process, *_secured_ports(props))
+        return _Node(node_id, rack, port, directory, process, _secured_ports(props))
 
     def _await_listening(self, node: _Node) -> None:
-        ports = [port for port in (node.port, node.sasl_port, node.ssl_port) if port is not None]
+        ports = [node.port, *node.secured_ports.values()]
 
         def listening() -> bool:
             node.process.ensure_running(hint=node.server_log)
@@ -506,10 +508,11 @@ class KafkaBed:
         STATE.write(self.run_dir, state)
 
 
-def _secured_ports(props: Mapping[str, str]) -> tuple[int | None, int | None]:
-    """The SASL and SSL listener ports in a node's properties (None where it has no such listener)."""
+def _secured_ports(props: Mapping[str, str]) -> dict[str, int]:
+    """Listener name → port of a node's listeners other than PLAINTEXT and CONTROLLER."""
     ports: dict[str, int] = {}
     for listener in props.get("listeners", "").split(","):
         name, _, address = listener.partition("://")
-        ports[name] = int(address.rsplit(":", 1)[1]) if address else 0
-    return ports.get(cfg.SASL_LISTENER), ports.get(cfg.SSL_LISTENER)
+        if address and name not in (cfg.LISTENER, cfg.CONTROLLER_LISTENER):
+            ports[name] = int(address.rsplit(":", 1)[1])
+    return ports

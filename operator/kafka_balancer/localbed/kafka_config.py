@@ -17,6 +17,7 @@ HOST = "127.0.0.1"
 # The secured bed's extra client listeners; brokers still talk to each other over PLAINTEXT.
 SASL_LISTENER = "SASL_PLAINTEXT"
 SSL_LISTENER = "SSL"
+SASL_SSL_LISTENER = "SASL_SSL"
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
@@ -124,18 +125,21 @@ def with_secured_listeners(
     *,
     sasl_port: int,
     ssl_port: int,
+    sasl_ssl_port: int,
     plain_users: Mapping[str, str],
     keystore: Path,
     keystore_password: str,
 ) -> dict[str, str]:
     """``props`` of a broker plus a SASL_PLAINTEXT listener (PLAIN for ``plain_users``, SCRAM for the
-    users created through the Admin API) and an SSL listener (no client certificates)."""
+    users created through the Admin API), an SSL listener (no client certificates) and a SASL_SSL
+    listener (SCRAM-SHA-512 over TLS)."""
     port = props["listeners"].rsplit(":", 1)[1]
     listeners = ",".join(
         [
             f"{LISTENER}://{HOST}:{port}",
             f"{SASL_LISTENER}://{HOST}:{sasl_port}",
             f"{SSL_LISTENER}://{HOST}:{ssl_port}",
+            f"{SASL_SSL_LISTENER}://{HOST}:{sasl_ssl_port}",
         ]
     )
     users = " ".join(f'user_{_jaas_value(u)}="{_jaas_value(p)}"' for u, p in plain_users.items())
@@ -143,6 +147,14 @@ def with_secured_listeners(
     plain = f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
     sasl = f"listener.name.{SASL_LISTENER.lower()}"
     ssl = f"listener.name.{SSL_LISTENER.lower()}"
+    sasl_ssl = f"listener.name.{SASL_SSL_LISTENER.lower()}"
+    keystore_props = {
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(keystore),
+        "ssl.keystore.password": keystore_password,
+        "ssl.key.password": keystore_password,
+        "ssl.client.auth": "none",
+    }
     return {
         **props,
         "listeners": listeners,
@@ -152,6 +164,7 @@ def with_secured_listeners(
                 f"{LISTENER}:PLAINTEXT",
                 f"{SASL_LISTENER}:SASL_PLAINTEXT",
                 f"{SSL_LISTENER}:SSL",
+                f"{SASL_SSL_LISTENER}:SASL_SSL",
                 f"{CONTROLLER_LISTENER}:PLAINTEXT",
             ]
         ),
@@ -159,11 +172,10 @@ def with_secured_listeners(
         f"{sasl}.plain.sasl.jaas.config": plain,
         f"{sasl}.scram-sha-256.sasl.jaas.config": scram,
         f"{sasl}.scram-sha-512.sasl.jaas.config": scram,
-        f"{ssl}.ssl.keystore.type": "PKCS12",
-        f"{ssl}.ssl.keystore.location": str(keystore),
-        f"{ssl}.ssl.keystore.password": keystore_password,
-        f"{ssl}.ssl.key.password": keystore_password,
-        f"{ssl}.ssl.client.auth": "none",
+        f"{sasl_ssl}.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        f"{sasl_ssl}.scram-sha-512.sasl.jaas.config": scram,
+        **{f"{ssl}.{key}": value for key, value in keystore_props.items()},
+        **{f"{sasl_ssl}.{key}": value for key, value in keystore_props.items()},
     }
 
 
