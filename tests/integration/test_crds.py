@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from tests.support import readme
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.localbed import kube
@@ -194,3 +195,16 @@ def test_the_chart_ships_exactly_the_crds_of_crds_dir() -> None:
             f"charts/kafka-balancer/crds/{crd.name} differs from crds/{crd.name}; "
             "copy crds/*.yaml into the chart"
         )
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    readme.manifests() + readme.example_manifests(),
+    ids=lambda m: f"{m['kind']}/{m['metadata']['name']}",
+)
+def test_the_readme_manifests_are_accepted_by_the_apiserver(
+    kube_bed: kube.KubeBed, crds: None, manifest: dict[str, Any]
+) -> None:
+    placed = {**manifest, "metadata": {**manifest["metadata"], "namespace": NAMESPACE}}
+    applied = kube_bed.kubectl("apply", "--dry-run=server", "-f", "-", stdin=json.dumps(placed))
+    assert applied.returncode == 0, applied.stderr
