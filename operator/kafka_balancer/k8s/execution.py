@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.api import Execution as ExecutionSpec
-from kafka_balancer.k8s import metrics
+from kafka_balancer.k8s import blobs, metrics
 from kafka_balancer.k8s.kube import Kube, json_text
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.cancel import cancel_execution
@@ -36,6 +36,7 @@ from kafka_balancer.reconcile.quantity import parse_quantity
 logger = logging.getLogger(__name__)
 # Mirror at most this often while moves run (every commit would be a ConfigMap write per second).
 MIRROR_EVERY_S = 5.0
+STATE_KEY = "state.json"
 
 Progress = Callable[[int, int], None]
 
@@ -87,12 +88,7 @@ def run_plan(
         if not final and now - last_mirror[0] < MIRROR_EVERY_S:
             return
         last_mirror[0] = now
-        kube.write_config_map(
-            namespace,
-            config_map,
-            pool,
-            {"plan.id": stored.id, "state.json": json_text(state_document(state))},
-        )
+        mirror_state(kube, pool, stored.id, state)
         metrics.BYTES_MOVED.labels(f"{namespace}/{name}").set(state.bytes_done)
         done = len(state.by_status(MoveStatus.DONE))
         progress(done, len(state.moves))
@@ -102,9 +98,9 @@ def run_plan(
     try:
         settle_unfinished(kube, admin, state_dir, pool, keep=stored.id)
         if not state_path.exists():
-            mirrored = kube.read_config_map(namespace, config_map)
-            if mirrored and mirrored.get("plan.id") == stored.id and "state.json" in mirrored:
-                state_path.write_text(mirrored["state.json"])
+            mirrored = blobs.load(kube, namespace, config_map, STATE_KEY)
+            if mirrored is not None and mirrored[0].get("plan.id") == stored.id:
+                state_path.write_bytes(mirrored[1])
         if state_path.exists():
             state = load_state(state_path)
             check_same_plan(state, plan, state_path)
@@ -121,6 +117,13 @@ def run_plan(
         admin.close()
 
 
+def mirror_state(kube: Kube, pool: Mapping[str, Any], plan: str, state: ExecutionState) -> None:
+    """The executor's state in ``<pool>-execution``, for a new operator pod to resume from."""
+    namespace, name = pool["namespace"], pool["name"]
+    document = json_text(state_document(state)).encode()
+    blobs.store(kube, namespace, execution_config_map(name), pool, {"plan.id": plan}, STATE_KEY, document)
+
+
 def settle_unfinished(
     kube: Kube, admin: AdminPort, state_dir: Path, pool: Mapping[str, Any], keep: str | None = None
 ) -> str | None:
@@ -131,13 +134,13 @@ def settle_unfinished(
     someone else's and leave them. Returns the id of the plan cancelled, if any.
     """
     namespace, name = pool["namespace"], pool["name"]
-    mirrored = kube.read_config_map(namespace, execution_config_map(name))
-    if not mirrored or "state.json" not in mirrored or mirrored.get("plan.id") == keep:
+    mirrored = blobs.load(kube, namespace, execution_config_map(name), STATE_KEY)
+    if mirrored is None or mirrored[0].get("plan.id") == keep:
         return None
-    plan = mirrored["plan.id"]
+    plan = mirrored[0]["plan.id"]
     path = state_dir / f"{namespace}.{name}.{plan}.json"
     # The local file is the executor's own, newer than the mirror (written at most every few seconds).
-    state = load_state(path) if path.exists() else state_from_document(json.loads(mirrored["state.json"]))
+    state = load_state(path) if path.exists() else state_from_document(json.loads(mirrored[1]))
     if state.finished_at is not None:
         return None
 
@@ -148,11 +151,6 @@ def settle_unfinished(
         return current
 
     final = cancel_execution(admin, state, commit, clock=time.time, sleep=time.sleep)
-    kube.write_config_map(
-        namespace,
-        execution_config_map(name),
-        pool,
-        {"plan.id": plan, "state.json": json_text(state_document(final))},
-    )
+    mirror_state(kube, pool, plan, final)
     logger.info("pool %s/%s: cancelled unfinished plan %s, removed its throttles", namespace, name, plan)
     return str(plan)

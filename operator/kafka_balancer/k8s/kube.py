@@ -34,16 +34,29 @@ class Kube:
     # -- ConfigMaps owned by a pool -----------------------------------------------------------------
 
     def read_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
+        found = self.read_config_map_with_binary(namespace, name)
+        return None if found is None else found[0]
+
+    def read_config_map_with_binary(
+        self, namespace: str, name: str
+    ) -> tuple[dict[str, str], dict[str, bytes]] | None:
+        """``data`` and the decoded ``binaryData``; None when the ConfigMap does not exist."""
         try:
             found = self.core.read_namespaced_config_map(name, namespace)
         except ApiException as err:
             if err.status == 404:
                 return None
             raise KubernetesError(f"reading ConfigMap {namespace}/{name}: {err.reason}") from err
-        return dict(found.data or {})
+        binary = {key: base64.b64decode(value) for key, value in (found.binary_data or {}).items()}
+        return dict(found.data or {}), binary
 
     def write_config_map(
-        self, namespace: str, name: str, owner: Mapping[str, Any], data: Mapping[str, str]
+        self,
+        namespace: str,
+        name: str,
+        owner: Mapping[str, Any],
+        data: Mapping[str, str],
+        binary: Mapping[str, bytes] | None = None,
     ) -> None:
         """Create or replace; the pool owns it, so deleting the pool deletes it."""
         # The client takes plain dicts as well as its models.
@@ -66,6 +79,7 @@ class Kube:
                 ],
             },
             "data": dict(data),
+            "binaryData": {key: base64.b64encode(value).decode() for key, value in (binary or {}).items()},
         }
         try:
             self.core.replace_namespaced_config_map(name, namespace, body)

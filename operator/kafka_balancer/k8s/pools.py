@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.errors import InputError
 from kafka_balancer.formats.errors import one_line
-from kafka_balancer.k8s import metrics
+from kafka_balancer.k8s import blobs, metrics
 from kafka_balancer.k8s.kube import Kube, json_text
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
@@ -36,6 +36,7 @@ from kafka_balancer.reconcile.pool import (
 from kafka_balancer.report.document import report_text
 
 PLURAL_POOLS = "brokerpools"
+PLAN_KEY = "plan.json"
 PLURAL_GOALS = "balancergoals"
 
 
@@ -103,11 +104,12 @@ class PoolReconciler:
         return client_properties(kafka, sasl, tls_files)
 
     def stored_plan(self, pool: PoolRef) -> StoredPlan | None:
-        data = self.kube.read_config_map(pool.namespace, plan_config_map(pool.name))
-        if not data or "plan.json" not in data:
+        found = blobs.load(self.kube, pool.namespace, plan_config_map(pool.name), PLAN_KEY)
+        if found is None:
             return None
+        fields, document = found
         return StoredPlan(
-            data["plan.id"], json.loads(data["plan.json"]), int(data["bytes-to-move"]), int(data["moves"])
+            fields["plan.id"], json.loads(document), int(fields["bytes-to-move"]), int(fields["moves"])
         )
 
     def reconcile(
@@ -145,16 +147,14 @@ class PoolReconciler:
             metrics.GOAL_DEVIATION.labels(pool.key, goal).set(result.deviation)
         if outcome.new_plan is not None:
             plan = outcome.new_plan
-            self.kube.write_config_map(
+            blobs.store(
+                self.kube,
                 pool.namespace,
                 plan_config_map(pool.name),
                 pool.owner,
-                {
-                    "plan.json": json_text(plan.document),
-                    "plan.id": plan.id,
-                    "moves": str(plan.moves),
-                    "bytes-to-move": str(plan.bytes_to_move),
-                },
+                {"plan.id": plan.id, "moves": str(plan.moves), "bytes-to-move": str(plan.bytes_to_move)},
+                PLAN_KEY,
+                json_text(plan.document).encode(),
             )
         if outcome.report is not None:
             self.kube.write_config_map(

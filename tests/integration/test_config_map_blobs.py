@@ -1,0 +1,70 @@
+"""Plans and execution states larger than a ConfigMap round-trip through the real apiserver."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from kafka_balancer.errors import KubernetesError
+from kafka_balancer.k8s import blobs
+from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.localbed import kube
+
+NAMESPACE = "kb-test-blobs"
+OWNER = {"namespace": NAMESPACE, "name": "main", "uid": "0b1c9a52-5a53-4c4e-9d1c-000000000001"}
+
+
+@pytest.fixture(scope="module")
+def client(kube_bed: kube.KubeBed) -> Iterator[Kube]:
+    created = kube_bed.kubectl("create", "namespace", NAMESPACE)
+    assert created.returncode == 0, created.stderr
+    yield Kube(str(kube_bed.kubeconfig))
+    kube_bed.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+
+
+def big_plan(moves: int) -> bytes:
+    """A reassignment document of ``moves`` partitions, the size a large drain produces."""
+    rng = random.Random(5)
+    partitions = [
+        {"topic": f"topic-{p // 50}", "partition": p % 50, "replicas": rng.sample(range(1, 300), 3)}
+        for p in range(moves)
+    ]
+    return json.dumps({"version": 1, "partitions": partitions}, indent=1).encode()
+
+
+def test_a_small_document_stays_readable_text(kube_bed: kube.KubeBed, client: Kube) -> None:
+    document = big_plan(10)
+    blobs.store(client, NAMESPACE, "small-plan", OWNER, {"plan.id": "a"}, "plan.json", document)
+
+    got = json.loads(kube_bed.kubectl("get", "cm", "small-plan", "-n", NAMESPACE, "-o", "json").stdout)
+    assert got["data"]["plan.json"].encode() == document
+    assert blobs.load(client, NAMESPACE, "small-plan", "plan.json") == ({"plan.id": "a"}, document)
+
+
+def test_a_document_over_one_mebibyte_round_trips(client: Kube) -> None:
+    document = big_plan(60_000)
+    assert len(document) > 3 * 1024 * 1024  # the apiserver refuses a ConfigMap over 1 MiB
+
+    blobs.store(client, NAMESPACE, "big-plan", OWNER, {"plan.id": "b"}, "plan.json", document)
+
+    fields, loaded = blobs.load(client, NAMESPACE, "big-plan", "plan.json") or ({}, b"")
+    assert loaded == document and fields["plan.id"] == "b"
+
+
+def test_a_document_split_over_several_config_maps_round_trips_and_a_torn_set_is_refused(
+    client: Kube,
+) -> None:
+    document = random.Random(9).randbytes(700_000)  # incompressible: several 100 kB chunks
+    blobs.store(client, NAMESPACE, "split", OWNER, {"plan.id": "c"}, "state.json", document, limit=100_000)
+
+    fields, loaded = blobs.load(client, NAMESPACE, "split", "state.json") or ({}, b"")
+    assert loaded == document
+    assert int(fields["chunks"]) == math.ceil(len(gzip.compress(document)) / 100_000) == 8
+    client.write_config_map(NAMESPACE, "split-3", OWNER, {}, {"state.json.gz": b"something else"})
+    with pytest.raises(KubernetesError, match="incomplete"):
+        blobs.load(client, NAMESPACE, "split", "state.json")
