@@ -17,8 +17,8 @@ Load model rules (the snapshot's per-partition ``load``):
 Performance: the job reads the samples once. :func:`since` prunes Parquet files and row groups
 older than the used windows (the collector writes one file per pass, named and sorted by time);
 :func:`rollup` then folds each partition's samples of a window into one row shaped like a sample
-(sums, the newest state, a ``samples`` count), so completeness and the model aggregate
-partitions × windows rows instead of every sample. Both accept raw samples as well.
+(sums, the newest state, a ``samples`` count) in a hash aggregation, so completeness and the
+model aggregate partitions × windows rows instead of every sample. Both accept raw samples too.
 
 Goal math (broker loads, bands, violations) runs in pandas UDFs calling
 :mod:`kafka_balancer.goals.math` through :mod:`kafka_balancer.scoring.scores`.
@@ -59,20 +59,22 @@ def in_windows(bucketed: DataFrame, windows: int) -> DataFrame:
 
 
 def rollup(used: DataFrame) -> DataFrame:
-    """One row per partition and window, with the sample columns the model reads: ``ts_ms``,
-    ``replicas``, ``leader``, ``size_bytes`` of the newest sample, summed ``bytes_in``,
-    ``bytes_out``, ``interval_ms``, and ``samples``, how many samples it stands for."""
-    newest = F.struct("ts_ms", "replicas", "leader", "size_bytes")
-    return (
-        used.groupBy(*PARTITION_KEY, "window")
-        .agg(
-            F.max_by(newest, F.col("ts_ms")).alias("newest"),
-            F.sum("bytes_in").alias("bytes_in"),
-            F.sum("bytes_out").alias("bytes_out"),
-            F.sum("interval_ms").alias("interval_ms"),
-            F.count(F.lit(1)).alias("samples"),
-        )
-        .select(*PARTITION_KEY, "window", "newest.*", "bytes_in", "bytes_out", "interval_ms", "samples")
+    """One row per partition, window and replica list (one list per window unless a
+    reassignment happened in it), with the sample columns the model reads: the newest
+    sample's ``ts_ms``, ``leader`` and ``size_bytes``, summed ``bytes_in``, ``bytes_out`` and
+    ``interval_ms``, and ``samples``, how many samples it stands for.
+
+    ``replicas`` is a grouping key, not an aggregate: an aggregation buffer holding an array is
+    not fixed-width, which makes Spark sort every sample (SortAggregate) instead of hashing them
+    (HashAggregate); the newest row of the newest group still carries the newest replicas."""
+    return used.groupBy(*PARTITION_KEY, "window", "replicas").agg(
+        F.max("ts_ms").alias("ts_ms"),
+        F.max_by("leader", "ts_ms").alias("leader"),
+        F.max_by("size_bytes", "ts_ms").alias("size_bytes"),
+        F.sum("bytes_in").alias("bytes_in"),
+        F.sum("bytes_out").alias("bytes_out"),
+        F.sum("interval_ms").alias("interval_ms"),
+        F.count(F.lit(1)).alias("samples"),
     )
 
 
