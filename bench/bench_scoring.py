@@ -14,7 +14,7 @@ windows, then ``--plan`` runs ``kafka-balancer plan`` on the scored snapshot.
 Each master runs in a fresh process. Reported per run: Spark session start, job wall time,
 rows/s over the job time, CPU seconds of the process tree during the job (less sensitive to
 other jobs than wall time), the peak of the summed RSS of the process tree (driver, JVM, Python
-workers; sampled every 100 ms) and the 1-minute load average before and after: the two cores
+workers; sampled every 500 ms) and the 1-minute load average before and after: the two cores
 are shared with other jobs. Generated data is deleted afterwards.
 """
 
@@ -121,16 +121,19 @@ def tree_cpu_seconds() -> float:
 
 
 class PeakTreeRss:
-    """Peak of the summed RSS of this process and all its descendants, sampled in a thread."""
+    """Peak of the summed RSS of this process and all its descendants, sampled in a thread;
+    ``cpu_s`` is the sampler's own CPU time, to take out of the tree's figure."""
 
-    def __init__(self, period_s: float = 0.1) -> None:
+    def __init__(self, period_s: float = 0.5) -> None:
         self.peak_kib = 0
+        self.cpu_s = 0.0
         self._period = period_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self.cpu_s = time.thread_time()
             try:
                 pids = tree(os.getpid())
             except FileNotFoundError:
@@ -189,10 +192,10 @@ def score(work: Path, master: str, window_ms: int, windows: int, min_samples: in
             min_samples_per_window=min_samples,
             master=master,
         )
-        cpu0 = tree_cpu_seconds()
+        cpu0 = tree_cpu_seconds() - rss.cpu_s
         manifest = job.run(options, spark)
         t2 = time.monotonic()
-        cpu = tree_cpu_seconds() - cpu0
+        cpu = tree_cpu_seconds() - rss.cpu_s - cpu0
         spark.stop()
     worst = check_loads(mid_cluster(), work / f"out-{master}" / "snapshot.json")
     rows = manifest["rows"]["partitionSamplesInWindows"]
