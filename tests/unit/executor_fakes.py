@@ -23,6 +23,8 @@ class FakeKafkaCluster:
     submitted: list[dict[Tp, tuple[int, ...] | None]] = field(default_factory=list)
     throttled_when_submitted: list[dict[tuple[str, str], dict[str, str]]] = field(default_factory=list)
     elections: list[list[Tp]] = field(default_factory=list)
+    # Kafka keeps the in-flight order when a reassignment is cancelled: (3, 4) → (1, 4) reverts to (4, 3).
+    reorder_on_cancel: bool = False
 
     def tick(self, _seconds: float = 0.0) -> None:
         for tp, (target, done) in list(self.ongoing.items()):
@@ -75,7 +77,10 @@ class FakeKafkaCluster:
         self.throttled_when_submitted.append({k: dict(v) for k, v in self.configs.items() if v})
         for tp, target in targets.items():
             if target is None:
-                self.ongoing.pop(tp, None)
+                cancelled = self.ongoing.pop(tp, None)
+                if cancelled is not None and self.reorder_on_cancel:
+                    original = self.replicas[tp]
+                    self.replicas[tp] = tuple(b for b in cancelled[0] + original if b in original)
             else:
                 self.ongoing[tp] = (target, 0)
         return {}

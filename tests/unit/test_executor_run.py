@@ -157,6 +157,21 @@ def test_cancel_stops_our_moves_and_removes_our_throttles(tmp_path: Path) -> Non
     assert "2 cancelled" in summary(state, clock.time())
 
 
+def test_a_cancelled_move_gets_its_original_replica_order_back(tmp_path: Path) -> None:
+    cluster = _cluster(reorder_on_cancel=True)
+    cluster.replicas[("t", 0)] = (1, 3)
+    executor, clock = _executor(cluster, tmp_path)
+    state = new_state(cluster, [PlannedPartition("t", 0, (2, 3))], executor.options, clock.time())
+    state = executor.submit(executor.reconcile(state))
+
+    state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
+
+    assert [m.status for m in state.moves] == [MoveStatus.CANCELLED]
+    # Without the repair Kafka's cancel leaves (3, 1): broker 3 would become the preferred leader.
+    assert cluster.replicas[("t", 0)] == (1, 3)
+    assert cluster.ongoing == {}
+
+
 def test_status_reports_bytes_moves_and_an_eta(tmp_path: Path) -> None:
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path)

@@ -42,5 +42,39 @@ def cancel_execution(
                 replace(move, status=MoveStatus.CANCELLED, finished_at=now, reason="cancelled")
             )
     state = commit(state)
+    restore_order(admin, state, clock=clock, sleep=sleep, timeout_s=timeout_s)
     state = sync_throttles(admin, state, commit, final=True)
     return commit(replace(state, finished_at=clock()))
+
+
+def restore_order(
+    admin: AdminPort,
+    state: ExecutionState,
+    *,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    timeout_s: float = 120.0,
+) -> None:
+    """Put the replicas of every cancelled or failed move back in their original order.
+
+    Kafka reverts a cancelled reassignment to the original replica set but keeps the order it had
+    in flight, so [3, 4] → [1, 4] can come back as [4, 3]: same data, another preferred leader.
+    Reassigning to the same set in the original order moves no data.
+    """
+    stopped = [m for m in state.moves if m.status in (MoveStatus.CANCELLED, MoveStatus.FAILED)]
+    if not stopped:
+        return
+    parts = admin.partitions({m.topic for m in stopped})
+    wrong = {
+        m.tp: m.source
+        for m in stopped
+        if (p := parts.get(m.tp)) is not None and p.replicas != m.source and set(p.replicas) == set(m.source)
+    }
+    if not wrong:
+        return
+    admin.alter_reassignments(wrong)
+    deadline = clock() + timeout_s
+    while set(wrong) & set(admin.reassignments()):
+        if clock() > deadline:
+            raise ExecutionError(f"replica order not restored {timeout_s:.0f}s after asking")
+        sleep(0.5)

@@ -15,6 +15,7 @@ from pathlib import Path
 from kafka_balancer.errors import ExecutionError, InputError, KafkaOperationError
 from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
 from kafka_balancer.kafka.batching import next_batch
+from kafka_balancer.kafka.cancel import restore_order
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus, save_state
 from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan
 from kafka_balancer.kafka.port import AdminPort
@@ -95,6 +96,7 @@ class Executor:
             if not state.by_status(MoveStatus.PENDING) and not state.by_status(MoveStatus.IN_FLIGHT):
                 break
             self.sleep(self.options.poll_interval_s)
+        restore_order(self.admin, state, clock=self.clock, sleep=self.sleep)
         state = self.apply_leadership(state)
         state = sync_throttles(self.admin, state, self.commit, final=True)
         return self.verify(state)
