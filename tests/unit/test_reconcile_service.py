@@ -196,6 +196,8 @@ def test_sasl_credentials_come_from_the_secret() -> None:
         "sasl.username": "balancer",
         "sasl.password": "s3cret",
     }
+    assert "s3cret" not in repr(props) and "s3cret" not in str(props) and "s3cret" not in f"{props}"
+    assert "balancer" in repr(props)
     with pytest.raises(InputError, match="Secret kafka-user has no key 'password'"):
         client_properties(kafka, {"username": "balancer"}, None)
     with pytest.raises(InputError, match="Secret kafka-user is missing"):

@@ -8,16 +8,29 @@ from pathlib import Path
 from kafka_balancer.api import KafkaConnection
 from kafka_balancer.errors import InputError
 
+# Properties whose values are credentials.
+SECRET_KEYS = frozenset({"sasl.password", "sasl.jaas.config", "ssl.key.password"})
+
+
+class ClientProperties(dict[str, str]):
+    """Client properties whose repr (a log line, an error, a debugger) shows no credential."""
+
+    def __repr__(self) -> str:
+        shown = {key: "<hidden>" if key in SECRET_KEYS else value for key, value in self.items()}
+        return f"ClientProperties({shown!r})"
+
+    __str__ = __repr__
+
 
 def client_properties(
     kafka: KafkaConnection, sasl_secret: Mapping[str, str] | None, tls_files: Mapping[str, Path] | None
-) -> dict[str, str]:
+) -> ClientProperties:
     """Java-style client properties (what the kafka layer's admin clients take).
 
     ``sasl_secret``: the decoded data of ``kafka.sasl.secretRef``; ``tls_files``: where the keys of
     ``kafka.tls.secretRef`` (``ca.crt``, ``tls.crt``, ``tls.key``) were written.
     """
-    props: dict[str, str] = {"security.protocol": kafka.security_protocol}
+    props = ClientProperties({"security.protocol": kafka.security_protocol})
     if kafka.sasl is not None:
         ref = kafka.sasl.secret_ref
         if sasl_secret is None:
