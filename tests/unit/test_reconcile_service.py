@@ -14,7 +14,7 @@ from kafka_balancer.reconcile.approval import Action, decide, plan_id
 from kafka_balancer.reconcile.brokers import ESTABLISHED, Lifecycle, WarmUpPolicy, broker_views
 from kafka_balancer.reconcile.conditions import Condition, merge_conditions, ready
 from kafka_balancer.reconcile.connection import client_properties
-from kafka_balancer.reconcile.pool import PoolInput, StoredPlan, reconcile_pool
+from kafka_balancer.reconcile.pool import LoadSource, PoolInput, StoredPlan, reconcile_pool
 from kafka_balancer.reconcile.quantity import parse_quantity
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 from kafka_balancer.reconcile.warmup import warm_up_point
@@ -318,6 +318,19 @@ def test_auto_replans_a_stale_stored_plan_but_resumes_an_interrupted_one() -> No
     assert replanned.new_plan is not None and replanned.new_plan.id != stale.id
     assert resumed.decision.action is Action.EXECUTE
     assert resumed.new_plan is None and resumed.status["plan"]["id"] == stale.id
+
+
+def test_where_the_loads_came_from_is_a_condition_that_never_makes_the_pool_unready() -> None:
+    failed = reconcile_pool(pool_input(load_source=LoadSource(False, "score: no samples")))
+    scored = reconcile_pool(pool_input(load_source=LoadSource(True)))
+    unset = reconcile_pool(pool_input())
+
+    assert conditions(failed.status)["LoadsScored"] == ("False", "ScoringFailed")
+    message = next(c["message"] for c in failed.status["conditions"] if c["type"] == "LoadsScored")
+    assert message.endswith("the latest scoring run failed: score: no samples")
+    assert conditions(failed.status)["Ready"][0] == "True"
+    assert conditions(scored.status)["LoadsScored"] == ("True", "Scored")
+    assert "LoadsScored" not in conditions(unset.status)
 
 
 def test_an_impossible_drain_moves_nothing_and_says_why() -> None:

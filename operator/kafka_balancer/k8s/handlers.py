@@ -165,7 +165,7 @@ async def reconcile_once(
             props,
         )
     except KafkaOperationError as err:
-        message = f"cannot reach Kafka at {spec.kafka.bootstrap_servers}: {err}"
+        message = str(err)  # names the bootstrap servers and what failed (login, TLS, timeout)
         await asyncio.to_thread(
             reconciler.report_failure,
             pool,

@@ -137,6 +137,7 @@ class PoolReconciler:
                 metadata=metadata,
                 loads=loads,
                 stored=self.stored_plan(pool),
+                load_source=self.source.load_sources.get(pool.key),
                 now=time.time(),
             )
         )

@@ -152,6 +152,11 @@ class BackgroundScoring:
             return None
         return scored.loads
 
+    def error(self, key: str) -> str | None:
+        """Why the pool's latest run failed; None once a run succeeds."""
+        with self._lock:
+            return self.last_error.get(key)
+
     def wait(self, key: str, timeout_s: float) -> None:
         """Block until the pool's running run (if any) is over; for tests and shutdown."""
         with self._lock:

@@ -22,10 +22,12 @@ from kafka_balancer.errors import KafkaOperationError, ScoringError
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, Loads, ScoringSchedule, pass_times, prune
 from kafka_balancer.k8s.spark_application import SparkApplicationScorer, SparkSettings
+from kafka_balancer.kafka.admin import check_connection
 from kafka_balancer.kafka.collector import AdminReader, Observation, observe, samples_between
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, build_snapshot
 from kafka_balancer.model.cluster import PartitionLoad
+from kafka_balancer.reconcile.pool import LoadSource
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, broker_capacity
 from kafka_balancer.scoring.launch import EmbeddedScorer, Scorer, ScoringRequest
 
@@ -43,6 +45,8 @@ class ClusterSource:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._previous: dict[str, Observation] = {}
+        # What the last read of each pool used: Spark-scored loads or the collector's, and why.
+        self.load_sources: dict[str, LoadSource] = {}
         self._state_dir = state_dir
         self.scoring = scoring
         self._clock = clock
@@ -73,9 +77,14 @@ class ClusterSource:
     ) -> tuple[ClusterMetadata, Loads]:
         """``pool``: namespace, name and uid. Blocking (one Admin API pass); never waits for Spark."""
         key = f"{pool['namespace']}/{pool['name']}"
-        reader = AdminReader(spec.kafka.bootstrap_servers, props)
+        bootstrap = spec.kafka.bootstrap_servers
+        # A refused login or certificate is named at once, not after the clients' silent retries.
+        check_connection(bootstrap, props)
+        reader = AdminReader(bootstrap, props)
         try:
             current = observe(reader)
+        except KafkaOperationError as err:
+            raise KafkaOperationError(f"reading the cluster at {bootstrap}: {err}") from err
         finally:
             reader.close()
         previous = self._previous.get(key)
@@ -100,6 +109,7 @@ class ClusterSource:
                 key, spec.scoring.engine, self._request(pool, spec, goals, current, store, times[-1])
             )
         scored = self.scoring.latest(key, now_ms)
+        self.load_sources[key] = LoadSource(scored is not None, self.scoring.error(key))
         if scored is None:
             return metadata, loads
         return metadata, merge_loads(metadata, loads, scored)

@@ -58,6 +58,14 @@ class GoalResult:
 
 
 @dataclass(frozen=True, slots=True)
+class LoadSource:
+    """Where the loads came from: the Spark scoring job, or (scored False) the collector's passes."""
+
+    scored: bool
+    error: str | None = None  # the latest scoring run's failure, if it failed
+
+
+@dataclass(frozen=True, slots=True)
 class PoolInput:
     name: str
     spec: BrokerPoolSpec
@@ -69,6 +77,7 @@ class PoolInput:
     loads: Mapping[tuple[str, int], PartitionLoad]
     stored: StoredPlan | None
     now: float
+    load_source: LoadSource | None = None  # None: scoring is not set up (no condition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +127,17 @@ def executing_condition(execution: Mapping[str, Any]) -> Condition:
     if phase == "Succeeded":
         return Condition("Executing", FALSE, "Finished", f"plan {plan} executed and verified")
     return Condition("Executing", FALSE, "Idle", "no execution has run")
+
+
+def loads_condition(source: LoadSource) -> Condition:
+    """Informational: a failed scoring run leaves the pool planning on the collector's loads."""
+    if source.error is not None:
+        using = "the last scored loads" if source.scored else "collected loads"
+        message = f"planning on {using}; the latest scoring run failed: {source.error}"
+        return Condition("LoadsScored", FALSE, "ScoringFailed", message)
+    if source.scored:
+        return Condition("LoadsScored", TRUE, "Scored", "loads from the Spark scoring job")
+    return Condition("LoadsScored", FALSE, "Collecting", "loads from the last collector passes until scored")
 
 
 def goal_set_id(goals: Sequence[tuple[str, BalancerGoalSpec]]) -> str:
@@ -205,6 +225,8 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
         inp.now,
     )
     conditions = [Condition("KafkaReachable", TRUE, "Connected", "metadata read from the bootstrap servers")]
+    if inp.load_source is not None:
+        conditions.append(loads_condition(inp.load_source))
     events = _lifecycle_events(inp.status, views)
     status: dict[str, Any] = {
         "observedGeneration": inp.generation,
