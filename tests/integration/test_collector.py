@@ -6,15 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from tests.support.traffic import KnownTraffic, create_topic
 
 from kafka_balancer.kafka.collector import AdminReader, Collector, PassResult, total_requests
 from kafka_balancer.kafka.sample_store import SampleStore
@@ -30,91 +26,6 @@ TOLERANCE = 0.25
 CAP = (1e12, 1e8, 1e8, 4.0)
 
 
-def _poll_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}", pytrace=False)
-        time.sleep(0.1)
-
-
-def _topic(bed: KafkaBed, partitions: int = 2, rf: int = 2) -> str:
-    topic = f"collector-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bed.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, partitions, rf)], operation_timeout=30)[topic].result(timeout=60)
-
-    def ready() -> bool:
-        meta = admin.list_topics(topic=topic, timeout=10).topics[topic]
-        return len(meta.partitions) == partitions and all(p.leader >= 0 for p in meta.partitions.values())
-
-    _poll_until(ready, 30, f"{topic} leaders")
-    return topic
-
-
-class _Traffic:
-    """A paced producer and a committing consumer group, each recording when its records went through."""
-
-    def __init__(self, bed: KafkaBed, topic: str) -> None:
-        self.topic = topic
-        self.group = f"collector-group-{uuid.uuid4().hex[:8]}"
-        self.delivered: list[float] = []
-        self.consumed: list[float] = []
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._producer = Producer({"bootstrap.servers": bed.bootstrap_servers, "linger.ms": 5, "acks": "all"})
-        self._consumer = Consumer(
-            {
-                "bootstrap.servers": bed.bootstrap_servers,
-                "group.id": self.group,
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": True,
-                "auto.commit.interval.ms": 500,
-            }
-        )
-        self._threads = [threading.Thread(target=self._produce), threading.Thread(target=self._consume)]
-
-    def __enter__(self) -> _Traffic:
-        self._consumer.subscribe([self.topic])
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=60)
-        self._consumer.close()
-
-    def _on_delivery(self, err: KafkaError | None, _msg: object) -> None:
-        if err is None:
-            self.delivered.append(time.time())
-        else:
-            self.errors.append(str(err))
-
-    def _produce(self) -> None:
-        value = b"x" * VALUE_BYTES
-        start = time.monotonic()
-        sent = 0
-        while not self._stop.is_set():
-            # Pacing, not synchronisation: the next record is due at start + sent / rate.
-            due = start + sent / RATE_MSGS
-            self._producer.poll(max(0.0, due - time.monotonic()))
-            if time.monotonic() >= due:
-                key = str(sent).encode()
-                self._producer.produce(self.topic, value, key=key, on_delivery=self._on_delivery)
-                sent += 1
-        self._producer.flush(30)
-
-    def _consume(self) -> None:
-        while not self._stop.is_set():
-            msg = self._consumer.poll(0.2)
-            if msg is not None and msg.error() is None:
-                self.consumed.append(time.time())
-
-    def rate(self, stamps: list[float], since: float, until: float) -> float:
-        return sum(1 for t in stamps if since < t <= until) * VALUE_BYTES / (until - since)
-
-
 def _collect(bed: KafkaBed, store: SampleStore, passes: int) -> list[PassResult]:
     reader = AdminReader(bed.bootstrap_servers)
     try:
@@ -124,10 +35,10 @@ def _collect(bed: KafkaBed, store: SampleStore, passes: int) -> list[PassResult]
 
 
 def test_rates_sizes_and_history_agree_with_known_traffic(kafka_bed: KafkaBed, tmp_path: Path) -> None:
-    topic = _topic(kafka_bed)
+    topic = create_topic(kafka_bed.bootstrap_servers, "collector", partitions=2, rf=2)
     store = SampleStore(tmp_path / "store")
-    with _Traffic(kafka_bed, topic) as traffic:
-        _poll_until(lambda: len(traffic.consumed) > RATE_MSGS, 60, "the consumer group to receive records")
+    with KnownTraffic(kafka_bed.bootstrap_servers, topic, RATE_MSGS, VALUE_BYTES) as traffic:
+        traffic.wait_flowing()
         results = _collect(kafka_bed, store, PASSES)
     assert not traffic.errors
     first, last = results[0].observation, results[-1].observation
@@ -143,7 +54,7 @@ def test_rates_sizes_and_history_agree_with_known_traffic(kafka_bed: KafkaBed, t
     network_in = sum(p["load"]["networkIn"] for p in mine)
     network_out = sum(p["load"]["networkOut"] for p in mine)
     on_disk = sum(p["load"]["disk"] for p in mine)
-    payload = sum(1 for t in traffic.delivered if t <= until) * VALUE_BYTES
+    payload = traffic.payload(until)
     requests = total_requests(results[1:])
     print(
         f"\nproduced {produced:.0f} B/s, networkIn {network_in:.0f} B/s ({network_in / produced - 1:+.1%}); "
@@ -170,7 +81,7 @@ def test_rates_sizes_and_history_agree_with_known_traffic(kafka_bed: KafkaBed, t
 
 
 def test_snapshot_command_writes_what_plan_accepts(kafka_bed: KafkaBed, tmp_path: Path) -> None:
-    topic = _topic(kafka_bed, partitions=3, rf=3)
+    topic = create_topic(kafka_bed.bootstrap_servers, "collector", partitions=3, rf=3)
     secret = f"pw-{uuid.uuid4().hex}"
     props = tmp_path / "client.properties"
     props.write_text(f"security.protocol=PLAINTEXT\nsasl.username=nobody\nsasl.password={secret}\n")

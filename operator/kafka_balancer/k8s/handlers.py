@@ -253,25 +253,23 @@ async def execute(
         if stopped:
             logger.info("plan %s: stopped submitting moves; the next active operator resumes it", stored.id)
             return
-        if body.spec.get("paused", False):
-            kopf.event(body, type="Normal", reason="ExecutionPaused", message=f"plan {stored.id}: {err}")
-            await asyncio.to_thread(
-                kube.patch_status,
-                "brokerpools",
-                pool.namespace,
-                pool.name,
-                {"execution": {"planId": stored.id, "phase": "Paused", "message": str(err)}},
-            )
-            return
-        logger.error("plan %s failed: %s", stored.id, err)
-        metrics.EXECUTIONS.labels(pool.key, "failed").inc()
-        kopf.event(body, type="Warning", reason="ExecutionFailed", message=f"plan {stored.id}: {err}")
+        paused = bool(body.spec.get("paused", False))
+        if not paused:
+            logger.error("plan %s failed: %s", stored.id, err)
+            metrics.EXECUTIONS.labels(pool.key, "failed").inc()
+        kopf.event(
+            body,
+            type="Normal" if paused else "Warning",
+            reason="ExecutionPaused" if paused else "ExecutionFailed",
+            message=f"plan {stored.id}: {err}",
+        )
+        phase = "Paused" if paused else "Failed"
         await asyncio.to_thread(
             kube.patch_status,
             "brokerpools",
             pool.namespace,
             pool.name,
-            {"execution": {"planId": stored.id, "phase": "Failed", "message": str(err)}},
+            {"execution": {"planId": stored.id, "phase": phase, "message": str(err)}},
         )
         return
     metrics.EXECUTIONS.labels(pool.key, "succeeded").inc()
