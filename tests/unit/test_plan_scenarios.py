@@ -224,3 +224,26 @@ def test_capacity_overload_is_relieved(tmp_path: Path, capsys: pytest.CaptureFix
     run = run_plan(tmp_path, capsys, snap, goals_yaml({"type": "DiskCapacity", "thresholdPercent": 80}))
     assert run.code == 0 and run.plan is not None
     assert checker.capacity_violations(checker.apply_plan(snap, run.plan), "disk", 80) == []
+
+
+def test_an_underfilled_broker_is_fed_from_another_rack_when_its_own_rack_has_nothing_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Seen live in the demo: broker 5 (rack b) below its band, its rack peer 2 at the band's floor,
+    # brokers 1 and 4 (rack a) at its top. Only a move from rack a (onto a partition without rack b)
+    # fixes it; the search once stopped at the first same-rack broker with nothing to give.
+    racks = {1: "a", 2: "b", 3: "c", 4: "a", 5: "b"}
+    layout = [(5, 4), (4, 3), (2, 1), (1, 5), (3, 4), (4, 3), (3, 4), (1, 2), (2, 1), (1, 2), (5, 1), (4, 3)]
+    snap = snapshot(
+        [broker(b, rack) for b, rack in racks.items()],
+        [partition("orders", p, list(replicas)) for p, replicas in enumerate(layout)],
+    )
+    goals = goals_yaml({"type": "RackAware"}, {"type": "ReplicaDistribution", "rangePercent": 10})
+    assert checker.count_band_violations(snap, "replicas", 10) == [5]
+
+    run = run_plan(tmp_path, capsys, snap, goals)
+
+    assert run.code == 0 and run.plan is not None
+    after = checker.apply_plan(snap, run.plan)
+    assert checker.count_band_violations(after, "replicas", 10) == []
+    assert checker.rack_violations(after) == []

@@ -247,7 +247,9 @@ class Search:
         sources = [int(s) for s in np.lexsort((np.arange(state.n_brokers), -surplus, other_rack))]
         for s in sources[:MAX_SOURCES]:
             if surplus[s] <= EPSILON:
-                break
+                # Sorted by rack first: a same-rack broker with nothing to give must not end the
+                # search before the other racks' donors.
+                continue
             if s not in pools:
                 here = state.partitions_on[broker]
                 parts = np.array([p for p in state.partitions_on[s] if p not in here], dtype=np.int64)
