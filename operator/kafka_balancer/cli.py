@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from kafka_balancer.commands.demo import add_arguments as add_demo_arguments
 from kafka_balancer.commands.run import add_arguments as add_run_arguments
 from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
 from kafka_balancer.scoring.options import add_arguments as add_score_arguments
@@ -71,6 +72,12 @@ def _report(args: argparse.Namespace) -> int:
     from kafka_balancer.commands.report import run_report
 
     return run_report(args.snapshot, args.plan, args.goals, args.output)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.demo import run_demo
+
+    return run_demo(args)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -155,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--goals", type=Path, help="BalancerGoal manifests (default: the default goal set)")
     report.add_argument("--output", required=True, type=Path, help="where to write it: .png or .html")
     report.set_defaults(handler=_report)
+
+    demo = commands.add_parser("demo", help="local Kafka + API server + operator: balance, scale up, drain")
+    add_demo_arguments(demo)
+    demo.set_defaults(handler=_demo)
     return parser
 
 

@@ -187,6 +187,11 @@ class KafkaBed:
         ports = [node.secured_ports[listener] for node in self._brokers.values()]
         return SecuredAccess(kind, ",".join(f"{cfg.HOST}:{port}" for port in ports), props)
 
+    def pids(self) -> dict[str, int]:
+        """Name → PID of every running node of the bed."""
+        nodes = [*self._brokers.values(), *([self._controller] if self._controller else [])]
+        return {node.name: node.process.pid for node in nodes}
+
     def log_path(self, node_id: int) -> Path:
         """The server log of a broker (or of the controller, node 100)."""
         node = self._controller if node_id == cfg.CONTROLLER_ID else self._brokers.get(node_id)

@@ -1,0 +1,73 @@
+"""``kafka-balancer demo`` as a newcomer runs it: real beds, the operator, the whole story, a clean stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+DEMO_TIMEOUT_S = 1200
+
+
+def demo(work: Path) -> subprocess.Popen[str]:
+    argv = [str(Path(sys.executable).with_name("kafka-balancer")), "demo", "--fast", "--work-dir", str(work)]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_the_demo_balances_scales_up_drains_and_reports(tmp_path: Path) -> None:
+    work = tmp_path / "demo"
+    process = demo(work)
+    try:
+        output, _ = process.communicate(timeout=DEMO_TIMEOUT_S)
+    finally:
+        process.kill()
+
+    assert process.returncode == 0, output[-4000:]
+    assert "Warming 1/3" in output and "Warming 2/3" in output, output[-4000:]
+    assert "broker 4 is Drained and stopped" in output
+    assert "no message lost" in output
+    with Image.open(work / "report.png") as picture:
+        assert picture.size[0] >= 800 and picture.size[1] >= 600
+    pids = json.loads((work / "pids.json").read_text())
+    assert pids and not [name for name, pid in pids.items() if alive(pid)]
+
+
+def test_ctrl_c_stops_everything_the_demo_started(tmp_path: Path) -> None:
+    work = tmp_path / "demo"
+    process = demo(work)
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + 600
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("operator started") or time.monotonic() > deadline:
+                break
+        assert any(line.startswith("operator started") for line in lines), "".join(lines)[-4000:]
+        pids = json.loads((work / "pids.json").read_text())
+        assert "operator" in pids and all(alive(pid) for pid in pids.values())
+
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("the demo did not stop within 120 s of Ctrl-C", pytrace=False)
+
+    assert process.returncode == 130, rest[-2000:]
+    assert "everything the demo started is stopped" in rest
+    assert not [name for name, pid in pids.items() if alive(pid)]
