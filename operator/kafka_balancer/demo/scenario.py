@@ -1,15 +1,17 @@
 """``kafka-balancer demo``: the whole product on this machine, start to finish, then everything stopped.
 
-Local Kafka (4 brokers, racks a, b, c, a) and a kube-apiserver from ``hack/``, the operator as a child
-process, a topic whose partitions all sit on brokers 1 and 2 with a producer writing throughout; the
-pool (Auto mode) balances it, a fifth broker joins and warms up, broker 4 is drained into its rack
-and stopped, the first plan is drawn against the cluster before it, and every message is read back.
+Local Kafka (4 brokers, racks a, b, c, a) and a kube-apiserver from ``hack/``, the operator as a
+child process (scoring with embedded Spark on a short window), a topic whose partitions all sit on
+brokers 1 and 2 with a producer writing throughout; the pool (Auto mode) balances it, a fifth broker
+joins and warms up, broker 4 is drained into its rack and stopped, the first plan is drawn against
+the cluster before it, and every message is read back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -35,6 +37,13 @@ from kafka_balancer.localbed.ports import free_ports
 NAMESPACE, POOL, TOPIC, PEERING = "demo", "main", "orders", "kafka-balancer-demo"
 PARTITIONS = 12
 REFRESH_S = 3.0
+# Embedded Spark scores the pool once 30 s of samples exist, then every minute (production: 5 min).
+SCORING_ENV = {
+    **os.environ,
+    "KAFKA_BALANCER_SCORING_WINDOW_MS": "30000",
+    "KAFKA_BALANCER_SCORING_WINDOWS": "1",
+    "KAFKA_BALANCER_SCORING_INTERVAL_SECONDS": "60",
+}
 GOALS = """\
 apiVersion: kafkabalancer.io/v1alpha1
 kind: BalancerGoal
@@ -133,7 +142,7 @@ class Demo:
             "--liveness", liveness,
         ]  # fmt: skip
         with log.open("ab") as out:
-            self.operator = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            self.operator = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=SCORING_ENV)
         self._record_pids()
         operator = self.operator
         _wait(lambda: operator.poll() is not None or _healthy(liveness), 90)

@@ -59,11 +59,12 @@ def status_line(pool: Mapping[str, Any], replicas: Mapping[int, int], goals: str
     status = pool.get("status", {})
     plan = status.get("plan", {})
     balanced = condition(pool, "Balanced").get("status", "?")
+    loads = "Spark-scored" if condition(pool, "LoadsScored").get("status") == "True" else "collected"
     done, total = plan.get("movesDone", 0), plan.get("movesTotal", 0)
     moved = plan.get("bytesToMove", 0) * done / total if total else 0
     brokers = " | ".join(broker_cell(b, replicas) for b in status.get("brokers", []))
     total_mb = plan.get("bytesToMove", 0) / 1e6
     return (
         f"balanced={balanced} moves {done}/{total} (~{moved / 1e6:.1f}/{total_mb:.1f} MB)"
-        f" | goals: {goals or '-'}\n    brokers: {brokers}"
+        f" | loads {loads} | goals: {goals or '-'}\n    brokers: {brokers}"
     )
