@@ -23,7 +23,9 @@ def run_demo(args: argparse.Namespace) -> int:
     demo = Demo(DemoOptions(args.work_dir, fast=args.fast), say=lambda line: print(line, flush=True))
     try:
         demo.run()
-    except KeyboardInterrupt:
+    except BaseException:
+        if not demo.interrupted:
+            raise
         print("interrupted: everything the demo started is stopped", file=sys.stderr, flush=True)
         return 130
     return 0

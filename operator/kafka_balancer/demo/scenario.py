@@ -76,12 +76,13 @@ class Demo:
         self.kube: kube.KubeBed | None = None
         self.operator: subprocess.Popen[bytes] | None = None
         self.traffic: Traffic | None = None
+        self.interrupted = False
 
     # -- the story ---------------------------------------------------------------------------------
 
     def run(self) -> None:
         """Everything, then stop everything it started (also on Ctrl-C and SIGTERM)."""
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        previous = {sig: signal.signal(sig, self._interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             self._start_beds()
             self._start_operator()
@@ -100,8 +101,14 @@ class Demo:
             self._check_messages(kafka_bed)
             self.say(f"done: everything the demo started is stopped now; files in {self.work}")
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             self.stop()
+
+    def _interrupt(self, _signum: int, _frame: FrameType | None) -> None:
+        # Remembered: a library may turn the KeyboardInterrupt into its own error on the way up.
+        self.interrupted = True
+        raise KeyboardInterrupt
 
     def _start_beds(self) -> None:
         for stale in ("kafka", "kube", "operator"):
@@ -319,10 +326,6 @@ class Demo:
             self.kube.stop()
         if self.kafka is not None:
             self.kafka.stop()
-
-
-def _interrupt(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def _kafka_libs() -> Path:
