@@ -35,7 +35,9 @@ def test_the_demo_balances_scales_up_drains_and_reports(tmp_path: Path) -> None:
     try:
         output, _ = process.communicate(timeout=DEMO_TIMEOUT_S)
     finally:
-        process.kill()
+        if process.poll() is None:
+            process.kill()
+            kill_leftovers(work)
 
     assert process.returncode == 0, output[-4000:]
     assert "Warming 1/3" in output and "Warming 2/3" in output, output[-4000:]
@@ -45,6 +47,14 @@ def test_the_demo_balances_scales_up_drains_and_reports(tmp_path: Path) -> None:
         assert picture.size[0] >= 800 and picture.size[1] >= 600
     pids = json.loads((work / "pids.json").read_text())
     assert pids and not [name for name, pid in pids.items() if alive(pid)]
+
+
+def kill_leftovers(work: Path) -> None:
+    """After a failed run: what the demo recorded and left behind, by PID (not to leak into later tests)."""
+    path = work / "pids.json"
+    for pid in json.loads(path.read_text()).values() if path.exists() else []:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_ctrl_c_stops_everything_the_demo_started(tmp_path: Path) -> None:
@@ -65,8 +75,11 @@ def test_ctrl_c_stops_everything_the_demo_started(tmp_path: Path) -> None:
         process.send_signal(signal.SIGINT)
         rest, _ = process.communicate(timeout=240)
     except subprocess.TimeoutExpired:
-        process.kill()
         pytest.fail("the demo did not stop within 240 s of Ctrl-C", pytrace=False)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            kill_leftovers(work)
 
     assert process.returncode == 130, rest[-2000:]
     assert "everything the demo started is stopped" in rest
