@@ -144,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("--network-capacity", type=float, help="bytes/s per broker, in and out")
     snapshot.add_argument("--cpu-capacity", type=float, help="cores per broker")
     snapshot.add_argument("--store", type=Path, help="durable sample store directory (default: temporary)")
+    snapshot.add_argument(
+        "--prometheus-url", help="Prometheus (query API) with broker cpu and network; optional"
+    )
+    snapshot.add_argument(
+        "--prometheus-config", type=Path, help="Prometheus source settings (JSON: label, queries, TLS)"
+    )
     snapshot.add_argument("--output", required=True, type=Path, help="where to write the snapshot JSON")
     snapshot.set_defaults(handler=_snapshot)
     _add_execution_commands(commands)

@@ -6,7 +6,7 @@ The CLI maps the two user-facing families to its documented exit codes:
 * :class:`InputError` — bad input (snapshot, goals, plan, flags): exit 2, one line.
 * :class:`InfeasibleError` — hard goals cannot be satisfied: exit 3, says which and why.
 
-Everything else is an operational failure (Kafka, Kubernetes, Spark, the local test bed).
+Everything else is an operational failure (Kafka, Prometheus, Kubernetes, Spark, the local test bed).
 """
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ class KafkaOperationError(KafkaBalancerError):
 
 class ExecutionError(KafkaOperationError):
     """A plan's execution was refused, stalled or could not be verified."""
+
+
+class MetricsSourceError(KafkaBalancerError):
+    """The optional Prometheus source of broker cpu and network failed or answered unusably."""
 
 
 class ScoringError(KafkaBalancerError):

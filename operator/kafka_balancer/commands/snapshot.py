@@ -4,6 +4,9 @@ Capacities come from ``--capacity-file`` (JSON: ``{"default": {capacity}, "broke
 "capacity": {capacity}}]}``, either part optional; a capacity is the snapshot's
 ``{"disk", "networkIn", "networkOut", "cpu"}``) or from the three ``--*-capacity`` flags, the same
 for every broker (``--network-capacity`` is both networkIn and networkOut).
+
+Broker cpu comes from Prometheus when ``--prometheus-url`` (or ``--prometheus-config``) is given;
+without it every partition's cpu is 0 (the Admin API measures no cpu).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import math
 import re
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +31,8 @@ from kafka_balancer.kafka.admin import check_connection, load_properties
 from kafka_balancer.kafka.collector import AdminReader, Collector, PassResult, total_requests
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, Capacity, build_snapshot
+from kafka_balancer.prometheus.source import PrometheusSource
+from kafka_balancer.prometheus.spec import PrometheusSpec, read_prometheus_spec
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
@@ -91,15 +97,30 @@ def capacities(args: argparse.Namespace) -> Capacities:
     return Capacities({}, (disk, network, network, cpu))
 
 
+def prometheus_source(args: argparse.Namespace) -> PrometheusSource | None:
+    """The optional broker cpu/network source the flags ask for (None when they ask for none)."""
+    if args.prometheus_url is None and args.prometheus_config is None:
+        return None
+    spec = read_prometheus_spec(args.prometheus_config) if args.prometheus_config else PrometheusSpec()
+    return PrometheusSource(spec.settings(args.prometheus_url))
+
+
 def _progress(passes: int, caps: Capacities) -> Callable[[int, PassResult], None]:
     def show(i: int, result: PassResult) -> None:
         obs = result.observation
         for broker in obs.brokers:
             # Fail at the first pass, not after a whole window, when a broker has no capacity.
             caps.of(broker.id)
+        usage = ""
+        if result.usage_error is not None:
+            usage = f"; broker cpu/network unknown this pass: {result.usage_error}"
+        elif result.usage:
+            cores = sum(u.cpu for u in result.usage.values() if u.cpu is not None)
+            usage = f"; Prometheus: {cores:.2f} core(s) used by {len(result.usage)} broker(s)"
         print(
             f"pass {i + 1}/{passes}: {len(obs.partitions)} partition(s), {len(obs.brokers)} broker(s), "
-            f"{result.samples_written} sample(s) stored, {sum(obs.requests.values())} admin request(s)",
+            f"{result.samples_written} sample(s) stored, {sum(obs.requests.values())} admin request(s)"
+            f"{usage}",
             file=sys.stderr,
             flush=True,
         )
@@ -117,16 +138,22 @@ def run_snapshot(args: argparse.Namespace) -> int:
         raise InputError(f"--interval {args.interval} is longer than --window {args.window}")
     caps = capacities(args)
     props = load_properties(args.command_config) if args.command_config else {}
+    usage_source = prometheus_source(args)
     check_connection(args.bootstrap_server, props)
     passes = math.ceil(window_ms / interval_ms) + 1
     with tempfile.TemporaryDirectory(prefix="kafka-balancer-samples-") as scratch:
         store = SampleStore(args.store if args.store is not None else Path(scratch))
         reader = AdminReader(args.bootstrap_server, props)
         try:
-            collector = Collector(reader, store)
+            if usage_source is not None:
+                # A wrong url, label or query fails now, not as a window of unknown cpu.
+                usage_source.check(int(time.time() * 1000), interval_ms)
+            collector = Collector(reader, store, usage_source=usage_source)
             results = collector.run(passes, interval_ms / 1000.0, on_pass=_progress(passes, caps))
         finally:
             reader.close()
+            if usage_source is not None:
+                usage_source.close()
         last = results[-1].observation
         since = last.ts_ms - window_ms
         document = build_snapshot(

@@ -8,8 +8,10 @@ committed offsets (ListGroups + OffsetFetch). Two consecutive passes give one sa
 - bytes in: end-offset delta × average record size (messages in: the offset delta);
 - bytes out: Σ over consumer groups of the committed-offset delta × average record size.
 
-Broker cpu and network columns stay null: the Admin API has no resource usage (a Prometheus source
-would fill them). Every broker request a pass causes is counted, by API, so the cost is visible.
+Broker cpu and network columns come from an optional :class:`BrokerUsageSource` (Prometheus): the
+Admin API has no resource usage, so without one they stay null. A pass whose source fails keeps its
+partition samples and leaves the broker columns null (the scoring rules ignore nulls). Every broker
+request a pass causes is counted, by API, so the cost is visible.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
 from kafka import KafkaAdminClient
 
-from kafka_balancer.errors import KafkaOperationError
+from kafka_balancer.errors import KafkaOperationError, MetricsSourceError
 from kafka_balancer.kafka.admin import confluent_config, kafka_python_config
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import BrokerInfo
+from kafka_balancer.samples.broker_usage import BrokerUsage, BrokerUsageSource
 from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
 
 TIMEOUT_S = 30.0
@@ -213,8 +216,11 @@ def average_record_size(size: int, prev_size: int | None, end: int, prev_end: in
     return size / records if records > 0 else 0.0
 
 
-def samples_between(prev: Observation, cur: Observation) -> tuple[pa.Table, pa.Table]:
-    """Partition and broker samples of the interval between two passes (schemas of ``samples.schema``)."""
+def samples_between(
+    prev: Observation, cur: Observation, usage: Mapping[int, BrokerUsage] | None = None
+) -> tuple[pa.Table, pa.Table]:
+    """Partition and broker samples of the interval between two passes (schemas of ``samples.schema``);
+    ``usage`` fills the broker resource columns of the brokers it names."""
     interval_ms = cur.ts_ms - prev.ts_ms
     if interval_ms <= 0:
         raise KafkaOperationError(f"sampling passes out of order ({prev.ts_ms} then {cur.ts_ms} ms)")
@@ -246,18 +252,21 @@ def samples_between(prev: Observation, cur: Observation) -> tuple[pa.Table, pa.T
                 "messages_in": produced,
             }
         )
-    brokers = [
-        {
-            "ts_ms": cur.ts_ms,
-            "interval_ms": interval_ms,
-            "broker": b.id,
-            "rack": b.rack,
-            "cpu": None,
-            "network_in": None,
-            "network_out": None,
-        }
-        for b in cur.brokers
-    ]
+    unknown = BrokerUsage(None, None, None)
+    brokers = []
+    for b in cur.brokers:
+        used = (usage or {}).get(b.id, unknown)
+        brokers.append(
+            {
+                "ts_ms": cur.ts_ms,
+                "interval_ms": interval_ms,
+                "broker": b.id,
+                "rack": b.rack,
+                "cpu": used.cpu,
+                "network_in": used.network_in,
+                "network_out": used.network_out,
+            }
+        )
     return (
         pa.Table.from_pylist(rows, schema=PARTITION_SAMPLES),
         pa.Table.from_pylist(brokers, schema=BROKER_SAMPLES),
@@ -268,28 +277,43 @@ def samples_between(prev: Observation, cur: Observation) -> tuple[pa.Table, pa.T
 class PassResult:
     observation: Observation
     samples_written: int
+    usage: Mapping[int, BrokerUsage] = field(default_factory=dict)
+    # Why the usage source gave nothing this pass (its one-line error), None when it answered.
+    usage_error: str | None = None
 
 
 class Collector:
     """Sampling passes into a store; the first pass of a collector is a baseline and stores nothing."""
 
     def __init__(
-        self, reader: AdminReader, store: SampleStore, clock: Callable[[], float] = time.time
+        self,
+        reader: AdminReader,
+        store: SampleStore,
+        clock: Callable[[], float] = time.time,
+        usage_source: BrokerUsageSource | None = None,
     ) -> None:
         self._reader = reader
         self._store = store
         self._clock = clock
+        self._usage_source = usage_source
         self._previous: Observation | None = None
 
     def sample_once(self) -> PassResult:
         current = observe(self._reader, self._clock)
         written = 0
+        usage: Mapping[int, BrokerUsage] = {}
+        usage_error = None
         if self._previous is not None:
-            partitions, brokers = samples_between(self._previous, current)
+            if self._usage_source is not None:
+                try:
+                    usage = self._usage_source.usage(current.ts_ms, current.ts_ms - self._previous.ts_ms)
+                except MetricsSourceError as err:
+                    usage_error = str(err)
+            partitions, brokers = samples_between(self._previous, current, usage)
             self._store.append(current.ts_ms, partitions, brokers)
             written = partitions.num_rows
         self._previous = current
-        return PassResult(current, written)
+        return PassResult(current, written, usage, usage_error)
 
     def run(
         self,

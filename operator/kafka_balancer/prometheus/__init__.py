@@ -1,0 +1,1 @@
+"""The optional Prometheus source of broker cpu and network (see :mod:`.source`)."""
