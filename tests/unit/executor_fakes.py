@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kafka_balancer.errors import KafkaOperationError
 from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
 
 
@@ -91,6 +92,9 @@ class FakeKafkaCluster:
     def alter_configs(
         self, kind: str, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()
     ) -> None:
+        if kind == "broker" and int(name) not in self.brokers:
+            # KRaft: only the broker itself (or the controller quorum) takes its config.
+            raise KafkaOperationError(f"altering configs of broker {name}: broker not available")
         current = self.configs.setdefault((kind, name), {})
         current.update(set_)
         for key in delete:

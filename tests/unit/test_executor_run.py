@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from kafka_balancer.kafka.execution_state import MoveStatus, load_state, save_st
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
 from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan, read_plan
 from kafka_balancer.kafka.progress import summary
+from kafka_balancer.kafka.throttle import sync_throttles
 from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
 
 RATE = "leader.replication.throttled.rate"
@@ -194,3 +196,39 @@ def test_metadata_lagging_behind_a_finished_reassignment_is_not_a_failure(tmp_pa
     assert executor.reconcile(state).moves[0].status is MoveStatus.DONE
     cluster.replicas[("t", 0)] = (4, 2)
     assert executor.reconcile(state).moves[0].status is MoveStatus.FAILED
+
+
+def test_a_resume_with_a_new_throttle_sets_the_new_rate_on_brokers_already_throttled(tmp_path: Path) -> None:
+    cluster = _cluster(ticks_to_finish=50)
+    executor, clock = _executor(cluster, tmp_path, max_moves=1)
+    state = executor.submit(executor.reconcile(new_state(cluster, PLAN[:1], executor.options, clock.time())))
+    assert {cluster.configs[("broker", b)][RATE] for b in ("1", "2", "3")} == {"1000"}
+
+    resumed, _ = _executor(cluster, tmp_path, max_moves=1, throttle=5000)
+    # What each loop of a resumed run does (the run itself would also finish the move).
+    sync_throttles(cluster, replace(resumed.reconcile(state), throttle_rate=5000), resumed.commit)
+    assert {cluster.configs[("broker", b)][RATE] for b in ("1", "2", "3")} == {"5000"}
+
+
+def test_a_throttle_on_a_broker_that_died_is_kept_on_record_and_removed_once_it_is_back(
+    tmp_path: Path,
+) -> None:
+    cluster = _cluster(stuck={("t", 0)})
+    executor, clock = _executor(cluster, tmp_path, timeout_per_move_s=5.0, settle_timeout_s=3.0)
+    state = executor.submit(executor.reconcile(new_state(cluster, PLAN[:1], executor.options, clock.time())))
+    assert RATE in cluster.configs[("broker", "3")]
+    cluster.brokers = frozenset({1, 2, 4})  # the destination dies mid-move
+
+    with pytest.raises(
+        ExecutionError, match=re.escape("broker 3 is down with our leader.replication.throttled.rate")
+    ):
+        executor.run(state)
+    state = load_state(tmp_path / "state.json")
+    assert set(state.throttled_brokers) == {"3"}
+    assert RATE in cluster.configs[("broker", "3")]  # Kafka kept it: nobody could remove it
+    assert not cluster.configs[("broker", "1")] and not cluster.configs[("topic", "t")]
+
+    cluster.brokers = frozenset({1, 2, 3, 4})
+    state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
+    assert state.throttled_brokers == {}
+    assert all(not v for v in cluster.configs.values())

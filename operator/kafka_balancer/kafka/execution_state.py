@@ -82,6 +82,8 @@ class ExecutionState:
     updated_at: float
     throttle_rate: int | None = None
     throttled_brokers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The rate our configs on each throttled broker carry (absent: unknown, e.g. from an earlier plan).
+    broker_rates: Mapping[str, int] = field(default_factory=dict)
     throttled_topics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     foreign_throttles: tuple[str, ...] = ()
     leadership_done: bool = False
@@ -146,6 +148,7 @@ def state_document(state: ExecutionState) -> dict[str, Any]:
         "throttleRate": state.throttle_rate,
         "throttles": {
             "brokers": {k: list(v) for k, v in state.throttled_brokers.items()},
+            "brokerRates": dict(state.broker_rates),
             "topics": {k: list(v) for k, v in state.throttled_topics.items()},
             "foreign": list(state.foreign_throttles),
         },
@@ -164,6 +167,7 @@ def state_from_document(doc: Mapping[str, Any]) -> ExecutionState:
         updated_at=float(doc["updatedAt"]),
         throttle_rate=doc.get("throttleRate"),
         throttled_brokers={str(k): tuple(v) for k, v in throttles.get("brokers", {}).items()},
+        broker_rates={str(k): int(v) for k, v in throttles.get("brokerRates", {}).items()},
         throttled_topics={str(k): tuple(v) for k, v in throttles.get("topics", {}).items()},
         foreign_throttles=tuple(throttles.get("foreign", [])),
         leadership_done=bool(doc.get("leadershipDone", False)),

@@ -21,6 +21,9 @@ from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.throttle import leftover_throttles, sync_throttles
 
+# A failed verification names this many problems (a plan of thousands could list thousands).
+SHOWN_PROBLEMS = 3
+
 
 @dataclass(frozen=True)
 class ExecuteOptions:
@@ -217,7 +220,11 @@ class Executor:
                 return self.commit(replace(state, finished_at=self.clock()))
             settling = all("ISR" in p or "leader" in p for p in problems)
             if not settling or self.clock() > deadline:
-                raise ExecutionError(f"verification failed: {len(problems)} problem(s), first: {problems[0]}")
+                shown = "; ".join(problems[:SHOWN_PROBLEMS])
+                more = (
+                    f"; and {len(problems) - SHOWN_PROBLEMS} more" if len(problems) > SHOWN_PROBLEMS else ""
+                )
+                raise ExecutionError(f"verification failed: {len(problems)} problem(s): {shown}{more}")
             self.sleep(self.options.poll_interval_s)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from typing import TypeVar
 
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
 from kafka_balancer.kafka.port import AdminPort
@@ -18,6 +19,7 @@ FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 TOPIC_REPLICAS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 
 Commit = Callable[[ExecutionState], ExecutionState]
+V = TypeVar("V")
 
 
 def wanted_topic_values(moves: Iterable[Move]) -> dict[str, dict[str, str]]:
@@ -50,20 +52,19 @@ def sync_throttles(
     brokers = wanted_brokers(in_flight)
     topics = wanted_topic_values(in_flight)
 
-    stale = [b for b in state.throttled_brokers if b not in brokers]
-    live = {str(b) for b in admin.broker_ids()} if stale else set()
-    for broker in stale:
-        names = state.throttled_brokers[broker]
-        # A broker that is down cannot be altered; the record stays, so a later run removes it.
-        if broker in live:
-            admin.alter_configs("broker", broker, {}, names)
-            state = commit(replace(state, throttled_brokers=_without(state.throttled_brokers, broker)))
+    state = release_brokers(admin, state, commit, keep=brokers)
     for topic, names in list(state.throttled_topics.items()):
         if topic not in topics:
             admin.alter_configs("topic", topic, {}, names)
             state = commit(replace(state, throttled_topics=_without(state.throttled_topics, topic)))
 
     rate = str(state.throttle_rate)
+    for broker, names in state.throttled_brokers.items():
+        # Ours already, maybe at another rate: a resume with a new --throttle, or a broker that was
+        # down kept ours from an earlier plan.
+        if broker in brokers and names and state.broker_rates.get(broker) != state.throttle_rate:
+            admin.alter_configs("broker", broker, dict.fromkeys(names, rate))
+            state = commit(replace(state, broker_rates=_rated(state, broker)))
     new_brokers = sorted(brokers - set(state.throttled_brokers))
     for broker, present in admin.dynamic_configs("broker", new_brokers).items():
         ours = tuple(name for name in BROKER_RATES if name not in present)
@@ -71,6 +72,7 @@ def sync_throttles(
             replace(
                 state,
                 throttled_brokers={**state.throttled_brokers, broker: ours},
+                broker_rates=_rated(state, broker),
                 foreign_throttles=_foreign(state, "broker", broker, BROKER_RATES, present),
             )
         )
@@ -92,6 +94,32 @@ def sync_throttles(
     return state
 
 
+def release_brokers(
+    admin: AdminPort, state: ExecutionState, commit: Commit, keep: Iterable[str] = ()
+) -> ExecutionState:
+    """Remove our rates from every broker not in ``keep`` that is up.
+
+    In KRaft a broker's dynamic config can only be changed through that broker (another one answers
+    "Unexpected broker id") or the controller quorum, which clients rarely reach. So a broker that is
+    down keeps our rate, recorded in the state, until it is back and this runs again: at the next
+    batch, on cancel, or at the operator's next reconcile.
+    """
+    kept = set(keep)
+    stale = [b for b in state.throttled_brokers if b not in kept]
+    live = {str(b) for b in admin.broker_ids()} if stale else set()
+    for broker in stale:
+        if broker in live:
+            admin.alter_configs("broker", broker, {}, state.throttled_brokers[broker])
+            state = commit(
+                replace(
+                    state,
+                    throttled_brokers=_without(state.throttled_brokers, broker),
+                    broker_rates=_without(state.broker_rates, broker),
+                )
+            )
+    return state
+
+
 def leftover_throttles(admin: AdminPort, state: ExecutionState) -> list[str]:
     """Throttle configs on the plan's brokers and topics that are not someone else's (should be none)."""
     live = {str(b) for b in admin.broker_ids()}
@@ -105,7 +133,10 @@ def leftover_throttles(admin: AdminPort, state: ExecutionState) -> list[str]:
         if config in configs and f"{kind} {name}: {config}" not in state.foreign_throttles
     ]
     left += [
-        f"broker {b} (down): {', '.join(n)}" for b, n in state.throttled_brokers.items() if b not in live
+        f"broker {b} is down with our {', '.join(n)} set; removed once it is back "
+        "(kafka-balancer cancel, or the operator's next reconcile)"
+        for b, n in state.throttled_brokers.items()
+        if b not in live
     ]
     return left
 
@@ -117,5 +148,12 @@ def _foreign(
     return tuple(sorted(set(state.foreign_throttles) | found))
 
 
-def _without(records: Mapping[str, tuple[str, ...]], key: str) -> dict[str, tuple[str, ...]]:
+def _rated(state: ExecutionState, broker: str) -> dict[str, int]:
+    """The broker rates once ``broker`` carries the state's rate (the ``None`` rate sets nothing)."""
+    if state.throttle_rate is None:
+        return dict(state.broker_rates)
+    return {**state.broker_rates, broker: state.throttle_rate}
+
+
+def _without(records: Mapping[str, V], key: str) -> dict[str, V]:
     return {k: v for k, v in records.items() if k != key}
