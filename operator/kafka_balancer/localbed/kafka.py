@@ -11,7 +11,7 @@ import secrets
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
@@ -144,6 +144,7 @@ class KafkaBed:
         self._java = _java()
         self._controller: _Node | None = None
         self._brokers: dict[int, _Node] = {}
+        self._stopped: dict[int, _Node] = {}
         self._last_broker_id = 0
         self.secured = secured
         self._secrets: _Secrets | None = None
@@ -271,6 +272,7 @@ class KafkaBed:
         if node is None:
             raise BedError(f"no running broker {broker_id} in this bed (running: {sorted(self._brokers)})")
         self._stop_node(node)
+        self._stopped[broker_id] = node
         self._write_state()
         if self._brokers:
             controller_log = self._controller_node().server_log
@@ -279,6 +281,20 @@ class KafkaBed:
                 timeout_s=self.start_timeout_s,
                 what=f"stopped broker {broker_id} to leave metadata (controller log {controller_log})",
             )
+
+    def restart_broker(self, broker_id: int) -> None:
+        """Start a broker :meth:`stop_broker` stopped, with its id, rack, port and data; return once it
+        is unfenced (a broker coming back after an outage)."""
+        node = self._stopped.pop(broker_id, None)
+        if node is None:
+            raise BedError(
+                f"broker {broker_id} was not stopped by this bed (stopped: {sorted(self._stopped)})"
+            )
+        restarted = replace(node, process=self._process(node.node_id, node.rack, node.directory))
+        self._brokers[broker_id] = restarted
+        self._write_state()
+        self._await_listening(restarted)
+        self._await_registered(set(self._brokers))
 
     def stop(self) -> None:
         """Stop every process this bed started, brokers first (in parallel), then the controller."""
@@ -446,6 +462,10 @@ class KafkaBed:
     def _launch(
         self, node_id: int, rack: str | None, port: int, directory: Path, props: Mapping[str, str]
     ) -> _Node:
+        process = self._process(node_id, rack, directory)
+        return _Node(node_id, rack, port, directory, process, _secured_ports(props))
+
+    def _process(self, node_id: int, rack: str | None, directory: Path) -> ManagedProcess:
         argv = [
             *self._java_argv(self.run_dir / "log4j2.xml", heap=self.heap),
             f"-Dkafka.logs.dir={directory / 'logs'}",
@@ -453,8 +473,7 @@ class KafkaBed:
             str(directory / "server.properties"),
         ]
         name = f"controller-{node_id}" if rack is None else f"broker-{node_id}"
-        process = ManagedProcess(f"Kafka {name}", argv, directory / "stdout.log")
-        return _Node(node_id, rack, port, directory, process, _secured_ports(props))
+        return ManagedProcess(f"Kafka {name}", argv, directory / "stdout.log")
 
     def _await_listening(self, node: _Node) -> None:
         ports = [node.port, *node.secured_ports.values()]
