@@ -205,7 +205,7 @@ def test_a_malformed_plan_exits_2_before_touching_anything(
     assert ongoing_reassignments(kafka_bed, topic) == []
 
 
-def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout(
+def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout_and_its_throttle_goes_when_it_is_back(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
     added = kafka_bed.add_broker(rack="b")
@@ -234,13 +234,25 @@ def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout(
             executor.communicate(timeout=30)
         assert executor.returncode == 1, err
         assert "no progress for 5s; reassignment cancelled" in err, err
+        assert f"broker {added} is down with our leader.replication.throttled.rate" in err, err
+
+        [move] = _state(state)["moves"]
+        assert move["status"] == "failed"
+        print(f"\nstuck move detected {move['finishedAt'] - move['progressAt']:.1f}s after its last progress")
+        assert ongoing_reassignments(kafka_bed, topic) == []
+        assert partitions(kafka_bed, topic)[0][0] == [1, 2]
+        assert throttles_left(kafka_bed, topic) == []  # on every broker that is up
+        assert list(_state(state)["throttles"]["brokers"]) == [str(added)]
+
+        # Back after the outage: Kafka kept the rate nobody could remove; cancel removes it.
+        kafka_bed.restart_broker(added)
+        running = True
+        assert f"{added}: leader.replication.throttled.rate=100000" in throttles_left(kafka_bed, topic)
+        cancel = _cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+        out, err = cancel.communicate(timeout=120)
+        assert cancel.returncode == 0, (out, err)
+        assert throttles_left(kafka_bed, topic) == []
+        assert _state(state)["throttles"]["brokers"] == {}
     finally:
         if running:
             kafka_bed.stop_broker(added)
-
-    [move] = _state(state)["moves"]
-    assert move["status"] == "failed"
-    print(f"\nstuck move detected {move['finishedAt'] - move['progressAt']:.1f}s after its last progress")
-    assert ongoing_reassignments(kafka_bed, topic) == []
-    assert partitions(kafka_bed, topic)[0][0] == [1, 2]
-    assert throttles_left(kafka_bed, topic) == []

@@ -30,6 +30,7 @@ from kafka_balancer.kafka.execution_state import (
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_plan, new_state
 from kafka_balancer.kafka.plan_input import PlannedPartition
 from kafka_balancer.kafka.port import AdminPort
+from kafka_balancer.kafka.throttle import release_brokers, wanted_brokers
 from kafka_balancer.reconcile.pool import StoredPlan, execution_config_map
 from kafka_balancer.reconcile.quantity import parse_quantity
 
@@ -107,6 +108,7 @@ def run_plan(
             logger.info("resuming plan %s of pool %s/%s", stored.id, namespace, name)
         else:
             state = new_state(admin, plan, options, time.time())
+            state = replace(state, throttled_brokers=inherited_throttles(kube, state_dir, pool))
         executor = _MirroredExecutor(
             admin, state_path, options, log=logger.info, mirror=mirror, cancel_requested=cancel_requested
         )
@@ -124,6 +126,31 @@ def mirror_state(kube: Kube, pool: Mapping[str, Any], plan: str, state: Executio
     blobs.store(kube, namespace, execution_config_map(name), pool, {"plan.id": plan}, STATE_KEY, document)
 
 
+def _recorded(
+    kube: Kube, state_dir: Path, pool: Mapping[str, Any]
+) -> tuple[str, Path, ExecutionState] | None:
+    """The pool's last execution: its plan id, local state path and state (None if it never ran)."""
+    namespace, name = pool["namespace"], pool["name"]
+    mirrored = blobs.load(kube, namespace, execution_config_map(name), STATE_KEY)
+    if mirrored is None:
+        return None
+    plan = str(mirrored[0]["plan.id"])
+    path = state_dir / f"{namespace}.{name}.{plan}.json"
+    # The local file is the executor's own, newer than the mirror (written at most every few seconds).
+    state = load_state(path) if path.exists() else state_from_document(json.loads(mirrored[1]))
+    return plan, path, state
+
+
+def _file_commit(path: Path) -> Callable[[ExecutionState], ExecutionState]:
+    def commit(current: ExecutionState) -> ExecutionState:
+        current = replace(current, updated_at=time.time())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_state(path, current)
+        return current
+
+    return commit
+
+
 def settle_unfinished(
     kube: Kube, admin: AdminPort, state_dir: Path, pool: Mapping[str, Any], keep: str | None = None
 ) -> str | None:
@@ -133,24 +160,49 @@ def settle_unfinished(
     still has moves in flight and throttles set; they are ours, and a later plan would take them for
     someone else's and leave them. Returns the id of the plan cancelled, if any.
     """
-    namespace, name = pool["namespace"], pool["name"]
-    mirrored = blobs.load(kube, namespace, execution_config_map(name), STATE_KEY)
-    if mirrored is None or mirrored[0].get("plan.id") == keep:
+    recorded = _recorded(kube, state_dir, pool)
+    if recorded is None or recorded[0] == keep or recorded[2].finished_at is not None:
         return None
-    plan = mirrored[0]["plan.id"]
-    path = state_dir / f"{namespace}.{name}.{plan}.json"
-    # The local file is the executor's own, newer than the mirror (written at most every few seconds).
-    state = load_state(path) if path.exists() else state_from_document(json.loads(mirrored[1]))
-    if state.finished_at is not None:
-        return None
-
-    def commit(current: ExecutionState) -> ExecutionState:
-        current = replace(current, updated_at=time.time())
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_state(path, current)
-        return current
-
-    final = cancel_execution(admin, state, commit, clock=time.time, sleep=time.sleep)
+    plan, path, state = recorded
+    final = cancel_execution(admin, state, _file_commit(path), clock=time.time, sleep=time.sleep)
     mirror_state(kube, pool, plan, final)
-    logger.info("pool %s/%s: cancelled unfinished plan %s, removed its throttles", namespace, name, plan)
-    return str(plan)
+    logger.info(
+        "pool %s/%s: cancelled unfinished plan %s, removed its throttles",
+        pool["namespace"],
+        pool["name"],
+        plan,
+    )
+    return plan
+
+
+def release_returned_brokers(
+    kube: Kube, admin: Callable[[], AdminPort], state_dir: Path, pool: Mapping[str, Any]
+) -> list[str]:
+    """Remove our rates from brokers the last execution had to leave them on (down at its end) and
+    that are back; run at every reconcile, so a throttle outlives its broker's downtime by one
+    interval. Brokers that moves still in flight need keep theirs. Returns the brokers released."""
+    recorded = _recorded(kube, state_dir, pool)
+    if recorded is None or not recorded[2].throttled_brokers:
+        return []
+    plan, path, state = recorded
+    port = admin()
+    needed = wanted_brokers(state.by_status(MoveStatus.IN_FLIGHT))
+    after = release_brokers(port, state, _file_commit(path), keep=needed)
+    released = sorted(set(state.throttled_brokers) - set(after.throttled_brokers))
+    if released:
+        mirror_state(kube, pool, plan, after)
+        logger.info(
+            "pool %s/%s: removed throttles plan %s left on broker(s) %s, which are back",
+            pool["namespace"],
+            pool["name"],
+            plan,
+            ", ".join(released),
+        )
+    return released
+
+
+def inherited_throttles(kube: Kube, state_dir: Path, pool: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Broker throttles an earlier plan could not remove (its brokers were down): a new plan's state
+    takes them over, so they are still removed when those brokers come back."""
+    recorded = _recorded(kube, state_dir, pool)
+    return dict(recorded[2].throttled_brokers) if recorded is not None else {}

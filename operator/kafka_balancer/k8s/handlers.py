@@ -7,6 +7,7 @@ spec change is acted on within seconds instead of at the next interval.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -18,7 +19,7 @@ import kopf
 from kafka_balancer.api import GROUP, VERSION
 from kafka_balancer.errors import InputError, KafkaBalancerError, KafkaOperationError
 from kafka_balancer.k8s import metrics
-from kafka_balancer.k8s.execution import run_plan, settle_unfinished
+from kafka_balancer.k8s.execution import release_returned_brokers, run_plan, settle_unfinished
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.pools import PoolReconciler, PoolRef, failure, parse_goals, parse_spec
 from kafka_balancer.k8s.source import ClusterSource
@@ -30,6 +31,8 @@ from kafka_balancer.reconcile.pool import PoolOutcome, StoredPlan
 WAKE_S = 2.0
 # Backoff after Kafka could not be reached: 10 s, 20 s, 40 s, ... at most 5 min.
 BACKOFF_S, BACKOFF_MAX_S = 10.0, 300.0
+
+_log = logging.getLogger(__name__)
 
 
 class Runtime:
@@ -187,6 +190,31 @@ async def reconcile_once(
     metrics.BALANCED.labels(pool.key).set(1 if balanced else 0)
     if outcome.decision.action is Action.EXECUTE:
         await execute(reconciler, pool, body, spec, outcome, props, logger, stopped)
+    else:
+        await asyncio.to_thread(release_left_throttles, reconciler, pool, spec, props)
+
+
+def release_left_throttles(
+    reconciler: PoolReconciler, pool: PoolRef, spec: Any, props: dict[str, str]
+) -> None:
+    """Level-based: throttles an execution had to leave on a broker that was down go once it is back."""
+    lock = Runtime.executing[pool.key]
+    if not lock.acquire(blocking=False):
+        return  # an execution (or the pool's deletion) is handling the pool's throttles right now
+    admins: list[KafkaAdmin] = []
+
+    def admin() -> KafkaAdmin:
+        admins.append(KafkaAdmin(spec.kafka.bootstrap_servers, props))
+        return admins[-1]
+
+    try:
+        release_returned_brokers(reconciler.kube, admin, reconciler.state_dir / "executions", pool.owner)
+    except KafkaOperationError as err:
+        _log.warning("pool %s: left throttles not released yet: %s", pool.key, err)
+    finally:
+        for made in admins:
+            made.close()
+        lock.release()
 
 
 async def execute(

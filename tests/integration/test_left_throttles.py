@@ -1,0 +1,97 @@
+"""The operator removes a throttle an execution had to leave on a dead broker once that broker is back.
+
+Real Kafka bed and real apiserver: the execution state is mirrored in the pool's ConfigMap as the
+operator keeps it; the broker really goes down and comes back with its data.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.support.kafka_checks import create_topic
+
+from kafka_balancer.k8s import blobs
+from kafka_balancer.k8s.execution import (
+    STATE_KEY,
+    inherited_throttles,
+    mirror_state,
+    release_returned_brokers,
+)
+from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.kafka.admin import KafkaAdmin
+from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
+from kafka_balancer.kafka.throttle import BROKER_RATES
+from kafka_balancer.localbed import kube
+from kafka_balancer.localbed.kafka import KafkaBed
+from kafka_balancer.reconcile.pool import execution_config_map
+
+NAMESPACE = "kb-test-left-throttles"
+POOL = {"namespace": NAMESPACE, "name": "main", "uid": "0b1c9a52-5a53-4c4e-9d1c-000000000002"}
+
+
+@pytest.fixture
+def client(kube_bed: kube.KubeBed) -> Iterator[Kube]:
+    created = kube_bed.kubectl("create", "namespace", NAMESPACE)
+    assert created.returncode == 0, created.stderr
+    yield Kube(str(kube_bed.kubeconfig))
+    kube_bed.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+
+
+def test_a_dead_brokers_throttle_is_released_at_the_first_reconcile_after_it_is_back(
+    kafka_bed: KafkaBed, client: Kube, tmp_path: Path
+) -> None:
+    added = kafka_bed.add_broker(rack="c")
+    running = True
+    made: list[KafkaAdmin] = []
+
+    def connect() -> KafkaAdmin:
+        # As the operator does: a client per reconcile, so metadata from the broker's outage is not reused.
+        made.append(KafkaAdmin(kafka_bed.bootstrap_servers))
+        return made[-1]
+
+    def rates_on_added() -> set[str]:
+        configs = connect().dynamic_configs("broker", [str(added)])[str(added)]
+        return set(BROKER_RATES) & set(configs)
+
+    try:
+        topic = create_topic(kafka_bed, "left", [[added, 1]])
+        # What an execution leaves when its destination dies: our rates on it, recorded, plan over.
+        connect().alter_configs("broker", str(added), dict.fromkeys(BROKER_RATES, "100000"))
+        now = time.time()
+        move = Move(topic, 0, (1, 2), (added, 1), size=1000, status=MoveStatus.FAILED, finished_at=now)
+        state = ExecutionState(
+            moves=(move,),
+            created_at=now,
+            updated_at=now,
+            throttle_rate=100000,
+            throttled_brokers={str(added): BROKER_RATES},
+            finished_at=None,
+        )
+        mirror_state(client, POOL, "plan-a", state)
+        kafka_bed.stop_broker(added)
+        running = False
+
+        state_dir = tmp_path / "executions"
+        assert release_returned_brokers(client, connect, state_dir, POOL) == []  # still down
+        # A new plan made meanwhile takes the record over, so the throttle is not forgotten.
+        assert inherited_throttles(client, state_dir, POOL) == {str(added): BROKER_RATES}
+
+        kafka_bed.restart_broker(added)
+        running = True
+        assert rates_on_added() == set(BROKER_RATES)
+        assert release_returned_brokers(client, connect, state_dir, POOL) == [str(added)]
+
+        assert rates_on_added() == set()
+        fields, document = blobs.load(client, NAMESPACE, execution_config_map("main"), STATE_KEY) or ({}, b"")
+        assert fields["plan.id"] == "plan-a"
+        assert json.loads(document)["throttles"]["brokers"] == {}
+        assert release_returned_brokers(client, connect, state_dir, POOL) == []
+    finally:
+        for admin in made:
+            admin.close()
+        if running:
+            kafka_bed.stop_broker(added)
