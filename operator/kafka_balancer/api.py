@@ -8,11 +8,13 @@ optional here because the CLI ignores it; the CRD requires it.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kafka_balancer.goals.spec import GoalSpec, GoalType
+from kafka_balancer.prometheus import settings as prometheus_defaults
 from kafka_balancer.reconcile.quantity import is_quantity
 
 GROUP = "kafkabalancer.io"
@@ -104,6 +106,8 @@ Quantity = Annotated[int | str, AfterValidator(_check_quantity)]
 BrokerId = Annotated[int, Field(ge=0)]
 BOOTSTRAP_PATTERN = r"^[^,\s]+:[0-9]{1,5}(,[^,\s]+:[0-9]{1,5})*$"
 DURATION_PATTERN = r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
+URL_PATTERN = r"^https?://[^\s]+$"
+LABEL_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
 
 
 class _Spec(BaseModel):
@@ -232,6 +236,66 @@ class Scoring(_Spec):
         return self
 
 
+class PrometheusQueries(_Spec):
+    """PromQL templates; ``{label}`` and ``{range}`` are filled in, other braces are written doubled."""
+
+    cpu: str = Field(default=prometheus_defaults.CPU_QUERY, min_length=1)
+    network_in: str = Field(default=prometheus_defaults.NETWORK_IN_QUERY, alias="networkIn", min_length=1)
+    network_out: str = Field(default=prometheus_defaults.NETWORK_OUT_QUERY, alias="networkOut", min_length=1)
+
+    @field_validator("cpu", "network_in", "network_out")
+    @classmethod
+    def _template(cls, query: str) -> str:
+        try:
+            query.format(label="pod", range="60s")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"not a query template ({exc}); only {{label}} and {{range}} are filled in, "
+                "write other braces doubled"
+            ) from None
+        return query
+
+
+class Prometheus(_Spec):
+    """Where broker cpu and network come from (optional; the Admin API has no resource usage)."""
+
+    url: str = Field(pattern=URL_PATTERN, max_length=2048)
+    broker_label: str = Field(default="pod", alias="brokerLabel", pattern=LABEL_PATTERN)
+    broker_id_pattern: str = Field(
+        default=prometheus_defaults.BROKER_ID_PATTERN, alias="brokerIdPattern", min_length=1
+    )
+    min_range_seconds: int = Field(
+        default=prometheus_defaults.MIN_RANGE_S, alias="minRangeSeconds", ge=1, le=86400
+    )
+    queries: PrometheusQueries = Field(default_factory=PrometheusQueries)
+
+    @field_validator("broker_id_pattern")
+    @classmethod
+    def _one_group(cls, pattern: str) -> str:
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        if compiled.groups < 1:
+            raise ValueError("needs a group capturing the broker id, e.g. (\\d+)$")
+        return pattern
+
+    def settings(
+        self, *, ca_file: Path | None = None, bearer_token: str | None = None
+    ) -> prometheus_defaults.PrometheusSettings:
+        return prometheus_defaults.PrometheusSettings(
+            url=self.url,
+            broker_label=self.broker_label,
+            broker_id_pattern=re.compile(self.broker_id_pattern),
+            cpu_query=self.queries.cpu,
+            network_in_query=self.queries.network_in,
+            network_out_query=self.queries.network_out,
+            min_range_s=self.min_range_seconds,
+            ca_file=ca_file,
+            bearer_token=bearer_token,
+        )
+
+
 Mode = Literal["Auto", "Manual", "DryRun"]
 
 
@@ -250,6 +314,7 @@ class BrokerPoolSpec(_Spec):
         default_factory=list, alias="excludedTopics", max_length=100
     )
     scoring: Scoring = Field(default_factory=Scoring)
+    prometheus: Prometheus | None = None
 
     @model_validator(mode="after")
     def _cross_field(self) -> BrokerPoolSpec:

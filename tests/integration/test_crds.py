@@ -159,6 +159,17 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("bad-mode", {"mode": "Yolo"}, 'Unsupported value: "Yolo"'),
     ("no-steps", {"warmUp": {"steps": 0}}, "spec.warmUp.steps in body should be greater than or equal to 1"),
     ("bad-bootstrap", {"kafka": {"bootstrapServers": "kafka-0"}}, "spec.kafka.bootstrapServers in body"),
+    ("prometheus-no-url", {"prometheus": {"brokerLabel": "pod"}}, "spec.prometheus.url: Required value"),
+    (
+        "prometheus-bad-url",
+        {"prometheus": {"url": "prometheus:9090"}},
+        "spec.prometheus.url in body should match",
+    ),
+    (
+        "prometheus-bad-label",
+        {"prometheus": {"url": "http://p:9090", "brokerLabel": "pod-name"}},
+        "brokerLabel",
+    ),
 ]
 
 

@@ -23,7 +23,7 @@ from kafka_balancer.kafka.collector import Observation, PartitionInfo, samples_b
 from kafka_balancer.kafka.snapshot_builder import BrokerInfo
 from kafka_balancer.prometheus.settings import PrometheusSettings
 from kafka_balancer.prometheus.source import PrometheusSource
-from kafka_balancer.prometheus.spec import PrometheusSpec, read_prometheus_spec
+from kafka_balancer.prometheus.spec import PrometheusFile, read_prometheus_file
 from kafka_balancer.samples.broker_usage import BrokerUsage
 
 Answer = Callable[[str], tuple[int, Any]]
@@ -202,7 +202,7 @@ def test_spec_file_overrides_defaults_and_the_flag_url_wins(tmp_path: Path) -> N
             }
         )
     )
-    settings = read_prometheus_spec(path).settings()
+    settings = read_prometheus_file(path).resolve()
     assert settings.url == "https://prom.example:9090"
     assert (
         settings.render(settings.cpu_query, 10_000)
@@ -210,12 +210,12 @@ def test_spec_file_overrides_defaults_and_the_flag_url_wins(tmp_path: Path) -> N
     )
     assert settings.broker_id_pattern.search("c-kafka-7-x").group(1) == "7"  # type: ignore[union-attr]
     assert settings.bearer_token == "abc"
-    assert read_prometheus_spec(path).settings("http://other:1").url == "http://other:1"
+    assert read_prometheus_file(path).resolve("http://other:1").url == "http://other:1"
 
 
 def test_no_url_anywhere_is_an_input_error() -> None:
     with pytest.raises(InputError, match="no url"):
-        PrometheusSpec().settings()
+        PrometheusFile().resolve()
 
 
 @pytest.mark.parametrize(

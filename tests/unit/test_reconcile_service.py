@@ -14,7 +14,7 @@ from kafka_balancer.reconcile.approval import Action, decide, plan_id
 from kafka_balancer.reconcile.brokers import ESTABLISHED, Lifecycle, WarmUpPolicy, broker_views
 from kafka_balancer.reconcile.conditions import Condition, merge_conditions, ready
 from kafka_balancer.reconcile.connection import client_properties
-from kafka_balancer.reconcile.pool import LoadSource, PoolInput, StoredPlan, reconcile_pool
+from kafka_balancer.reconcile.pool import LoadSource, PoolInput, StoredPlan, UsageSource, reconcile_pool
 from kafka_balancer.reconcile.quantity import parse_quantity
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 from kafka_balancer.reconcile.warmup import warm_up_point
@@ -402,3 +402,25 @@ def test_a_new_broker_warms_up_and_its_step_is_an_event() -> None:
     assert outcome.status["brokers"][2]["state"] == "Warming"
     assert outcome.status["brokers"][2]["warmUpShare"] == "25%"
     assert "WarmUpStep" in [e.reason for e in outcome.events]
+
+
+def test_whether_broker_cpu_is_measured_is_a_condition_that_never_makes_the_pool_unready() -> None:
+    url = "http://prometheus:9090"
+    cases = {
+        UsageSource(None): ("False", "NoSource"),
+        UsageSource(url): ("False", "Waiting"),
+        UsageSource(url, error="Prometheus at http://prometheus:9090: unreachable"): (
+            "False",
+            "PrometheusFailed",
+        ),
+        UsageSource(url, brokers=0): ("False", "NoBrokerSeries"),
+        UsageSource(url, brokers=3): ("True", "Prometheus"),
+    }
+    for source, expected in cases.items():
+        status = reconcile_pool(pool_input(usage_source=source)).status
+        assert conditions(status)["CpuMeasured"] == expected, source
+        assert conditions(status)["Ready"][0] == "True", source
+    without = reconcile_pool(pool_input(usage_source=UsageSource(None))).status
+    message = next(c["message"] for c in without["conditions"] if c["type"] == "CpuMeasured")
+    assert "cpu goals (CpuCapacity, CpuDistribution) hold trivially" in message
+    assert "CpuMeasured" not in conditions(reconcile_pool(pool_input()).status)

@@ -32,7 +32,7 @@ from kafka_balancer.kafka.collector import AdminReader, Collector, PassResult, t
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, Capacity, build_snapshot
 from kafka_balancer.prometheus.source import PrometheusSource
-from kafka_balancer.prometheus.spec import PrometheusSpec, read_prometheus_spec
+from kafka_balancer.prometheus.spec import PrometheusFile, read_prometheus_file
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
@@ -101,8 +101,8 @@ def prometheus_source(args: argparse.Namespace) -> PrometheusSource | None:
     """The optional broker cpu/network source the flags ask for (None when they ask for none)."""
     if args.prometheus_url is None and args.prometheus_config is None:
         return None
-    spec = read_prometheus_spec(args.prometheus_config) if args.prometheus_config else PrometheusSpec()
-    return PrometheusSource(spec.settings(args.prometheus_url))
+    spec = read_prometheus_file(args.prometheus_config) if args.prometheus_config else PrometheusFile()
+    return PrometheusSource(spec.resolve(args.prometheus_url))
 
 
 def _progress(passes: int, caps: Capacities) -> Callable[[int, PassResult], None]:

@@ -138,6 +138,7 @@ class PoolReconciler:
                 loads=loads,
                 stored=self.stored_plan(pool),
                 load_source=self.source.load_sources.get(pool.key),
+                usage_source=self.source.usage_sources.get(pool.key),
                 now=time.time(),
             )
         )

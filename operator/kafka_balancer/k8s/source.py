@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from kafka_balancer.api import API_VERSION, BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.errors import KafkaOperationError, ScoringError
+from kafka_balancer.errors import KafkaOperationError, MetricsSourceError, ScoringError
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, Loads, ScoringSchedule, pass_times, prune
 from kafka_balancer.k8s.spark_application import SparkApplicationScorer, SparkSettings
@@ -27,8 +27,10 @@ from kafka_balancer.kafka.collector import AdminReader, Observation, observe, sa
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, build_snapshot
 from kafka_balancer.model.cluster import PartitionLoad
-from kafka_balancer.reconcile.pool import LoadSource
+from kafka_balancer.prometheus.source import PrometheusSource
+from kafka_balancer.reconcile.pool import LoadSource, UsageSource
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, broker_capacity
+from kafka_balancer.samples.broker_usage import BrokerUsage
 from kafka_balancer.scoring.launch import EmbeddedScorer, Scorer, ScoringRequest
 
 # The snapshot builder wants capacities; only its loads are used here (the pool's spec gives capacity).
@@ -47,6 +49,8 @@ class ClusterSource:
         self._previous: dict[str, Observation] = {}
         # What the last read of each pool used: Spark-scored loads or the collector's, and why.
         self.load_sources: dict[str, LoadSource] = {}
+        # Where the last read of each pool got broker cpu and network (spec.prometheus), and why not.
+        self.usage_sources: dict[str, UsageSource] = {}
         self._state_dir = state_dir
         self.scoring = scoring
         self._clock = clock
@@ -91,7 +95,11 @@ class ClusterSource:
         self._previous[key] = current
         samples = None
         if previous is not None and current.ts_ms > previous.ts_ms:
-            samples = samples_between(previous, current)
+            usage = self._usage(key, spec, current.ts_ms, current.ts_ms - previous.ts_ms)
+            samples = samples_between(previous, current, usage)
+        elif key not in self.usage_sources or spec.prometheus is None:
+            url = spec.prometheus.url if spec.prometheus else None
+            self.usage_sources[key] = UsageSource(url)
         metadata = metadata_of(current)
         loads = loads_from(current, previous, samples)
         if self.scoring is None or self._state_dir is None:
@@ -113,6 +121,23 @@ class ClusterSource:
         if scored is None:
             return metadata, loads
         return metadata, merge_loads(metadata, loads, scored)
+
+    def _usage(self, key: str, spec: BrokerPoolSpec, end_ms: int, interval_ms: int) -> dict[int, BrokerUsage]:
+        """Broker cpu and network of the interval from ``spec.prometheus``; empty without it or when
+        it fails (recorded in ``usage_sources``: the planner goes on with cpu unknown)."""
+        if spec.prometheus is None:
+            self.usage_sources[key] = UsageSource(None)
+            return {}
+        source = PrometheusSource(spec.prometheus.settings())
+        try:
+            usage = source.usage(end_ms, interval_ms)
+        except MetricsSourceError as err:
+            self.usage_sources[key] = UsageSource(spec.prometheus.url, error=str(err))
+            return {}
+        finally:
+            source.close()
+        self.usage_sources[key] = UsageSource(spec.prometheus.url, brokers=len(usage))
+        return usage
 
     def _request(
         self,
@@ -139,6 +164,7 @@ class ClusterSource:
 
     def forget(self, key: str) -> None:
         self._previous.pop(key, None)
+        self.usage_sources.pop(key, None)
         if self.scoring is not None:
             self.scoring.forget(key)
 

@@ -65,6 +65,15 @@ class LoadSource:
     error: str | None = None  # the latest scoring run's failure, if it failed
 
 
+@dataclass(frozen=True)
+class UsageSource:
+    """Where broker cpu and network came from at the last collector pass."""
+
+    url: str | None  # spec.prometheus.url; None: no source configured
+    brokers: int | None = None  # brokers the last answer named; None: no interval measured yet
+    error: str | None = None  # why the last query failed
+
+
 @dataclass(frozen=True, slots=True)
 class PoolInput:
     name: str
@@ -78,6 +87,7 @@ class PoolInput:
     stored: StoredPlan | None
     now: float
     load_source: LoadSource | None = None  # None: scoring is not set up (no condition)
+    usage_source: UsageSource | None = None  # None: not reported (no condition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +148,26 @@ def loads_condition(source: LoadSource) -> Condition:
     if source.scored:
         return Condition("LoadsScored", TRUE, "Scored", "loads from the Spark scoring job")
     return Condition("LoadsScored", FALSE, "Collecting", "loads from the last collector passes until scored")
+
+
+def usage_condition(source: UsageSource) -> Condition:
+    """Informational: whether broker cpu is measured; without it cpu goals hold trivially."""
+    if source.url is None:
+        message = (
+            "no spec.prometheus: broker cpu is not measured, partition cpu is 0 and cpu goals "
+            "(CpuCapacity, CpuDistribution) hold trivially"
+        )
+        return Condition("CpuMeasured", FALSE, "NoSource", message)
+    if source.error is not None:
+        message = f"broker cpu unknown this pass, cpu goals hold trivially: {source.error}"
+        return Condition("CpuMeasured", FALSE, "PrometheusFailed", message)
+    if source.brokers is None:
+        return Condition("CpuMeasured", FALSE, "Waiting", "measured from the second collector pass on")
+    if source.brokers == 0:
+        message = f"Prometheus at {source.url} answered no series naming a broker (check brokerLabel)"
+        return Condition("CpuMeasured", FALSE, "NoBrokerSeries", message)
+    message = f"cpu and network of {source.brokers} broker(s) from Prometheus at {source.url}"
+    return Condition("CpuMeasured", TRUE, "Prometheus", message)
 
 
 def goal_set_id(goals: Sequence[tuple[str, BalancerGoalSpec]]) -> str:
@@ -227,6 +257,8 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
     conditions = [Condition("KafkaReachable", TRUE, "Connected", "metadata read from the bootstrap servers")]
     if inp.load_source is not None:
         conditions.append(loads_condition(inp.load_source))
+    if inp.usage_source is not None:
+        conditions.append(usage_condition(inp.usage_source))
     events = _lifecycle_events(inp.status, views)
     status: dict[str, Any] = {
         "observedGeneration": inp.generation,
