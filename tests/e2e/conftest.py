@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 
 from kafka_balancer.localbed import kube
-from kafka_balancer.localbed.ports import free_ports
+from kafka_balancer.localbed.ports import answers_ok, free_ports
 
 CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer" / "crds"
 PEERING = "kafka-balancer-e2e"
@@ -44,7 +43,7 @@ class OperatorProcess:
             )
         process = self.process
         wait_for(
-            lambda: process.poll() is not None or _healthy(self.liveness),
+            lambda: process.poll() is not None or answers_ok(self.liveness),
             START_TIMEOUT_S,
             "the operator's liveness endpoint",
             self,
@@ -81,14 +80,6 @@ def wait_for(
             tail = f"\noperator log (tail):\n{log.tail()}" if log else ""
             pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}{tail}", pytrace=False)
         time.sleep(1.0)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return int(response.status) == 200
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="session")

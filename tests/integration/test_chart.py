@@ -70,7 +70,11 @@ def test_the_deployment_runs_the_operator_hardened_with_kopf_probes(kube_bed: ku
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
-    assert container["args"][:3] == ["run", "--peering=kafka-balancer", "--liveness=http://0.0.0.0:8080/healthz"]
+    assert container["args"][:3] == [
+        "run",
+        "--peering=kafka-balancer",
+        "--liveness=http://0.0.0.0:8080/healthz",
+    ]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
     assert container["resources"]["limits"]["memory"]

@@ -41,4 +41,3 @@ def example_manifests() -> list[dict[str, Any]]:
         if doc
     ]
     return [doc for doc in docs if str(doc.get("apiVersion", "")).startswith("kafkabalancer.io/")]
-

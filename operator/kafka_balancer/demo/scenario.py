@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from kafka_balancer.demo.traffic import Traffic, read_back
 from kafka_balancer.errors import BedError
 from kafka_balancer.localbed import kube
 from kafka_balancer.localbed.kafka import KafkaBed
-from kafka_balancer.localbed.ports import free_ports
+from kafka_balancer.localbed.ports import answers_ok, free_ports
 
 NAMESPACE, POOL, TOPIC, PEERING = "demo", "main", "orders", "kafka-balancer-demo"
 PARTITIONS = 12
@@ -152,7 +151,7 @@ class Demo:
             self.operator = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=SCORING_ENV)
         self._record_pids()
         operator = self.operator
-        _wait(lambda: operator.poll() is not None or _healthy(liveness), 90)
+        _wait(lambda: operator.poll() is not None or answers_ok(liveness), 90)
         if operator.poll() is not None:
             raise BedError(f"the operator exited with {operator.returncode}; see {log}")
         self.say(f"operator started (pid {operator.pid}); its log: {log}")
@@ -357,14 +356,6 @@ def _cli(*args: str) -> str:
 def _ok(done: subprocess.CompletedProcess[str]) -> None:
     if done.returncode != 0:
         raise BedError(f"kubectl failed: {done.stderr.strip()}")
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return int(response.status) == 200
-    except OSError:
-        return False
 
 
 def _wait(check: Callable[[], bool], timeout_s: float) -> None:

@@ -1,8 +1,9 @@
-"""Free TCP ports on the loopback interface."""
+"""Free TCP ports on the loopback interface, and whether something answers on one."""
 
 from __future__ import annotations
 
 import socket
+import urllib.request
 from contextlib import ExitStack
 
 LOOPBACK = "127.0.0.1"
@@ -33,5 +34,14 @@ def accepts_connections(port: int, host: str = LOOPBACK, timeout_s: float = 0.5)
     try:
         with socket.create_connection((host, port), timeout=timeout_s):
             return True
+    except OSError:
+        return False
+
+
+def answers_ok(url: str, timeout_s: float = 2.0) -> bool:
+    """Whether an HTTP GET of ``url`` answers 200 (a liveness or readiness endpoint)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return int(response.status) == 200
     except OSError:
         return False
