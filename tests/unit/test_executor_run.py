@@ -232,3 +232,10 @@ def test_a_throttle_on_a_broker_that_died_is_kept_on_record_and_removed_once_it_
     state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
     assert state.throttled_brokers == {}
     assert all(not v for v in cluster.configs.values())
+
+
+def test_a_plan_file_that_is_not_utf8_is_an_input_error(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(b'\xff\xfe{"partitions": []}')
+    with pytest.raises(InputError, match="not UTF-8 text"):
+        read_plan(plan)

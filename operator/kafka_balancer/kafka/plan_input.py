@@ -24,6 +24,8 @@ def read_plan(path: Path) -> list[PlannedPartition]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise InputError(f"plan {path}: {err.strerror}") from err
+    except UnicodeDecodeError:
+        raise InputError(f"plan {path}: not UTF-8 text") from None
     except json.JSONDecodeError as err:
         raise InputError(f"plan {path} is not JSON: {err}") from err
     entries = doc.get("partitions") if isinstance(doc, dict) else None
