@@ -33,6 +33,7 @@ from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, Capacity, build_snapshot
 from kafka_balancer.prometheus.source import PrometheusSource
 from kafka_balancer.prometheus.spec import PrometheusFile, read_prometheus_file
+from kafka_balancer.samples.usage_check import comparison_lines, measured_usage, modelled_network
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
@@ -156,10 +157,14 @@ def run_snapshot(args: argparse.Namespace) -> int:
                 usage_source.close()
         last = results[-1].observation
         since = last.ts_ms - window_ms
+        broker_samples = store.broker_samples(since)
         document = build_snapshot(
-            last.brokers, caps, store.partition_samples(since), store.broker_samples(since), window_ms
+            last.brokers, caps, store.partition_samples(since), broker_samples, window_ms
         )
-    parse_snapshot(document, "collected snapshot")
+    cluster = parse_snapshot(document, "collected snapshot")
+    if usage_source is not None:
+        lines = comparison_lines(measured_usage(broker_samples), modelled_network(cluster))
+        print("\n".join(["measured by Prometheus against the Admin API's model:", *lines]), file=sys.stderr)
     write_json_atomically(args.output, document)
     requests: Counter[str] = total_requests(results)
     per_pass = sum(requests.values()) / passes
