@@ -1,4 +1,4 @@
-"""The CLI over secured listeners of a real bed: SASL PLAIN, SCRAM-SHA-256/512, SSL and SASL_SSL.
+"""The CLI over secured listeners of a real bed: SASL PLAIN, SCRAM-SHA-256/512, mutual TLS and SASL_SSL.
 
 Each command runs as a subprocess with ``--command-config`` (a Java properties file), so what a user
 sees on stdout/stderr is what is checked: the cluster is read and a partition moves, and a refused
@@ -184,3 +184,31 @@ def test_a_client_that_does_not_trust_the_brokers_certificate_is_refused_in_one_
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"kafka-balancer snapshot: TLS handshake failed at {access.bootstrap_servers}")
     assert "certificate verify failed" in lines[0]
+
+
+def test_a_client_without_a_certificate_is_refused_by_the_mutual_tls_listener_in_one_line(
+    secured_bed: KafkaBed, tmp_path: Path
+) -> None:
+    access = secured_bed.secured_access("SSL")
+    assert {"ssl.certificate.location", "ssl.key.location"} <= set(access.properties)  # mutual TLS
+    anonymous = SecuredAccess(
+        "SSL",
+        access.bootstrap_servers,
+        {
+            k: v
+            for k, v in access.properties.items()
+            if k not in ("ssl.certificate.location", "ssl.key.location")
+        },
+    )
+
+    done = _snapshot(anonymous, anonymous.write(tmp_path / "client.properties"), tmp_path / "snapshot.json")
+
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert lines[0].startswith(
+        "kafka-balancer snapshot: TLS handshake failed (the broker refused the client certificate) "
+        f"at {access.bootstrap_servers}"
+    ), lines[0]
+    assert not (tmp_path / "snapshot.json").exists()

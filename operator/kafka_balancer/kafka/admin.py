@@ -143,6 +143,17 @@ def kafka_python_config(bootstrap: str, props: Mapping[str, str]) -> dict[str, A
 
 # librdkafka errors after which retrying cannot help: the credentials or the certificates are wrong.
 _REFUSED = {KafkaError._AUTHENTICATION: "authentication failed", KafkaError._SSL: "TLS handshake failed"}
+# A broker that wants a client certificate (mutual TLS) and gets none, or one it does not trust, sends a
+# TLS alert that librdkafka reports as a transport error: alert 42 (TLS 1.2) or 116 (TLS 1.3).
+_CLIENT_CERT_REFUSED = ("alert bad certificate", "alert certificate required", "alert unknown ca")
+
+
+def _refusal(err: KafkaError) -> str | None:
+    if err.code() in _REFUSED:
+        return _REFUSED[err.code()]
+    if any(alert in err.str() for alert in _CLIENT_CERT_REFUSED):
+        return "TLS handshake failed (the broker refused the client certificate)"
+    return None
 
 
 def check_connection(bootstrap: str, props: Mapping[str, str], timeout_s: float = TIMEOUT_S) -> None:
@@ -156,10 +167,10 @@ def check_connection(bootstrap: str, props: Mapping[str, str], timeout_s: float 
     deadline = time.monotonic() + timeout_s
     while not future.done() and time.monotonic() < deadline:
         admin.poll(0.2)
-        refused = [err for err in seen if err.code() in _REFUSED]
+        refused = [(reason, err) for err in seen if (reason := _refusal(err)) is not None]
         if refused:
-            err = refused[0]
-            raise KafkaOperationError(f"{_REFUSED[err.code()]} at {bootstrap}: {_one_line(err.str())}")
+            reason, err = refused[0]
+            raise KafkaOperationError(f"{reason} at {bootstrap}: {_one_line(err.str())}")
     try:
         future.result(timeout=1)
     except Exception as err:

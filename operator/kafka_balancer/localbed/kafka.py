@@ -163,15 +163,19 @@ class KafkaBed:
 
     def secured_access(self, kind: str) -> SecuredAccess:
         """Bootstrap and client properties for ``kind``: a SASL mechanism of
-        :data:`kafka_config.SASL_MECHANISMS` (SASL_PLAINTEXT), ``SSL``, or ``SASL_SSL``
-        (SCRAM-SHA-512 over TLS). Only on a started ``secured`` bed."""
+        :data:`kafka_config.SASL_MECHANISMS` (SASL_PLAINTEXT), ``SSL`` (mutual TLS: with the client
+        certificate), or ``SASL_SSL`` (SCRAM-SHA-512 over TLS). Only on a started ``secured`` bed."""
         found = self._secrets
         if found is None:
             raise BedError("this Kafka bed has no secured listeners (start it with secured=True)")
         tls = {"ssl.ca.location": str(found.tls.ca_pem)}
         scram = {"sasl.username": found.scram_user, "sasl.password": found.scram_password}
         if kind == "SSL":
-            listener, props = cfg.SSL_LISTENER, {"security.protocol": "SSL", **tls}
+            client = {
+                "ssl.certificate.location": str(found.tls.client_cert_pem),
+                "ssl.key.location": str(found.tls.client_key_pem),
+            }
+            listener, props = cfg.SSL_LISTENER, {"security.protocol": "SSL", **tls, **client}
         elif kind == "SASL_SSL":
             listener = cfg.SASL_SSL_LISTENER
             props = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", **scram, **tls}

@@ -131,8 +131,8 @@ def with_secured_listeners(
     keystore_password: str,
 ) -> dict[str, str]:
     """``props`` of a broker plus a SASL_PLAINTEXT listener (PLAIN for ``plain_users``, SCRAM for the
-    users created through the Admin API), an SSL listener (no client certificates) and a SASL_SSL
-    listener (SCRAM-SHA-512 over TLS)."""
+    users created through the Admin API), an SSL listener that requires a client certificate signed
+    by the bed's CA (mutual TLS) and a SASL_SSL listener (SCRAM-SHA-512 over TLS)."""
     port = props["listeners"].rsplit(":", 1)[1]
     listeners = ",".join(
         [
@@ -153,7 +153,10 @@ def with_secured_listeners(
         "ssl.keystore.location": str(keystore),
         "ssl.keystore.password": keystore_password,
         "ssl.key.password": keystore_password,
-        "ssl.client.auth": "none",
+        # The keystore holds the CA as a trusted entry: it verifies client certificates too.
+        "ssl.truststore.type": "PKCS12",
+        "ssl.truststore.location": str(keystore),
+        "ssl.truststore.password": keystore_password,
     }
     return {
         **props,
@@ -175,7 +178,9 @@ def with_secured_listeners(
         f"{sasl_ssl}.sasl.enabled.mechanisms": "SCRAM-SHA-512",
         f"{sasl_ssl}.scram-sha-512.sasl.jaas.config": scram,
         **{f"{ssl}.{key}": value for key, value in keystore_props.items()},
+        f"{ssl}.ssl.client.auth": "required",
         **{f"{sasl_ssl}.{key}": value for key, value in keystore_props.items()},
+        f"{sasl_ssl}.ssl.client.auth": "none",
     }
 
 

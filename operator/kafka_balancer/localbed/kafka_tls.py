@@ -1,8 +1,11 @@
-"""TLS material of a secured Kafka bed, made with the JDK's ``keytool`` (no extra dependency).
+"""TLS material of a secured Kafka bed, made with the JDK's ``keytool`` and the system's ``openssl``.
 
-A throw-away CA signs one broker certificate for ``IP:127.0.0.1``; brokers read a PKCS12 keystore,
-clients trust the CA's PEM. Everything lives in the bed's own directory (mode 0700); passwords reach
-keytool through its environment, never its command line.
+A throw-away CA signs one broker certificate for ``IP:127.0.0.1`` and one client certificate (for
+the listener that requires one: mutual TLS); brokers read a PKCS12 keystore that also holds the CA
+as trusted, clients trust the CA's PEM and present the client PEM pair. ``openssl`` only makes the
+client's key and signing request, because keytool cannot write a private key as PEM (what Kafka's
+C client reads). Everything lives in the bed's own directory (mode 0700); passwords reach keytool
+through its environment, never its command line.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ class TlsMaterial:
 
     ca_pem: Path
     keystore: Path
+    client_cert_pem: Path
+    client_key_pem: Path
     keystore_password: str = field(repr=False)
 
 
@@ -85,18 +90,72 @@ def make_tls_material(directory: Path) -> TlsMaterial:
         ["-importcert", "-noprompt", "-alias", "ca", "-file", str(ca_pem), "-keystore", str(broker_store)],
         ["-importcert", "-alias", "broker", "-file", str(broker_pem), "-keystore", str(broker_store)],
     ]
+    client_key, client_csr, client_pem = (
+        directory / "client.key",
+        directory / "client.csr",
+        directory / "client.pem",
+    )
+    steps.append(
+        [
+            "-gencert",
+            "-rfc",
+            "-alias",
+            "ca",
+            "-keystore",
+            str(ca_store),
+            "-infile",
+            str(client_csr),
+            "-outfile",
+            str(client_pem),
+            "-ext",
+            "eku=clientAuth",
+            "-validity",
+            VALIDITY_DAYS,
+        ]
+    )
+    _run(
+        [
+            _openssl(),
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            "/CN=kafka-balancer-client",
+            "-keyout",
+            str(client_key),
+            "-out",
+            str(client_csr),
+        ],
+        "openssl req",
+        dict(os.environ),
+    )
     keytool = _keytool()
     env = {**os.environ, _PASSWORD_ENV: password}
     for step in steps:
         # Short-lived JVMs: skip the optimising compiler, as the bed's other JVMs do.
         argv = [keytool, "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", *step, *store]
-        try:
-            done = subprocess.run(
-                argv, env=env, capture_output=True, text=True, timeout=KEYTOOL_TIMEOUT_S, check=False
-            )
-        except subprocess.TimeoutExpired as err:
-            raise BedError(f"keytool {step[0]} did not finish within {KEYTOOL_TIMEOUT_S:.0f}s") from err
-        if done.returncode != 0:
-            last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:]
-            raise BedError(f"keytool {step[0]} failed (exit {done.returncode}): {' '.join(last)}")
-    return TlsMaterial(ca_pem, broker_store, password)
+        _run(argv, f"keytool {step[0]}", env)
+    return TlsMaterial(ca_pem, broker_store, client_pem, client_key, password)
+
+
+def _openssl() -> str:
+    found = shutil.which("openssl")
+    if found is None:
+        raise BedError("openssl not found (Debian package openssl)")
+    return found
+
+
+def _run(argv: list[str], what: str, env: dict[str, str]) -> None:
+    try:
+        done = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=KEYTOOL_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired as err:
+        raise BedError(f"{what} did not finish within {KEYTOOL_TIMEOUT_S:.0f}s") from err
+    if done.returncode != 0:
+        last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:]
+        raise BedError(f"{what} failed (exit {done.returncode}): {' '.join(last)}")
