@@ -12,3 +12,8 @@ if [ ! -f "$stamp" ] || [ "$KB_ROOT/pyproject.toml" -nt "$stamp" ]; then
   "$KB_VENV/bin/pip" install --quiet -e "$KB_ROOT[dev]"
   touch "$stamp"
 fi
+# The secured Kafka bed makes its mutual-TLS client key with openssl (keytool cannot write PEM keys).
+if ! command -v openssl >/dev/null 2>&1; then
+  log "installing openssl (Debian package)"
+  apt-get update -qq && apt-get install -y -qq openssl >/dev/null
+fi
