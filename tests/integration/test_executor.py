@@ -15,6 +15,7 @@ import pytest
 from tests.support.kafka_checks import (
     Writer,
     create_topic,
+    delete_topic,
     ongoing_reassignments,
     partitions,
     throttles_left,
@@ -210,6 +211,7 @@ def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout_and_its_thr
 ) -> None:
     added = kafka_bed.add_broker(rack="b")
     running = True
+    topic = ""
     try:
         topic = create_topic(kafka_bed, "stuck", [[1, 2]])
         Writer(kafka_bed, topic).write(4_000, 500)
@@ -254,5 +256,7 @@ def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout_and_its_thr
         assert throttles_left(kafka_bed, topic) == []
         assert _state(state)["throttles"]["brokers"] == {}
     finally:
+        if topic:
+            delete_topic(kafka_bed, topic)
         if running:
             kafka_bed.stop_broker(added)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.support.kafka_checks import create_topic
+from tests.support.kafka_checks import create_topic, delete_topic
 
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.execution import (
@@ -47,6 +47,7 @@ def test_a_dead_brokers_throttle_is_released_at_the_first_reconcile_after_it_is_
     added = kafka_bed.add_broker(rack="c")
     running = True
     made: list[KafkaAdmin] = []
+    topic = ""
 
     def connect() -> KafkaAdmin:
         # As the operator does: a client per reconcile, so metadata from the broker's outage is not reused.
@@ -93,5 +94,7 @@ def test_a_dead_brokers_throttle_is_released_at_the_first_reconcile_after_it_is_
     finally:
         for admin in made:
             admin.close()
+        if topic:
+            delete_topic(kafka_bed, topic)
         if running:
             kafka_bed.stop_broker(added)

@@ -43,6 +43,26 @@ def create_topic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> str
     return topic
 
 
+def delete_topic(bed: KafkaBed, topic: str) -> None:
+    """Delete a topic and wait until metadata no longer lists it (works with a replica's broker down)."""
+    admin = admin_of(bed)
+    admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=60)
+    wait_until(
+        lambda: topic not in admin.list_topics(timeout=10).topics, timeout_s=30, what=f"{topic} deleted"
+    )
+
+
+def replicas_on_missing_brokers(bed: KafkaBed) -> list[str]:
+    """Every partition of the cluster naming a broker that is not in the cluster metadata."""
+    metadata = admin_of(bed).list_topics(timeout=10)
+    return sorted(
+        f"{name}-{p} on {sorted(set(m.replicas) - set(metadata.brokers))}"
+        for name, meta in metadata.topics.items()
+        for p, m in meta.partitions.items()
+        if not set(m.replicas) <= set(metadata.brokers)
+    )
+
+
 def partitions(bed: KafkaBed, topic: str) -> dict[int, tuple[list[int], int, set[int]]]:
     """partition → (replicas, leader, isr) from metadata."""
     meta = admin_of(bed).list_topics(topic=topic, timeout=10).topics[topic]

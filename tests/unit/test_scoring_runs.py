@@ -23,7 +23,7 @@ from kafka_balancer.k8s.spark_application import (
     application_name,
     spark_memory,
 )
-from kafka_balancer.kafka.collector import Observation
+from kafka_balancer.kafka.collector import Observation, PartitionInfo
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import BrokerInfo
 from kafka_balancer.model.cluster import PartitionLoad
@@ -232,3 +232,20 @@ def test_the_jobs_topology_and_goals_documents_parse_as_the_job_parses_them() ->
     )
     (parsed,) = parse_goals([goals_document([("disk", goal)])])
     assert parsed.name == "disk"
+
+
+def test_the_jobs_topology_names_offline_brokers_that_partitions_still_reference() -> None:
+    # Broker 7 is down (a rolling restart): describe_cluster leaves it out, its replicas stay.
+    spec = BrokerPoolSpec.model_validate(POOL_SPEC)
+    partition = PartitionInfo(replicas=(0, 7), leader=0, isr=frozenset({0}))
+    obs = Observation(0, (BrokerInfo(0, "a"),), {("t", 0): partition}, {}, {}, {}, {})
+    topology = topology_document(obs, spec)
+    load = {"disk": 1.0, "networkIn": 0.0, "networkOut": 0.0, "cpu": 0.0}
+    document = {
+        "version": 1,
+        "brokers": topology["brokers"],
+        "partitions": [{"topic": "t", "partition": 0, "replicas": [0, 7], "leader": 0, "load": load}],
+    }
+    cluster = parse_snapshot(document, "topology")
+    assert [b.id for b in cluster.brokers] == [0, 7]
+    assert cluster.brokers[0].rack != cluster.brokers[1].rack

@@ -29,7 +29,7 @@ from kafka_balancer.kafka.snapshot_builder import Capacities, build_snapshot
 from kafka_balancer.model.cluster import PartitionLoad
 from kafka_balancer.prometheus.source import PrometheusSource
 from kafka_balancer.reconcile.pool import LoadSource, UsageSource
-from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, broker_capacity
+from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, broker_capacity, no_rack
 from kafka_balancer.samples.broker_usage import BrokerUsage
 from kafka_balancer.scoring.launch import EmbeddedScorer, Scorer, ScoringRequest
 
@@ -170,15 +170,18 @@ class ClusterSource:
 
 
 def topology_document(obs: Observation, spec: BrokerPoolSpec) -> dict[str, Any]:
-    """The job's ``--topology``: the brokers of the latest pass with the pool's capacities."""
+    """The job's ``--topology``: the brokers of the latest pass with the pool's capacities.
+
+    Offline brokers that partitions still name are included (rack unknown), so a broker restart
+    during a window does not make the job refuse the samples."""
     brokers = []
-    for broker in obs.brokers:
-        disk, net_in, net_out, cpu = broker_capacity(spec.capacity, broker.id)
+    for broker_id, rack in sorted(metadata_of(obs).brokers.items()):
+        disk, net_in, net_out, cpu = broker_capacity(spec.capacity, broker_id)
         brokers.append(
             {
-                "id": broker.id,
-                "rack": broker.rack,
-                "state": "draining" if broker.id in spec.drain else "active",
+                "id": broker_id,
+                "rack": rack or no_rack(broker_id),
+                "state": "draining" if broker_id in spec.drain else "active",
                 "capacity": {"disk": disk, "networkIn": net_in, "networkOut": net_out, "cpu": cpu},
             }
         )

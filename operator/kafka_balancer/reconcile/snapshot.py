@@ -37,6 +37,11 @@ class ClusterMetadata:
         return counts
 
 
+def no_rack(broker_id: int) -> str:
+    """The rack of a broker that names none (or is offline): its own, so rack goals still hold."""
+    return f"(no rack: broker {broker_id})"
+
+
 def broker_capacity(capacity: Capacity, broker_id: int) -> tuple[float, float, float, float]:
     values = [capacity.disk, capacity.network_in, capacity.network_out, capacity.cpu]
     for override in capacity.overrides:
@@ -64,7 +69,7 @@ def build_cluster(
     brokers = tuple(
         Broker(
             id=v.id,
-            rack=v.rack or f"(no rack: broker {v.id})",
+            rack=v.rack or no_rack(v.id),
             state=BrokerState.DRAINING
             if v.state in (Lifecycle.DRAINING, Lifecycle.DRAINED)
             else BrokerState.ACTIVE,
