@@ -12,6 +12,8 @@ log "kube bed binaries (built once from Go modules, then cached)"
 "$KB_ROOT/hack/kube/provision.sh" >/dev/null
 log "Kafka bed jars (resolved once from Maven Central, then cached)"
 "$KB_ROOT/hack/kafka/provision.sh" >/dev/null
+log "Prometheus and the JMX exporter agent (fetched once, then cached)"
+"$KB_ROOT/hack/prometheus/provision.sh" >/dev/null
 log "pytest"
 if [ "$#" -eq 0 ]; then
   set -- -m "unit or spark or integration or e2e"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.kafka_bed", "tests.fixtures.kube_bed"]
+pytest_plugins = ["tests.fixtures.kafka_bed", "tests.fixtures.kube_bed", "tests.fixtures.prometheus_bed"]
 
 _TIERS = {"unit", "spark", "integration", "e2e"}
 

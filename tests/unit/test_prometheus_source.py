@@ -106,14 +106,6 @@ def test_the_range_covers_the_interval_and_never_goes_below_the_minimum() -> Non
     assert settings.render("{range}", 90_500) == "91s"
 
 
-def test_default_network_queries_select_broker_wide_series_with_replication() -> None:
-    rendered = PrometheusSettings(url="http://p").render(
-        PrometheusSettings(url="http://p").network_in_query, 1
-    )
-    assert 'topic=""' in rendered
-    assert re.search(r"bytesin\|replicationbytesin", rendered)
-
-
 @pytest.mark.parametrize(
     ("status", "body", "message"),
     [

@@ -95,7 +95,7 @@ class ClusterSource:
         self._previous[key] = current
         samples = None
         if previous is not None and current.ts_ms > previous.ts_ms:
-            usage = self._usage(key, spec, current.ts_ms, current.ts_ms - previous.ts_ms)
+            usage = self._usage(key, spec, current, current.ts_ms - previous.ts_ms)
             samples = samples_between(previous, current, usage)
         elif key not in self.usage_sources or spec.prometheus is None:
             url = spec.prometheus.url if spec.prometheus else None
@@ -122,20 +122,25 @@ class ClusterSource:
             return metadata, loads
         return metadata, merge_loads(metadata, loads, scored)
 
-    def _usage(self, key: str, spec: BrokerPoolSpec, end_ms: int, interval_ms: int) -> dict[int, BrokerUsage]:
-        """Broker cpu and network of the interval from ``spec.prometheus``; empty without it or when
-        it fails (recorded in ``usage_sources``: the planner goes on with cpu unknown)."""
+    def _usage(
+        self, key: str, spec: BrokerPoolSpec, current: Observation, interval_ms: int
+    ) -> dict[int, BrokerUsage]:
+        """Broker cpu and network of the interval ending at ``current`` from ``spec.prometheus``;
+        empty without it or when it fails (recorded in ``usage_sources``: the planner goes on with
+        cpu unknown). Ids that are no broker of the cluster (a label ending in a port) are dropped."""
         if spec.prometheus is None:
             self.usage_sources[key] = UsageSource(None)
             return {}
         source = PrometheusSource(spec.prometheus.settings())
         try:
-            usage = source.usage(end_ms, interval_ms)
+            answered = source.usage(current.ts_ms, interval_ms)
         except MetricsSourceError as err:
             self.usage_sources[key] = UsageSource(spec.prometheus.url, error=str(err))
             return {}
         finally:
             source.close()
+        brokers = {b.id for b in current.brokers}
+        usage = {broker: used for broker, used in answered.items() if broker in brokers}
         self.usage_sources[key] = UsageSource(spec.prometheus.url, brokers=len(usage))
         return usage
 

@@ -39,6 +39,9 @@ LOG_DIRS_PER_BROKER = 2
 DEFAULT_HEAP = "384m"
 STOP_GRACE_S = 30.0
 _SCRAM = {ScramMechanism.SCRAM_SHA_256: "SCRAM-SHA-256", ScramMechanism.SCRAM_SHA_512: "SCRAM-SHA-512"}
+# What hack/prometheus/provision.sh puts in its directory (the agent) and where the rules are.
+METRICS_AGENT_JAR = "jmx_prometheus_javaagent.jar"
+METRICS_RULES = "jmx-exporter.yaml"
 STATE = BedStateFile("kafka-bed.json", "Kafka", "kafka down", STOP_GRACE_S)
 
 
@@ -89,6 +92,8 @@ class _Node:
     directory: Path
     process: ManagedProcess
     secured_ports: Mapping[str, int] = field(default_factory=dict)
+    # The JMX exporter agent's HTTP port on a bed with broker metrics.
+    metrics_port: int | None = None
 
     @property
     def name(self) -> str:
@@ -116,7 +121,9 @@ class KafkaBed:
 
     Broker ids are 1..N, racks cycle ``a, b, c, …``; the controller is node 100. With ``secured``,
     every broker also listens with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512) and SSL (see
-    :meth:`secured_access`); brokers and the bed's own calls keep using PLAINTEXT.
+    :meth:`secured_access`); brokers and the bed's own calls keep using PLAINTEXT. With
+    ``metrics_agent`` (the directory ``hack/prometheus/provision.sh`` prints) every broker runs the
+    Prometheus JMX exporter on its own loopback port (:attr:`metrics_endpoints`).
     """
 
     def __init__(
@@ -129,6 +136,7 @@ class KafkaBed:
         heap: str = DEFAULT_HEAP,
         start_timeout_s: float = 120.0,
         secured: bool = False,
+        metrics_agent: Path | None = None,
     ) -> None:
         if brokers < 1:
             raise BedError(f"a Kafka bed needs at least one broker, got {brokers}")
@@ -148,6 +156,9 @@ class KafkaBed:
         self._last_broker_id = 0
         self.secured = secured
         self._secrets: _Secrets | None = None
+        if metrics_agent is not None and not (metrics_agent / METRICS_AGENT_JAR).is_file():
+            raise BedError(f"no {METRICS_AGENT_JAR} in {metrics_agent} (run hack/prometheus/provision.sh)")
+        self.metrics_agent = metrics_agent
 
     # -- what callers read -------------------------------------------------------------------------
 
@@ -191,6 +202,13 @@ class KafkaBed:
             raise BedError(f"no secured access {kind!r}; one of {[*cfg.SASL_MECHANISMS, 'SSL', 'SASL_SSL']}")
         ports = [node.secured_ports[listener] for node in self._brokers.values()]
         return SecuredAccess(kind, ",".join(f"{cfg.HOST}:{port}" for port in ports), props)
+
+    @property
+    def metrics_endpoints(self) -> dict[int, str]:
+        """Running broker id → ``host:port`` of its JMX exporter (a bed started with ``metrics_agent``)."""
+        return {
+            b: f"{cfg.HOST}:{node.metrics_port}" for b, node in self._brokers.items() if node.metrics_port
+        }
 
     def pids(self) -> dict[str, int]:
         """Name → PID of every running node of the bed."""
@@ -294,7 +312,8 @@ class KafkaBed:
             raise BedError(
                 f"broker {broker_id} was not stopped by this bed (stopped: {sorted(self._stopped)})"
             )
-        restarted = replace(node, process=self._process(node.node_id, node.rack, node.directory))
+        process = self._process(node.node_id, node.rack, node.directory, node.metrics_port)
+        restarted = replace(node, process=process)
         self._brokers[broker_id] = restarted
         self._write_state()
         self._await_listening(restarted)
@@ -466,12 +485,20 @@ class KafkaBed:
     def _launch(
         self, node_id: int, rack: str | None, port: int, directory: Path, props: Mapping[str, str]
     ) -> _Node:
-        process = self._process(node_id, rack, directory)
-        return _Node(node_id, rack, port, directory, process, _secured_ports(props))
+        metrics_port = free_port() if self.metrics_agent is not None and rack is not None else None
+        process = self._process(node_id, rack, directory, metrics_port)
+        return _Node(node_id, rack, port, directory, process, _secured_ports(props), metrics_port)
 
-    def _process(self, node_id: int, rack: str | None, directory: Path) -> ManagedProcess:
+    def _process(
+        self, node_id: int, rack: str | None, directory: Path, metrics_port: int | None
+    ) -> ManagedProcess:
+        agent = []
+        if self.metrics_agent is not None and metrics_port is not None:
+            jar, rules = self.metrics_agent / METRICS_AGENT_JAR, self.metrics_agent / METRICS_RULES
+            agent = [f"-javaagent:{jar}={cfg.HOST}:{metrics_port}:{rules}"]
         argv = [
             *self._java_argv(self.run_dir / "log4j2.xml", heap=self.heap),
+            *agent,
             f"-Dkafka.logs.dir={directory / 'logs'}",
             "kafka.Kafka",
             str(directory / "server.properties"),

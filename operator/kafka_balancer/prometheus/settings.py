@@ -15,13 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CPU_QUERY = "sum by ({label}) (rate(process_cpu_seconds_total[{range}]))"
+# Each counter is rated and summed on its own: rate() drops the metric name, so one selector over
+# both names would give two series with the same labels, which Prometheus refuses.
 NETWORK_IN_QUERY = (
-    "sum by ({label}) (rate({{__name__=~"
-    '"kafka_server_brokertopicmetrics_(bytesin|replicationbytesin)_total",topic=""}}[{range}]))'
+    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_bytesin_total{{topic=""}}[{range}]))'
+    " + "
+    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_replicationbytesin_total{{topic=""}}[{range}]))'
 )
 NETWORK_OUT_QUERY = (
-    "sum by ({label}) (rate({{__name__=~"
-    '"kafka_server_brokertopicmetrics_(bytesout|replicationbytesout)_total",topic=""}}[{range}]))'
+    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_bytesout_total{{topic=""}}[{range}]))'
+    " + "
+    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_replicationbytesout_total{{topic=""}}[{range}]))'
 )
 # A Strimzi pod name ends in the broker id: my-cluster-kafka-3, my-cluster-pool-a-3.
 BROKER_ID_PATTERN = r"(\d+)$"

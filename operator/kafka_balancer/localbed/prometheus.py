@@ -1,0 +1,113 @@
+"""A real Prometheus server on loopback that scrapes the Kafka bed's JMX exporters.
+
+Each broker's target carries ``pod="bed-kafka-<id>"``, so the Prometheus source's defaults (label
+``pod``, id at the end of its value) find the broker ids as they do on a Strimzi cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+
+from kafka_balancer.errors import BedError
+from kafka_balancer.localbed.ports import LOOPBACK, answers_ok, free_port
+from kafka_balancer.localbed.procs import ManagedProcess, wait_until
+
+JOB = "kafka"
+POD_PREFIX = "bed-kafka-"
+STOP_GRACE_S = 20.0
+
+
+class PrometheusBed:
+    """Prometheus scraping ``targets`` (broker id → ``host:port``) every ``scrape_interval_s``."""
+
+    def __init__(
+        self,
+        binary_dir: Path,
+        run_dir: Path,
+        targets: Mapping[int, str],
+        *,
+        scrape_interval_s: int = 1,
+        start_timeout_s: float = 60.0,
+    ) -> None:
+        self.binary = binary_dir / "prometheus"
+        if not self.binary.is_file():
+            raise BedError(f"no prometheus binary in {binary_dir} (run hack/prometheus/provision.sh)")
+        if not targets:
+            raise BedError("a Prometheus bed needs at least one target (start the Kafka bed with metrics)")
+        self.run_dir = run_dir.resolve()
+        self.targets = dict(targets)
+        self.scrape_interval_s = scrape_interval_s
+        self.start_timeout_s = start_timeout_s
+        self.port = 0
+        self._process: ManagedProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def start(self) -> None:
+        """Start Prometheus; return once every target has been scraped successfully."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        config = self.run_dir / "prometheus.yml"
+        config.write_text(json.dumps(self._config(), indent=2))  # YAML is a superset of JSON
+        self.port = free_port()
+        argv = [
+            str(self.binary),
+            f"--config.file={config}",
+            f"--storage.tsdb.path={self.run_dir / 'data'}",
+            f"--web.listen-address={LOOPBACK}:{self.port}",
+        ]
+        self._process = ManagedProcess("prometheus", argv, self.run_dir / "prometheus.log")
+        try:
+            wait_until(self._ready, timeout_s=self.start_timeout_s, what=f"Prometheus ready at {self.url}")
+            wait_until(
+                self._all_targets_up,
+                timeout_s=self.start_timeout_s,
+                what=f"Prometheus to scrape {sorted(self.targets)} (log {self._process.log_path})",
+            )
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.stop(STOP_GRACE_S)
+            self._process = None
+
+    def query(self, promql: str) -> list[dict[str, object]]:
+        """The instant vector of ``promql`` now (for tests and the bed's own readiness check)."""
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            answer = json.load(response)
+        result: list[dict[str, object]] = answer["data"]["result"]
+        return result
+
+    def _config(self) -> dict[str, object]:
+        every = f"{self.scrape_interval_s}s"
+        return {
+            "global": {"scrape_interval": every, "evaluation_interval": every},
+            "scrape_configs": [
+                {
+                    "job_name": JOB,
+                    "static_configs": [
+                        {"targets": [target], "labels": {"pod": f"{POD_PREFIX}{broker}"}}
+                        for broker, target in sorted(self.targets.items())
+                    ],
+                }
+            ],
+        }
+
+    def _ready(self) -> bool:
+        assert self._process is not None
+        self._process.ensure_running()
+        return answers_ok(f"{self.url}/-/ready")
+
+    def _all_targets_up(self) -> bool:
+        assert self._process is not None
+        self._process.ensure_running()
+        up = self.query(f'up{{job="{JOB}"}} == 1')
+        return len(up) == len(self.targets)
