@@ -102,12 +102,13 @@ def test_snapshot_with_prometheus_gives_partitions_cpu_and_compares_measured_wit
 ) -> None:
     bootstrap = metrics_beds.kafka.bootstrap_servers
     topic = create_topic(bootstrap, "snapshot", partitions=3, rf=RF)
-    config = tmp_path / "prometheus.json"
-    config.write_text(json.dumps({"url": metrics_beds.prometheus.url, "minRangeSeconds": 2}))
     snapshot = tmp_path / "snapshot.json"
-    with KnownTraffic(bootstrap, topic, RATE_MSGS, VALUE_BYTES) as traffic:
-        traffic.wait_flowing()
-        done = subprocess.run(
+
+    def run_snapshot(label: str) -> subprocess.CompletedProcess[str]:
+        config = tmp_path / "prometheus.json"
+        settings = {"url": metrics_beds.prometheus.url, "minRangeSeconds": 2, "brokerLabel": label}
+        config.write_text(json.dumps(settings))
+        return subprocess.run(
             [
                 sys.executable, "-m", "kafka_balancer.cli", "snapshot",
                 "--bootstrap-server", bootstrap, "--prometheus-config", str(config),
@@ -117,6 +118,16 @@ def test_snapshot_with_prometheus_gives_partitions_cpu_and_compares_measured_wit
             ],
             capture_output=True, text=True, timeout=180, check=False,
         )  # fmt: skip
+
+    # "instance" ends in the exporter's port: refused at once, in one line, before any pass.
+    refused = run_snapshot("instance")
+    assert refused.returncode == 1, refused.stderr
+    assert "name no broker of the cluster through label 'instance'" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and not snapshot.exists(), refused.stderr
+
+    with KnownTraffic(bootstrap, topic, RATE_MSGS, VALUE_BYTES) as traffic:
+        traffic.wait_flowing()
+        done = run_snapshot("pod")
     assert not traffic.errors
     assert done.returncode == 0, done.stderr
     print("\n" + done.stderr)

@@ -132,7 +132,16 @@ def test_check_refuses_answers_that_name_no_broker() -> None:
     source, _ = _source(by_kind([({"kubernetes_pod_name": "k-1"}, "1")], [], []))
     assert source.usage(1_000, 1_000) == {}
     with pytest.raises(MetricsSourceError, match="label 'pod'"):
-        source.check(1_000, 1_000)
+        source.check(1_000, 1_000, [1, 2])
+
+
+def test_check_refuses_ids_that_are_no_broker_and_keeps_those_that_are() -> None:
+    # A label that ends in the exporter's port ("instance") yields numbers, just not broker ids.
+    source, _ = _source(by_kind([({"pod": "10.0.0.7:9404"}, "1")], [], []))
+    with pytest.raises(MetricsSourceError, match="ids 9404; brokers 1, 2"):
+        source.check(1_000, 1_000, [1, 2])
+    source, _ = _source(by_kind([({"pod": "k-1"}, "1"), ({"pod": "k-9"}, "1")], [], []))
+    assert set(source.check(1_000, 1_000, [1, 2])) == {1}
 
 
 def test_the_bearer_token_is_sent_and_not_shown() -> None:

@@ -140,7 +140,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
     caps = capacities(args)
     props = load_properties(args.command_config) if args.command_config else {}
     usage_source = prometheus_source(args)
-    check_connection(args.bootstrap_server, props)
+    brokers = check_connection(args.bootstrap_server, props)
     passes = math.ceil(window_ms / interval_ms) + 1
     with tempfile.TemporaryDirectory(prefix="kafka-balancer-samples-") as scratch:
         store = SampleStore(args.store if args.store is not None else Path(scratch))
@@ -148,7 +148,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
         try:
             if usage_source is not None:
                 # A wrong url, label or query fails now, not as a window of unknown cpu.
-                usage_source.check(int(time.time() * 1000), interval_ms)
+                usage_source.check(int(time.time() * 1000), interval_ms, brokers)
             collector = Collector(reader, store, usage_source=usage_source)
             results = collector.run(passes, interval_ms / 1000.0, on_pass=_progress(passes, caps))
         finally:

@@ -156,9 +156,12 @@ def _refusal(err: KafkaError) -> str | None:
     return None
 
 
-def check_connection(bootstrap: str, props: Mapping[str, str], timeout_s: float = TIMEOUT_S) -> None:
-    """Fail fast, in one line, when the cluster refuses these settings (wrong password, untrusted
-    certificate), instead of the clients' long silent retries; the message never holds a credential."""
+def check_connection(
+    bootstrap: str, props: Mapping[str, str], timeout_s: float = TIMEOUT_S
+) -> tuple[int, ...]:
+    """The ids of the cluster's live brokers; fails fast, in one line, when the cluster refuses these
+    settings (wrong password, untrusted certificate), instead of the clients' long silent retries.
+    The message never holds a credential."""
     seen: list[KafkaError] = []
     config = confluent_config(bootstrap, props)
     config["error_cb"] = seen.append
@@ -172,10 +175,11 @@ def check_connection(bootstrap: str, props: Mapping[str, str], timeout_s: float 
             reason, err = refused[0]
             raise KafkaOperationError(f"{reason} at {bootstrap}: {_one_line(err.str())}")
     try:
-        future.result(timeout=1)
+        cluster = future.result(timeout=1)
     except Exception as err:
         last = f"; last client error: {_one_line(seen[-1].str())}" if seen else ""
         raise KafkaOperationError(f"cannot reach Kafka at {bootstrap}: {type(err).__name__}{last}") from err
+    return tuple(sorted(node.id for node in cluster.nodes))
 
 
 def _one_line(text: str) -> str:

@@ -10,7 +10,7 @@ Works with anything that speaks the Prometheus query API (Thanos, Mimir, Victori
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import requests
@@ -45,15 +45,18 @@ class PrometheusSource:
             for broker in sorted(cpu.keys() | net_in.keys() | net_out.keys())
         }
 
-    def check(self, end_ms: int, interval_ms: int) -> dict[int, BrokerUsage]:
-        """:meth:`usage`, refusing an answer that names no broker (a wrong label or query)."""
-        found = self.usage(end_ms, interval_ms)
+    def check(self, end_ms: int, interval_ms: int, brokers: Collection[int]) -> dict[int, BrokerUsage]:
+        """:meth:`usage` of ``brokers``, refusing an answer that names none of them (a wrong label,
+        pattern or query; a label like ``instance`` ends in a port, not a broker id)."""
+        answered = self.usage(end_ms, interval_ms)
+        found = {broker: used for broker, used in answered.items() if broker in brokers}
         if not found:
             s = self.settings
+            ids = f"ids {', '.join(map(str, sorted(answered)))}" if answered else "no id"
             raise MetricsSourceError(
-                f"Prometheus at {s.url}: the cpu and network queries name no broker through label "
-                f"{s.broker_label!r} (pattern {s.broker_id_pattern.pattern!r}); "
-                f"cpu query: {s.render(s.cpu_query, interval_ms)}"
+                f"Prometheus at {s.url}: the answers name no broker of the cluster through label "
+                f"{s.broker_label!r} (pattern {s.broker_id_pattern.pattern!r}: {ids}; brokers "
+                f"{', '.join(map(str, sorted(brokers)))}); cpu query: {s.render(s.cpu_query, interval_ms)}"
             )
         return found
 
