@@ -57,11 +57,12 @@ class RackAwareGoal(Goal):
         return np.zeros((len(give), len(take))), gives[:, None] + takes[None, :]
 
     def violating(self, state: PlanState) -> IntArray:
+        """Partitions to fix; an excluded topic's (not movable) are left as they are."""
         parts = np.arange(len(state.rf))
-        return np.nonzero(self.excess(state, parts) > 0)[0]
+        return np.nonzero((self.excess(state, parts) > 0) & state.movable)[0]
 
     def violation(self, state: PlanState) -> float:
-        return float(self.excess(state, np.arange(len(state.rf))).sum())
+        return float(self.excess(state, np.arange(len(state.rf)))[state.movable].sum())
 
     def status(self, state: PlanState) -> GoalStatus:
         bad = self.violating(state)

@@ -30,9 +30,13 @@ class TopicReplicaDistributionGoal(Goal):
         self.lo, self.hi = math.count_bounds(expected, self.range)
         self.expected = expected
         self.scale = np.maximum(expected, 1.0)
+        # An excluded topic (no movable partition) is left as it is, not counted as a violation.
+        self.judged = np.zeros(state.n_topics, dtype=bool)
+        self.judged[state.topic[state.movable]] = True
 
     def per_cell(self, state: PlanState) -> FloatArray:
-        return math.outside_band(state.topic_count, self.lo, self.hi) / self.scale
+        outside = math.outside_band(state.topic_count, self.lo, self.hi) / self.scale
+        return np.asarray(np.where(self.judged[:, None], outside, 0.0), dtype=np.float64)
 
     def evaluate(
         self, state: PlanState, cands: Candidates, target: bool = False
@@ -73,7 +77,8 @@ class TopicReplicaDistributionGoal(Goal):
         active = state.active
         with np.errstate(divide="ignore", invalid="ignore"):
             dev = np.where(self.expected > 0, np.abs(state.topic_count - self.expected) / self.expected, 0.0)
-        worst = float(100.0 * dev[:, active].max()) if active.any() and dev.size else 0.0
+        judged = dev[self.judged][:, active]
+        worst = float(100.0 * judged.max()) if judged.size else 0.0
         if not (cells > EPSILON).any():
             return GoalStatus(True, worst, "")
         t, b = np.unravel_index(int(np.argmax(cells)), cells.shape)

@@ -42,6 +42,8 @@ class Partition:
     replicas: tuple[int, ...]
     leader: int
     load: PartitionLoad
+    # False for a topic the pool excludes: its load counts, only a drain moves its replicas.
+    movable: bool = True
 
     @property
     def name(self) -> str:

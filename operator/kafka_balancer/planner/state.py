@@ -87,6 +87,8 @@ class PlanState:
         self.network_out = np.array([p.load.network_out for p in parts], dtype=np.float64)
         self.cpu = np.array([p.load.cpu for p in parts], dtype=np.float64)
         self.follower_cpu = np.array([p.load.follower_cpu for p in parts], dtype=np.float64)
+        self.movable: BoolArray = np.array([p.movable for p in parts], dtype=bool)
+        self.all_movable = bool(self.movable.all())
         self.rf: IntArray = np.array([len(p.replicas) for p in parts], dtype=np.int64)
         max_rf = int(self.rf.max()) if len(parts) else 1
         self.replicas: IntArray = np.full((len(parts), max_rf), NO_BROKER, dtype=np.int64)
@@ -191,6 +193,8 @@ class PlanState:
         plan is a diff, so the data moves once either way."""
         if parts is None:
             parts = self.parts_on(broker)
+        if not self.all_movable and self.active[broker]:
+            parts = parts[self.movable[parts]]  # a draining broker gives up every replica
         parts = np.sort(parts)
         slots = self.slot_of(parts, broker)
         is_leader = self.leader_slot[parts] == slots
@@ -211,6 +215,9 @@ class PlanState:
 
     def leader_changes(self, parts: IntArray, new_leader: IntArray) -> Candidates:
         """Make broker ``new_leader[k]`` (a follower of ``parts[k]``) the leader."""
+        if not self.all_movable:
+            keep = self.movable[parts]
+            parts, new_leader = parts[keep], new_leader[keep]
         slots = np.asarray(np.argmax(self.replicas[parts] == new_leader[:, None], axis=1), dtype=np.int64)
         src = self.replicas[parts, self.leader_slot[parts]]
         delta = np.zeros((len(parts), N_QUANTITIES), dtype=np.float64)

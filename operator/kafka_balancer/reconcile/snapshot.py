@@ -62,7 +62,8 @@ def build_cluster(
     excluded_topics: Sequence[str],
     loads: Mapping[tuple[str, int], PartitionLoad],
 ) -> Cluster:
-    """Excluded topics are left out of the model, so the planner never moves them.
+    """Excluded topics' partitions are in the model, not movable: their load counts on their
+    brokers, and only a drain moves them (a broker being removed must give up every replica).
 
     A partition without a measured load counts as empty (the collector fills ``loads``)."""
     excluded = [re.compile(pattern) for pattern in excluded_topics]
@@ -85,8 +86,9 @@ def build_cluster(
             p.replicas,
             p.leader if p.leader in p.replicas else p.replicas[0],
             loads.get((p.topic, p.partition), ZERO_LOAD),
+            movable=not any(rx.fullmatch(p.topic) for rx in excluded),
         )
         for p in metadata.partitions
-        if p.replicas and not any(rx.fullmatch(p.topic) for rx in excluded)
+        if p.replicas
     )
     return Cluster(brokers, partitions)

@@ -1,0 +1,115 @@
+"""A pool's excluded topics: never moved to balance, their load still counts, a drain moves them.
+
+Plans are judged by the independent checker on the snapshot documents, like the CLI's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import yaml
+
+from kafka_balancer.api import Capacity
+from kafka_balancer.formats.goals_file import parse_goals
+from kafka_balancer.formats.plan_file import plan_document
+from kafka_balancer.formats.snapshot import cluster_to_snapshot, parse_snapshot
+from kafka_balancer.model.cluster import Cluster, PartitionLoad
+from kafka_balancer.planner.optimizer import plan
+from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
+from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, build_cluster
+from tests.unit import checker
+from tests.unit.clusters import broker, goals_yaml, partition, snapshot
+
+GB = 1.0e9
+EXCLUDED = re.compile(r"__.*")
+
+
+def _cluster(brokers: list[dict], partitions: list[dict]) -> Cluster:
+    """The model the operator builds for a pool with ``excludedTopics: ["__.*"]``."""
+    cluster = parse_snapshot(snapshot(brokers, partitions))
+    parts = tuple(replace(p, movable=not EXCLUDED.fullmatch(p.topic)) for p in cluster.partitions)
+    return replace(cluster, partitions=parts)
+
+
+def _goals(*specs: dict) -> tuple:
+    return parse_goals(list(yaml.safe_load_all(goals_yaml(*specs))))
+
+
+def _planned(cluster: Cluster, *specs: dict) -> tuple[dict, dict, object]:
+    """(snapshot before, plan document, the plan) for ``cluster`` under ``specs``."""
+    made = plan(cluster, _goals(*specs))
+    return cluster_to_snapshot(cluster), plan_document(made), made
+
+
+def heavy_excluded_topic() -> Cluster:
+    # Racks a, b, a, b. The excluded topic puts 40 GB on each of brokers 0 and 1; "orders" is
+    # spread evenly (8 GB per broker), so it is balanced only when the excluded load is ignored.
+    brokers = [broker(i, "ab"[i % 2]) for i in range(4)]
+    excluded = [partition("__big", i, [0, 1], disk=10 * GB) for i in range(4)]
+    pairs = [[0, 1], [2, 3], [0, 3], [2, 1]]
+    orders = [partition("orders", i, pairs[i % 4], disk=GB) for i in range(16)]
+    return _cluster(brokers, excluded + orders)
+
+
+def test_an_excluded_topic_is_never_moved_but_its_load_drives_the_others_away() -> None:
+    before, moves, _ = _planned(heavy_excluded_topic(), {"type": "RackAware"}, {"type": "DiskDistribution"})
+    assert moves["partitions"], "the excluded load makes brokers 0 and 1 the heaviest"
+    assert not [p for p in moves["partitions"] if p["topic"] == "__big"]
+    after = checker.apply_plan(before, moves)
+    orders_on = {b: 0 for b in range(4)}
+    for p in after["partitions"]:
+        if p["topic"] == "orders":
+            for b in p["replicas"]:
+                orders_on[b] += 1
+    # Brokers 0 and 1 hold 40 GB each that cannot move: every movable replica leaves them.
+    assert orders_on == {0: 0, 1: 0, 2: 16, 3: 16}
+    assert checker.rack_violations(after) == []
+    loads = checker.broker_loads(after)
+    assert [loads[b]["disk"] for b in range(4)] == [40 * GB, 40 * GB, 16 * GB, 16 * GB]
+
+
+def test_a_drain_moves_an_excluded_topics_replicas_to_the_same_rack() -> None:
+    brokers = [broker(i, "ab"[i % 2], state="draining" if i == 3 else "active") for i in range(4)]
+    parts = [partition("__consumer_offsets", i, [3, 0], disk=GB) for i in range(3)]
+    parts += [partition("orders", i, [0, 1]) for i in range(4)]
+    before, moves, _ = _planned(_cluster(brokers, parts), {"type": "RackAware", "hard": True})
+    after = checker.apply_plan(before, moves)
+    for p in after["partitions"]:
+        assert 3 not in p["replicas"], p
+        if p["topic"] == "__consumer_offsets":
+            assert p["replicas"][0] == 1, p  # broker 3's place, in rack b: broker 1
+    assert checker.rack_violations(after) == []
+
+
+def test_rack_awareness_an_excluded_topic_breaks_is_left_alone_and_not_infeasible() -> None:
+    brokers = [broker(i, "ab"[i % 2]) for i in range(4)]
+    parts = [
+        partition("__pinned", 0, [0, 2]),
+        *(partition("orders", i, [i % 4, (i + 1) % 4]) for i in range(8)),
+    ]
+    cluster = _cluster(brokers, parts)
+    _, moves, made = _planned(
+        cluster, {"type": "RackAware", "hard": True}, {"type": "TopicReplicaDistribution", "rangePercent": 10}
+    )
+    assert not [p for p in moves["partitions"] if p["topic"] == "__pinned"]
+    outcomes = {g.type: g.after for g in made.goals}  # type: ignore[attr-defined]
+    assert outcomes["RackAware"].satisfied
+    # __pinned has replicas on 2 of 4 brokers: outside any band, but not this goal's business.
+    assert outcomes["TopicReplicaDistribution"].satisfied, outcomes["TopicReplicaDistribution"].detail
+
+
+def test_the_operator_keeps_excluded_partitions_with_their_load_and_marks_them_fixed() -> None:
+    metadata = ClusterMetadata(
+        {1: "a", 2: "b"},
+        (PartitionMeta("__consumer_offsets", 0, (1, 2), 1), PartitionMeta("orders", 0, (2, 1), 2)),
+    )
+    views = [BrokerView(b, r, Lifecycle.ACTIVE, 0.0) for b, r in ((1, "a"), (2, "b"))]
+    capacity = Capacity.model_validate({"disk": "1T", "networkIn": "100M", "networkOut": "100M", "cpu": "8"})
+    offsets_load = PartitionLoad(5 * GB, 1e5, 2e5, 0.1)
+    loads = {("__consumer_offsets", 0): offsets_load, ("orders", 0): PartitionLoad(GB, 1e5, 1e5, 0.1)}
+    cluster = build_cluster(metadata, views, capacity, ["__.*"], loads)
+    found = {p.topic: p for p in cluster.partitions}
+    assert set(found) == {"__consumer_offsets", "orders"}
+    assert not found["__consumer_offsets"].movable and found["__consumer_offsets"].load == offsets_load
+    assert found["orders"].movable
