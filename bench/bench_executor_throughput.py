@@ -46,8 +46,8 @@ from kafka_balancer.errors import BedError, ExecutionError
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.localbed import kafka_config
 from kafka_balancer.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
+from kafka_balancer.localbed.provisioning import provisioned_directory
 
-ROOT = Path(__file__).resolve().parents[1]
 BROKERS = (1, 2, 3, 4)
 # Partition p starts on [b, b+1] (leader b) and moves to [b+1, b+2]: the leader's replica leaves.
 LAYOUT = {p: [BROKERS[p], BROKERS[(p + 1) % 4]] for p in range(4)}
@@ -63,15 +63,6 @@ class Sample:
     @property
     def total(self) -> int:
         return sum(self.copied.values())
-
-
-def kafka_libs() -> Path:
-    done = subprocess.run(
-        [str(ROOT / "hack" / "kafka" / "provision.sh")], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise BedError(f"hack/kafka/provision.sh failed: {done.stderr.strip().splitlines()[-1:]}")
-    return Path(done.stdout.strip().splitlines()[-1])
 
 
 def wait_until(check: Any, timeout_s: float, what: str, every_s: float = 0.5) -> None:
@@ -511,7 +502,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
         print(json.dumps({"quota_model_pct": shares}))
         return
-    libs = kafka_libs()
+    libs = provisioned_directory("kafka/provision.sh")
     if options.broker_config:
         with_broker_config(options.broker_config)
     with tempfile.TemporaryDirectory(prefix="bench-executor-") as tmp:

@@ -35,7 +35,6 @@ import numpy.typing as npt
 
 from bench_planner import SIZES, synthetic_spec
 
-ROOT = Path(__file__).resolve().parent.parent
 JAVA_SOURCE = Path(__file__).resolve().parent / "kafka_generate" / "KafkaGenerate.java"
 Assignment = dict[tuple[str, int], tuple[int, ...]]
 FloatArray = npt.NDArray[np.float64]
@@ -119,15 +118,6 @@ def run_ours(snapshot: dict[str, Any], name: str, without_topic_goal: bool) -> R
 
 
 # -- Kafka's --generate -------------------------------------------------------------------------
-
-
-def kafka_libs() -> Path:
-    done = subprocess.run(
-        [str(ROOT / "hack" / "kafka" / "provision.sh")], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise BenchError(f"hack/kafka/provision.sh failed: {done.stderr.strip().splitlines()[-1:]}")
-    return Path(done.stdout.strip().splitlines()[-1])
 
 
 def compile_generator(libs: Path, classes: Path) -> None:
@@ -349,7 +339,13 @@ def compare(size: str, kafka_runs: int, work: Path) -> dict[str, Any]:
         run_ours(snapshot, "ours: default − TopicReplicaDistr.", without_topic_goal=True),
         run_ours(snapshot, "ours: default goals", without_topic_goal=False),
     ]
-    libs = kafka_libs()
+    from kafka_balancer.errors import BedError
+    from kafka_balancer.localbed.provisioning import provisioned_directory
+
+    try:
+        libs = provisioned_directory("kafka/provision.sh")
+    except BedError as err:
+        raise BenchError(str(err)) from err
     classes = work / "classes"
     started = time.perf_counter()
     compile_generator(libs, classes)
