@@ -22,8 +22,7 @@ from kafka_balancer.errors import KafkaOperationError, MetricsSourceError, Scori
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, Loads, ScoringSchedule, pass_times, prune
 from kafka_balancer.k8s.spark_application import SparkApplicationScorer, SparkSettings
-from kafka_balancer.kafka.admin import check_connection
-from kafka_balancer.kafka.collector import AdminReader, Observation, observe, samples_between
+from kafka_balancer.kafka.collector import Observation, observe_cluster, samples_between
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, build_snapshot
 from kafka_balancer.model.cluster import PartitionLoad
@@ -82,15 +81,7 @@ class ClusterSource:
         """``pool``: namespace, name and uid. Blocking (one Admin API pass); never waits for Spark."""
         key = f"{pool['namespace']}/{pool['name']}"
         bootstrap = spec.kafka.bootstrap_servers
-        # A refused login or certificate is named at once, not after the clients' silent retries.
-        check_connection(bootstrap, props)
-        reader = AdminReader(bootstrap, props)
-        try:
-            current = observe(reader)
-        except KafkaOperationError as err:
-            raise KafkaOperationError(f"reading the cluster at {bootstrap}: {err}") from err
-        finally:
-            reader.close()
+        current = observe_cluster(bootstrap, props)
         previous = self._previous.get(key)
         self._previous[key] = current
         samples = None

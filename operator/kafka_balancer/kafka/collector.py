@@ -30,7 +30,7 @@ from confluent_kafka.admin._listoffsets import OffsetSpec
 from kafka import KafkaAdminClient
 
 from kafka_balancer.errors import KafkaOperationError, MetricsSourceError
-from kafka_balancer.kafka.admin import confluent_config, kafka_python_config
+from kafka_balancer.kafka.admin import check_connection, confluent_config, kafka_python_config
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import BrokerInfo
 from kafka_balancer.samples.broker_usage import BrokerUsage, BrokerUsageSource
@@ -206,6 +206,19 @@ def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Obse
         committed=committed,
         requests=Counter(reader.requests) - before,
     )
+
+
+def observe_cluster(bootstrap: str, props: Mapping[str, str]) -> Observation:
+    """One pass on fresh clients, as the operator makes it between reconciles: the login is checked
+    first, so a refused one is named at once instead of after the clients' silent retries."""
+    check_connection(bootstrap, props)
+    reader = AdminReader(bootstrap, props)
+    try:
+        return observe(reader)
+    except KafkaOperationError as err:
+        raise KafkaOperationError(f"reading the cluster at {bootstrap}: {err}") from err
+    finally:
+        reader.close()
 
 
 def average_record_size(size: int, prev_size: int | None, end: int, prev_end: int, start: int) -> float:
