@@ -108,6 +108,12 @@ def _add_execution_commands(commands: Any) -> None:
     execute.add_argument("--timeout-per-move", type=_positive, default=600, help="seconds without progress")
     execute.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     execute.add_argument("--force", action="store_true", help="start despite under-replicated partitions")
+    execute.add_argument(
+        "--replicas-at-a-time",
+        type=_positive,
+        default=0,
+        help="copy at most N new replicas of a partition at once, in steps (default: all at once)",
+    )
     execute.set_defaults(handler=_execute)
 
     status = commands.add_parser("status", help="progress of an execution")

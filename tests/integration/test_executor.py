@@ -106,6 +106,48 @@ def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBe
     print(f"\nmoved {doc['bytesTotal']} bytes in {took:.1f}s: {rate:.0f} B/s, throttle {throttle} B/s")
 
 
+def test_one_replica_at_a_time_never_copies_two_replicas_of_a_partition_at_once(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    topic = create_topic(kafka_bed, "steps", [[1, 2]])
+    writer = Writer(kafka_bed, topic)
+    writer.write(8_000, 500)
+    plan = _write_plan(tmp_path / "plan.json", topic, {0: [3, 4]})
+    seen: list[list[int]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.append(partitions(kafka_bed, topic)[0][0])
+            stop.wait(0.2)
+
+    watcher = threading.Thread(target=watch)
+    background = threading.Thread(target=writer.write_until_stopped)
+    watcher.start()
+    background.start()
+    try:
+        code = main(
+            ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+             "--state", str(tmp_path / "state.json"), "--throttle", "500000", "--replicas-at-a-time", "1",
+             "--poll-interval", "0.3"]
+        )  # fmt: skip
+    finally:
+        writer.stop.set()
+        stop.set()
+        background.join(timeout=60)
+        watcher.join(timeout=30)
+    assert code == 0
+
+    _assert_as_planned(kafka_bed, topic, {0: [3, 4]})
+    assert throttles_left(kafka_bed, topic) == []
+    # Metadata lists the union while a reassignment copies: at most one replica more than RF, and
+    # both steps seen (broker 4 joined next to 1 and 2, then 3 next to 1 and 4).
+    assert max(len(replicas) for replicas in seen) == 3, seen
+    assert {1, 2, 4} in [set(r) for r in seen] and {1, 3, 4} in [set(r) for r in seen], seen
+    received = consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent)
+    assert received == writer.result()
+
+
 def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tmp_path: Path) -> None:
     topic = create_topic(kafka_bed, "resume", [[2, 3], [2, 3], [2, 3]])
     Writer(kafka_bed, topic).write(6_000, 500)

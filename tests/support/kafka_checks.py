@@ -131,10 +131,15 @@ class Writer:
             self.sent += 1
         assert self.producer.flush(60) == 0, "messages still undelivered after 60s"
 
-    def write_until_stopped(self) -> None:
+    def write_until_stopped(self, bytes_per_second: int = 40_000) -> None:
+        """Writes at a steady pace until stopped. Paced well below the tests' throttles: a producer
+        outpacing a throttled copy keeps the new replica from ever catching up, and an unpaced one
+        writes as fast as the machine allows, so how long a move takes would depend on the machine."""
+        started, written = time.monotonic(), 0
         while not self.stop.is_set():
             self.write(50, 300)
-            time.sleep(0.02)
+            written += 50 * 300
+            self.stop.wait(max(0.0, started + written / bytes_per_second - time.monotonic()))
 
     def result(self) -> Digest:
         assert not self.failures, self.failures[:3]

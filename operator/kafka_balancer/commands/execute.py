@@ -35,6 +35,7 @@ def run_execute(args: argparse.Namespace) -> int:
         timeout_per_move_s=float(args.timeout_per_move),
         poll_interval_s=args.poll_interval,
         force=args.force,
+        replicas_at_a_time=args.replicas_at_a_time,
     )
     props = _connection(args.bootstrap_server, args.command_config)
     lock = StateLock(state_path)

@@ -35,12 +35,14 @@ def cancel_execution(
         if move.status not in (MoveStatus.PENDING, MoveStatus.IN_FLIGHT):
             continue
         part = parts.get(move.tp)
-        if move.status is MoveStatus.IN_FLIGHT and part is not None and part.replicas == move.target:
+        if part is not None and part.replicas == move.final:
             state = state.with_move(replace(move, status=MoveStatus.DONE, finished_at=now))
-        else:
-            state = state.with_move(
-                replace(move, status=MoveStatus.CANCELLED, finished_at=now, reason="cancelled")
-            )
+            continue
+        reason = "cancelled"
+        if part is not None and move.planned and set(part.replicas) != set(move.original):
+            # Steps already done stay done: a complete replica set, neither the original nor the plan.
+            reason = f"cancelled between steps, at replicas {list(part.replicas)}"
+        state = state.with_move(replace(move, status=MoveStatus.CANCELLED, finished_at=now, reason=reason))
     state = commit(state)
     restore_order(admin, state, clock=clock, sleep=sleep, timeout_s=timeout_s)
     state = sync_throttles(admin, state, commit, final=True)

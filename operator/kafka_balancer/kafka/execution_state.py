@@ -29,7 +29,12 @@ class MoveStatus(StrEnum):
 
 @dataclass(frozen=True)
 class Move:
-    """One partition of the plan: from ``source`` to ``target`` (``target[0]`` leads afterwards)."""
+    """One partition of the plan: from ``source`` to ``target`` (``target[0]`` leads afterwards).
+
+    Moved a few replicas at a time (:mod:`~kafka_balancer.kafka.steps`), ``source`` and ``target``
+    are the current step's, ``origin`` and ``planned`` the partition's replicas before the first
+    step and in the plan; both are empty when the move is one reassignment.
+    """
 
     topic: str
     partition: int
@@ -42,10 +47,20 @@ class Move:
     finished_at: float | None = None
     progress_bytes: int = 0
     progress_at: float | None = None
+    origin: tuple[int, ...] = ()
+    planned: tuple[int, ...] = ()
 
     @property
     def tp(self) -> tuple[str, int]:
         return (self.topic, self.partition)
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        return self.origin or self.source
+
+    @property
+    def final(self) -> tuple[int, ...]:
+        return self.planned or self.target
 
     @property
     def adding(self) -> tuple[int, ...]:
@@ -64,13 +79,14 @@ class Move:
 
     @property
     def bytes_total(self) -> int:
-        return self.size * len(self.adding)
+        return self.size * len(set(self.final) - set(self.original))
 
     @property
     def bytes_done(self) -> int:
-        return (
-            self.bytes_total if self.status is MoveStatus.DONE else min(self.progress_bytes, self.bytes_total)
-        )
+        if self.status is MoveStatus.DONE:
+            return self.bytes_total
+        earlier_steps = self.bytes_total - self.size * len(set(self.final) - set(self.source))
+        return earlier_steps + min(self.progress_bytes, self.size * len(self.adding))
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,8 @@ class ExecutionState:
     foreign_throttles: tuple[str, ...] = ()
     leadership_done: bool = False
     finished_at: float | None = None
+    # At most this many new replicas per partition at once (0: each move is one reassignment).
+    replicas_at_a_time: int = 0
 
     def with_move(self, move: Move) -> ExecutionState:
         return replace(self, moves=tuple(move if m.tp == move.tp else m for m in self.moves))
@@ -104,7 +122,7 @@ class ExecutionState:
         return sum(m.bytes_done for m in self.moves)
 
     def plan_targets(self) -> dict[tuple[str, int], tuple[int, ...]]:
-        return {m.tp: m.target for m in self.moves}
+        return {m.tp: m.final for m in self.moves}
 
 
 def _move_from(doc: Mapping[str, Any]) -> Move:
@@ -120,6 +138,8 @@ def _move_from(doc: Mapping[str, Any]) -> Move:
         finished_at=doc.get("finishedAt"),
         progress_bytes=int(doc.get("progressBytes", 0)),
         progress_at=doc.get("progressAt"),
+        origin=tuple(int(b) for b in doc.get("origin", ())),
+        planned=tuple(int(b) for b in doc.get("planned", ())),
     )
 
 
@@ -136,6 +156,8 @@ def _move_doc(move: Move) -> dict[str, Any]:
         "finishedAt": move.finished_at,
         "progressBytes": move.progress_bytes,
         "progressAt": move.progress_at,
+        "origin": list(move.origin),
+        "planned": list(move.planned),
     }
 
 
@@ -153,6 +175,7 @@ def state_document(state: ExecutionState) -> dict[str, Any]:
             "foreign": list(state.foreign_throttles),
         },
         "leadershipDone": state.leadership_done,
+        "replicasAtATime": state.replicas_at_a_time,
         "bytesDone": state.bytes_done,
         "bytesTotal": state.bytes_total,
         "moves": [_move_doc(m) for m in state.moves],
@@ -172,6 +195,7 @@ def state_from_document(doc: Mapping[str, Any]) -> ExecutionState:
         foreign_throttles=tuple(throttles.get("foreign", [])),
         leadership_done=bool(doc.get("leadershipDone", False)),
         finished_at=doc.get("finishedAt"),
+        replicas_at_a_time=int(doc.get("replicasAtATime", 0)),
     )
 
 

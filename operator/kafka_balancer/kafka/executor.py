@@ -19,6 +19,7 @@ from kafka_balancer.kafka.cancel import restore_order
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus, save_state
 from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan
 from kafka_balancer.kafka.port import AdminPort
+from kafka_balancer.kafka.steps import next_step
 from kafka_balancer.kafka.throttle import leftover_throttles, sync_throttles
 
 # A failed verification names this many problems (a plan of thousands could list thousands).
@@ -34,6 +35,7 @@ class ExecuteOptions:
     poll_interval_s: float = 1.0
     settle_timeout_s: float = 120.0
     force: bool = False
+    replicas_at_a_time: int = 0
 
 
 def new_state(
@@ -47,8 +49,26 @@ def new_state(
     for entry in plan:
         source = partitions[(entry.topic, entry.partition)].replicas
         size = max((sizes.get((entry.topic, entry.partition, b), 0) for b in source), default=0)
-        moves.append(Move(entry.topic, entry.partition, source, entry.replicas, size=size))
-    return ExecutionState(moves=tuple(moves), created_at=now, updated_at=now, throttle_rate=options.throttle)
+        step = next_step(source, entry.replicas, options.replicas_at_a_time)
+        stepped = step != entry.replicas
+        moves.append(
+            Move(
+                entry.topic,
+                entry.partition,
+                source,
+                step,
+                size=size,
+                origin=source if stepped else (),
+                planned=entry.replicas if stepped else (),
+            )
+        )
+    return ExecutionState(
+        moves=tuple(moves),
+        created_at=now,
+        updated_at=now,
+        throttle_rate=options.throttle,
+        replicas_at_a_time=options.replicas_at_a_time,
+    )
 
 
 def check_same_plan(state: ExecutionState, plan: list[PlannedPartition], state_path: Path) -> None:
@@ -112,9 +132,13 @@ class Executor:
         parts = self.admin.partitions({m.topic for m in state.moves})
         now = self.clock()
         for move in state.moves:
-            updated = _reconciled(move, parts.get(move.tp), listed.get(move.tp), now)
+            updated = _reconciled(
+                move, parts.get(move.tp), listed.get(move.tp), now, state.replicas_at_a_time
+            )
             if updated != move:
-                if updated.status is not move.status:
+                if updated.target != move.target:
+                    self.log(f"{_name(move)}: step to {list(move.target)} done")
+                elif updated.status is not move.status:
                     change = f"{move.status.value} -> {updated.status.value} {updated.reason}"
                     self.log(f"{_name(move)}: {change.rstrip()}")
                 state = state.with_move(updated)
@@ -183,7 +207,10 @@ class Executor:
         state = sync_throttles(self.admin, state, self.commit)
         refused = self.admin.alter_reassignments({m.tp: m.target for m in batch})
         for move in batch:
-            self.log(f"{_name(move)}: {list(move.source)} -> {list(move.target)} ({move.size} bytes)")
+            towards = f", a step towards {list(move.planned)}" if move.planned else ""
+            self.log(
+                f"{_name(move)}: {list(move.source)} -> {list(move.target)} ({move.size} bytes{towards})"
+            )
             if move.tp in refused:
                 reason = f"Kafka refused the reassignment: {refused[move.tp]}"
                 self.log(f"{_name(move)}: failed: {reason}")
@@ -193,7 +220,7 @@ class Executor:
 
     def apply_leadership(self, state: ExecutionState) -> ExecutionState:
         """Preferred-leader election where the leader is not ``replicas[0]`` of the plan."""
-        done = {m.tp: m.target[0] for m in state.by_status(MoveStatus.DONE)}
+        done = {m.tp: m.final[0] for m in state.by_status(MoveStatus.DONE)}
         deadline = self.clock() + self.options.settle_timeout_s
         while True:
             parts = self.admin.partitions({tp[0] for tp in done})
@@ -228,13 +255,26 @@ class Executor:
             self.sleep(self.options.poll_interval_s)
 
 
-def _reconciled(move: Move, part: PartitionState | None, listed: Reassignment | None, now: float) -> Move:
+def _reconciled(
+    move: Move, part: PartitionState | None, listed: Reassignment | None, now: float, at_a_time: int
+) -> Move:
     if move.status not in (MoveStatus.PENDING, MoveStatus.IN_FLIGHT) or part is None:
         return move
     if listed is not None:
         return move
-    if part.replicas == move.target:
+    if part.replicas == move.final:
         return replace(move, status=MoveStatus.DONE, finished_at=now, reason="")
+    if part.replicas == move.target:
+        # A step done: the next one waits for its turn in a batch like any pending move.
+        return replace(
+            move,
+            source=move.target,
+            target=next_step(move.target, move.final, at_a_time),
+            status=MoveStatus.PENDING,
+            started_at=None,
+            progress_at=None,
+            progress_bytes=0,
+        )
     if move.status is MoveStatus.PENDING:
         return move
     if set(part.replicas) == set(move.source) | set(move.target):
@@ -253,11 +293,11 @@ def _verify_move(move: Move, part: PartitionState | None) -> str | None:
         return f"{name} is {move.status.value} {move.reason}".rstrip()
     if part is None:
         return f"{name} no longer exists"
-    if part.replicas != move.target:
-        return f"{name} replicas {list(part.replicas)}, planned {list(move.target)}"
-    if part.leader != move.target[0]:
-        return f"{name} leader {part.leader}, planned {move.target[0]}"
-    if part.isr != set(move.target):
+    if part.replicas != move.final:
+        return f"{name} replicas {list(part.replicas)}, planned {list(move.final)}"
+    if part.leader != move.final[0]:
+        return f"{name} leader {part.leader}, planned {move.final[0]}"
+    if part.isr != set(move.final):
         return f"{name} ISR {sorted(part.isr)} incomplete"
     return None
 

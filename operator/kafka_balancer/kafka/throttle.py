@@ -123,7 +123,7 @@ def release_brokers(
 def leftover_throttles(admin: AdminPort, state: ExecutionState) -> list[str]:
     """Throttle configs on the plan's brokers and topics that are not someone else's (should be none)."""
     live = {str(b) for b in admin.broker_ids()}
-    brokers = sorted({str(b) for m in state.moves for b in (*m.source, *m.target)} & live)
+    brokers = sorted({str(b) for m in state.moves for b in (*m.original, *m.source, *m.final)} & live)
     topics = sorted({m.topic for m in state.moves})
     left = [
         f"{kind} {name}: {config}"
