@@ -139,6 +139,11 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
         {"execution": {"maxMoves": 2, "maxMovesPerBroker": 3}},
         "execution.maxMovesPerBroker must not exceed execution.maxMoves",
     ),
+    (
+        "steps-of-none",
+        {"execution": {"replicasAtATime": 0}},
+        "spec.execution.replicasAtATime in body should be greater than or equal to 1",
+    ),
     ("drain-twice", {"drain": [1, 1]}, "spec.drain[1]: Duplicate value: 1"),
     (
         "drain-and-warm",

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.goals.spec import GoalType
+from kafka_balancer.k8s.execution import options_of
 from kafka_balancer.reconcile.quantity import QUANTITY_PATTERN
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
@@ -120,12 +121,23 @@ def test_a_minimal_pool_gets_the_documented_defaults() -> None:
     assert spec.kafka.security_protocol == "PLAINTEXT"
 
 
+def test_the_pools_execution_settings_reach_the_executor() -> None:
+    default = options_of(BrokerPoolSpec.model_validate(POOL).execution)
+    execution = {"throttleBytesPerSecond": "1Mi", "replicasAtATime": 1}
+    stepped = options_of(BrokerPoolSpec.model_validate({**POOL, "execution": execution}).execution)
+
+    assert (default.throttle, default.max_moves_per_broker, default.max_moves) == (50 * 2**20, 5, 50)
+    assert default.replicas_at_a_time == 0  # all new replicas of a partition at once
+    assert (stepped.throttle, stepped.replicas_at_a_time) == (2**20, 1)
+
+
 @pytest.mark.parametrize(
     ("patch", "message"),
     [
         ({"capacity": {**POOL["capacity"], "disk": 1.5}}, "disk"),
         ({"capacity": {**POOL["capacity"], "disk": "2 TB"}}, "is not a Kubernetes quantity"),
         ({"execution": {"maxMoves": 2, "maxMovesPerBroker": 3}}, "must not exceed execution.maxMoves"),
+        ({"execution": {"replicasAtATime": 0}}, "greater than or equal to 1"),
         ({"drain": [1, 1]}, "duplicate broker id"),
         ({"drain": [1], "warmUp": {"brokers": [1]}}, "both drained"),
         ({"kafka": {"bootstrapServers": "a:1", "securityProtocol": "SASL_SSL"}}, "needs kafka.sasl"),

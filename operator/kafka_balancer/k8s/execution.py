@@ -58,6 +58,7 @@ def options_of(spec: ExecutionSpec) -> ExecuteOptions:
         throttle=int(parse_quantity(spec.throttle_bytes_per_second)),
         max_moves_per_broker=spec.max_moves_per_broker,
         max_moves=spec.max_moves,
+        replicas_at_a_time=spec.replicas_at_a_time or 0,
         poll_interval_s=2.0,
     )
 
