@@ -141,9 +141,12 @@ def test_one_replica_at_a_time_never_copies_two_replicas_of_a_partition_at_once(
     _assert_as_planned(kafka_bed, topic, {0: [3, 4]})
     assert throttles_left(kafka_bed, topic) == []
     # Metadata lists the union while a reassignment copies: at most one replica more than RF, and
-    # both steps seen (broker 4 joined next to 1 and 2, then 3 next to 1 and 4).
+    # both steps seen. Racks 1:a 2:b 3:c 4:a, so broker 3 came first (the step [1, 3] spans two
+    # racks, [1, 4] would have held both replicas in rack a), then 4 replaced 1.
+    assert kafka_bed.racks == {1: "a", 2: "b", 3: "c", 4: "a"}
     assert max(len(replicas) for replicas in seen) == 3, seen
-    assert {1, 2, 4} in [set(r) for r in seen] and {1, 3, 4} in [set(r) for r in seen], seen
+    assert {1, 2, 3} in [set(r) for r in seen] and {1, 3, 4} in [set(r) for r in seen], seen
+    assert {1, 2, 4} not in [set(r) for r in seen], seen
     received = consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent)
     assert received == writer.result()
 

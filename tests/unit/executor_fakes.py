@@ -26,6 +26,7 @@ class FakeKafkaCluster:
     elections: list[list[Tp]] = field(default_factory=list)
     # Kafka keeps the in-flight order when a reassignment is cancelled: (3, 4) → (1, 4) reverts to (4, 3).
     reorder_on_cancel: bool = False
+    racks: dict[int, str] = field(default_factory=dict)
 
     def tick(self, _seconds: float = 0.0) -> None:
         for tp, (target, done) in list(self.ongoing.items()):
@@ -42,6 +43,9 @@ class FakeKafkaCluster:
 
     def broker_ids(self) -> frozenset[int]:
         return self.brokers
+
+    def broker_racks(self) -> dict[int, str | None]:
+        return {b: self.racks.get(b) for b in self.brokers}
 
     def partitions(self, topics: Iterable[str] | None = None) -> dict[Tp, PartitionState]:
         wanted = None if topics is None else set(topics)

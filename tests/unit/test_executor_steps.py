@@ -136,3 +136,23 @@ def test_cancel_between_steps_leaves_a_complete_replica_set_and_says_where(tmp_p
     assert move.status is MoveStatus.CANCELLED
     assert move.reason == "cancelled between steps, at replicas [1, 2, 6]"
     assert all(not v for v in cluster.configs.values())
+
+
+def test_steps_keep_a_partition_spread_over_its_racks_where_the_plan_allows(tmp_path: Path) -> None:
+    racks = {1: "a", 2: "b", 3: "c", 4: "a", 5: "b", 6: "c"}
+    cluster = replace(_cluster(), racks=racks)
+    executor, clock = _executor(cluster, tmp_path, at_a_time=1)
+    # Pairing by position alone would first put 6 (c) beside 1 (a) and 2 (b) only after 3 (c) left
+    # for 5 (b): two replicas in rack b while that step copies.
+    executor.run(new_state(cluster, [PlannedPartition("t", 0, (4, 6, 5))], executor.options, clock.time()))
+
+    targets = _submitted_targets(cluster)
+    assert len(targets) == 3 and targets[-1] == (4, 6, 5)
+    for target in targets:
+        assert {racks[b] for b in target} == {"a", "b", "c"}, targets
+    assert cluster.leader(TP) == 4
+
+
+def test_steps_without_racks_follow_the_plans_order() -> None:
+    assert next_step((1, 2), (3, 4), 1) == (1, 4)
+    assert next_step((1, 2), (3, 4), 1, {1: "a", 2: "b", 3: "c", 4: "a"}) == (1, 3)

@@ -245,11 +245,15 @@ class KafkaAdmin:
     # -- metadata ----------------------------------------------------------------------------------
 
     def broker_ids(self) -> frozenset[int]:
+        return frozenset(self.broker_racks())
+
+    def broker_racks(self) -> dict[int, str | None]:
+        """Each live broker's rack (None where the broker sets no ``broker.rack``)."""
         try:
             described = self._ck.describe_cluster(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
         except Exception as err:
             raise _fail("describing the cluster", err) from err
-        return frozenset(node.id for node in described.nodes)
+        return {node.id: node.rack for node in described.nodes}
 
     def partitions(self, topics: Iterable[str] | None = None) -> dict[Tp, PartitionState]:
         """Every partition of ``topics`` (all topics if None); unknown topics are simply absent."""

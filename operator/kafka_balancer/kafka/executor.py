@@ -19,7 +19,7 @@ from kafka_balancer.kafka.cancel import restore_order
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus, save_state
 from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan
 from kafka_balancer.kafka.port import AdminPort
-from kafka_balancer.kafka.steps import next_step
+from kafka_balancer.kafka.steps import Racks, next_step
 from kafka_balancer.kafka.throttle import leftover_throttles, sync_throttles
 
 # A failed verification names this many problems (a plan of thousands could list thousands).
@@ -45,11 +45,12 @@ def new_state(
     partitions = admin.partitions({p.topic for p in plan})
     check_plan(plan, admin.broker_ids(), partitions)
     sizes = admin.partition_sizes([(p.topic, p.partition) for p in plan])
+    racks = admin.broker_racks() if options.replicas_at_a_time else {}
     moves = []
     for entry in plan:
         source = partitions[(entry.topic, entry.partition)].replicas
         size = max((sizes.get((entry.topic, entry.partition, b), 0) for b in source), default=0)
-        step = next_step(source, entry.replicas, options.replicas_at_a_time)
+        step = next_step(source, entry.replicas, options.replicas_at_a_time, racks)
         stepped = step != entry.replicas
         moves.append(
             Move(
@@ -131,10 +132,10 @@ class Executor:
         listed = self.admin.reassignments()
         parts = self.admin.partitions({m.topic for m in state.moves})
         now = self.clock()
+        at_a_time = state.replicas_at_a_time
+        racks = self.admin.broker_racks() if at_a_time else {}
         for move in state.moves:
-            updated = _reconciled(
-                move, parts.get(move.tp), listed.get(move.tp), now, state.replicas_at_a_time
-            )
+            updated = _reconciled(move, parts.get(move.tp), listed.get(move.tp), now, (at_a_time, racks))
             if updated != move:
                 if updated.target != move.target:
                     self.log(f"{_name(move)}: step to {list(move.target)} done")
@@ -256,8 +257,13 @@ class Executor:
 
 
 def _reconciled(
-    move: Move, part: PartitionState | None, listed: Reassignment | None, now: float, at_a_time: int
+    move: Move,
+    part: PartitionState | None,
+    listed: Reassignment | None,
+    now: float,
+    stepping: tuple[int, Racks],
 ) -> Move:
+    """The move as Kafka shows it now; ``stepping`` (replicas at a time, racks) picks a next step."""
     if move.status not in (MoveStatus.PENDING, MoveStatus.IN_FLIGHT) or part is None:
         return move
     if listed is not None:
@@ -269,7 +275,7 @@ def _reconciled(
         return replace(
             move,
             source=move.target,
-            target=next_step(move.target, move.final, at_a_time),
+            target=next_step(move.target, move.final, *stepping),
             status=MoveStatus.PENDING,
             started_at=None,
             progress_at=None,
