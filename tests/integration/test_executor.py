@@ -298,7 +298,8 @@ def test_a_move_to_a_broker_that_died_is_cancelled_after_the_timeout_and_its_thr
         cancel = _cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
         out, err = cancel.communicate(timeout=120)
         assert cancel.returncode == 0, (out, err)
-        assert throttles_left(kafka_bed, topic) == []
+        # The controller has committed the removal; the broker shows it a moment later.
+        wait_until(lambda: throttles_left(kafka_bed, topic) == [], timeout_s=30, what="no throttle left")
         assert _state(state)["throttles"]["brokers"] == {}
     finally:
         if topic:

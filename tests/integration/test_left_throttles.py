@@ -27,6 +27,7 @@ from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatu
 from kafka_balancer.kafka.throttle import BROKER_RATES
 from kafka_balancer.localbed import kube
 from kafka_balancer.localbed.kafka import KafkaBed
+from kafka_balancer.localbed.procs import wait_until
 from kafka_balancer.reconcile.pool import execution_config_map
 
 NAMESPACE = "kb-test-left-throttles"
@@ -86,7 +87,8 @@ def test_a_dead_brokers_throttle_is_released_at_the_first_reconcile_after_it_is_
         assert rates_on_added() == set(BROKER_RATES)
         assert release_returned_brokers(client, connect, state_dir, POOL) == [str(added)]
 
-        assert rates_on_added() == set()
+        # The controller has committed the removal; the broker shows it a moment later.
+        wait_until(lambda: rates_on_added() == set(), timeout_s=30, what=f"no rate left on broker {added}")
         fields, document = blobs.load(client, NAMESPACE, execution_config_map("main"), STATE_KEY) or ({}, b"")
         assert fields["plan.id"] == "plan-a"
         assert json.loads(document)["throttles"]["brokers"] == {}

@@ -27,6 +27,10 @@ class FakeKafkaCluster:
     # Kafka keeps the in-flight order when a reassignment is cancelled: (3, 4) → (1, 4) reverts to (4, 3).
     reorder_on_cancel: bool = False
     racks: dict[int, str] = field(default_factory=dict)
+    # KRaft: a broker shows a config change a moment after the controller commits it; reads of a
+    # resource show its configs from before the last change this many times.
+    stale_config_reads: int = 0
+    _stale: dict[tuple[str, str], tuple[dict[str, str], int]] = field(default_factory=dict)
 
     def tick(self, _seconds: float = 0.0) -> None:
         for tp, (target, done) in list(self.ongoing.items()):
@@ -91,7 +95,13 @@ class FakeKafkaCluster:
         return {}
 
     def dynamic_configs(self, kind: str, names: Iterable[str]) -> dict[str, dict[str, str]]:
-        return {name: dict(self.configs.get((kind, name), {})) for name in names}
+        found = {}
+        for name in names:
+            shown, reads_left = self._stale.pop((kind, name), (self.configs.get((kind, name), {}), 0))
+            if reads_left > 1:
+                self._stale[(kind, name)] = (shown, reads_left - 1)
+            found[name] = dict(shown)
+        return found
 
     def alter_configs(
         self, kind: str, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()
@@ -100,6 +110,8 @@ class FakeKafkaCluster:
             # KRaft: only the broker itself (or the controller quorum) takes its config.
             raise KafkaOperationError(f"altering configs of broker {name}: broker not available")
         current = self.configs.setdefault((kind, name), {})
+        if self.stale_config_reads:
+            self._stale[(kind, name)] = (dict(current), self.stale_config_reads)
         current.update(set_)
         for key in delete:
             current.pop(key, None)

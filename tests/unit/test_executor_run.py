@@ -198,6 +198,22 @@ def test_metadata_lagging_behind_a_finished_reassignment_is_not_a_failure(tmp_pa
     assert executor.reconcile(state).moves[0].status is MoveStatus.FAILED
 
 
+def test_a_removed_throttle_the_brokers_still_show_for_a_moment_is_not_a_failure(tmp_path: Path) -> None:
+    cluster = _cluster(stale_config_reads=2)
+    executor, clock = _executor(cluster, tmp_path)
+    state = executor.run(new_state(cluster, PLAN, executor.options, clock.time()))
+
+    assert state.finished_at is not None
+    assert all(not v for v in cluster.configs.values())
+
+
+def test_a_throttle_still_shown_after_the_settle_timeout_fails_the_verification(tmp_path: Path) -> None:
+    cluster = _cluster(stale_config_reads=1000)
+    executor, clock = _executor(cluster, tmp_path, settle_timeout_s=5.0)
+    with pytest.raises(ExecutionError, match=r"verification failed: .*throttle left: broker 1: "):
+        executor.run(new_state(cluster, PLAN, executor.options, clock.time()))
+
+
 def test_a_resume_with_a_new_throttle_sets_the_new_rate_on_brokers_already_throttled(tmp_path: Path) -> None:
     cluster = _cluster(ticks_to_finish=50)
     executor, clock = _executor(cluster, tmp_path, max_moves=1)

@@ -20,7 +20,7 @@ from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatu
 from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.steps import Racks, next_step
-from kafka_balancer.kafka.throttle import leftover_throttles, sync_throttles
+from kafka_balancer.kafka.throttle import leftover_throttles, sync_throttles, throttles_on_down_brokers
 
 # A failed verification names this many problems (a plan of thousands could list thousands).
 SHOWN_PROBLEMS = 3
@@ -238,16 +238,22 @@ class Executor:
             self.sleep(self.options.poll_interval_s)
 
     def verify(self, state: ExecutionState) -> ExecutionState:
-        """Replicas, leader and ISR as planned for every move, no throttle of ours left; else raise."""
+        """Replicas, leader and ISR as planned for every move, no throttle of ours left; else raise.
+
+        What catches up by itself (ISR, leader, a removed config the broker still shows) is polled
+        until the settle timeout; anything else fails at once."""
         deadline = self.clock() + self.options.settle_timeout_s
         while True:
             parts = self.admin.partitions({m.topic for m in state.moves})
-            problems = [p for m in state.moves if (p := _verify_move(m, parts.get(m.tp)))]
-            problems += [f"throttle left: {t}" for t in leftover_throttles(self.admin, state)]
-            if not problems:
+            checked = [_verify_move(m, parts.get(m.tp)) for m in state.moves]
+            broken = [p.text for p in checked if p is not None and not p.settles]
+            broken += [f"throttle left: {t}" for t in throttles_on_down_brokers(self.admin, state)]
+            settling = [p.text for p in checked if p is not None and p.settles]
+            settling += [f"throttle left: {t}" for t in leftover_throttles(self.admin, state)]
+            if not broken and not settling:
                 return self.commit(replace(state, finished_at=self.clock()))
-            settling = all("ISR" in p or "leader" in p for p in problems)
-            if not settling or self.clock() > deadline:
+            if broken or self.clock() > deadline:
+                problems = broken + settling
                 shown = "; ".join(problems[:SHOWN_PROBLEMS])
                 more = (
                     f"; and {len(problems) - SHOWN_PROBLEMS} more" if len(problems) > SHOWN_PROBLEMS else ""
@@ -293,18 +299,24 @@ def _reconciled(
     return replace(move, status=MoveStatus.FAILED, finished_at=now, reason=reason)
 
 
-def _verify_move(move: Move, part: PartitionState | None) -> str | None:
+@dataclass(frozen=True)
+class _Problem:
+    text: str
+    settles: bool  # Kafka catches up by itself (ISR, leader election): worth polling for
+
+
+def _verify_move(move: Move, part: PartitionState | None) -> _Problem | None:
     name = _name(move)
     if move.status is not MoveStatus.DONE:
-        return f"{name} is {move.status.value} {move.reason}".rstrip()
+        return _Problem(f"{name} is {move.status.value} {move.reason}".rstrip(), settles=False)
     if part is None:
-        return f"{name} no longer exists"
+        return _Problem(f"{name} no longer exists", settles=False)
     if part.replicas != move.final:
-        return f"{name} replicas {list(part.replicas)}, planned {list(move.final)}"
+        return _Problem(f"{name} replicas {list(part.replicas)}, planned {list(move.final)}", settles=False)
     if part.leader != move.final[0]:
-        return f"{name} leader {part.leader}, planned {move.final[0]}"
+        return _Problem(f"{name} leader {part.leader}, planned {move.final[0]}", settles=True)
     if part.isr != set(move.final):
-        return f"{name} ISR {sorted(part.isr)} incomplete"
+        return _Problem(f"{name} ISR {sorted(part.isr)} incomplete", settles=True)
     return None
 
 

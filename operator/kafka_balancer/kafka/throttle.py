@@ -121,24 +121,30 @@ def release_brokers(
 
 
 def leftover_throttles(admin: AdminPort, state: ExecutionState) -> list[str]:
-    """Throttle configs on the plan's brokers and topics that are not someone else's (should be none)."""
+    """Throttle configs of ours that brokers still show on the plan's brokers and topics (should be
+    none). A broker applies a config change a moment after the controller commits it, so a config
+    just removed can still show here: callers poll."""
     live = {str(b) for b in admin.broker_ids()}
     brokers = sorted({str(b) for m in state.moves for b in (*m.original, *m.source, *m.final)} & live)
     topics = sorted({m.topic for m in state.moves})
-    left = [
+    return [
         f"{kind} {name}: {config}"
         for kind, names, throttles in (("broker", brokers, BROKER_RATES), ("topic", topics, TOPIC_REPLICAS))
         for name, configs in admin.dynamic_configs(kind, names).items()
         for config in throttles
         if config in configs and f"{kind} {name}: {config}" not in state.foreign_throttles
     ]
-    left += [
+
+
+def throttles_on_down_brokers(admin: AdminPort, state: ExecutionState) -> list[str]:
+    """Our rates on brokers that are down: nobody can remove them until the broker is back."""
+    live = {str(b) for b in admin.broker_ids()}
+    return [
         f"broker {b} is down with our {', '.join(n)} set; removed once it is back "
         "(kafka-balancer cancel, or the operator's next reconcile)"
         for b, n in state.throttled_brokers.items()
         if b not in live
     ]
-    return left
 
 
 def _foreign(
