@@ -22,6 +22,7 @@ from kafka_balancer.localbed import kube
 from kafka_balancer.localbed.kafka import KafkaBed
 from tests.support.kafka_checks import (
     Writer,
+    assert_no_throttle_left,
     create_topic,
     ongoing_reassignments,
     partitions,
@@ -92,7 +93,7 @@ def metric_samples(operator: OperatorProcess) -> dict[tuple[str, tuple[tuple[str
 
 def assert_clean(bed: KafkaBed, topic: str) -> None:
     """What every run must leave: no throttle, no reassignment in flight, every ISR complete."""
-    assert throttles_left(bed, topic) == []
+    assert_no_throttle_left(bed, topic)
     assert ongoing_reassignments(bed, topic) == []
     assert under_replicated(bed) == []
 

@@ -93,6 +93,16 @@ def throttles_left(bed: KafkaBed, topic: str) -> list[str]:
     return left
 
 
+def assert_no_throttle_left(bed: KafkaBed, topic: str, timeout_s: float = 30.0) -> None:
+    """No replication throttle on any running broker or on ``topic`` within ``timeout_s``: a broker
+    shows a removal the controller has committed a moment later (and a topic's configs are read from
+    any broker)."""
+    deadline = time.monotonic() + timeout_s
+    while (left := throttles_left(bed, topic)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert left == [], f"throttles still set after {timeout_s:.0f}s: {left}"
+
+
 def ongoing_reassignments(bed: KafkaBed, topic: str) -> list[Any]:
     admin = KafkaAdminClient(bootstrap_servers=bed.bootstrap_servers.split(","))
     try:
