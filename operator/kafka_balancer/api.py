@@ -211,6 +211,7 @@ class Execution(_Spec):
     max_moves_per_broker: int = Field(default=5, ge=1, alias="maxMovesPerBroker")
     max_moves: int = Field(default=50, ge=1, alias="maxMoves")
     replicas_at_a_time: int | None = Field(default=None, ge=1, alias="replicasAtATime")
+    order: Literal["Plan", "SmallestFirst"] = "Plan"
 
     @model_validator(mode="after")
     def _per_broker_within_total(self) -> Execution:

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 from kafka_balancer.commands.demo import add_arguments as add_demo_arguments
 from kafka_balancer.commands.run import add_arguments as add_run_arguments
 from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
+from kafka_balancer.kafka.batching import MoveOrder
 from kafka_balancer.scoring.options import add_arguments as add_score_arguments
 
 EXIT_OK = 0
@@ -113,6 +114,12 @@ def _add_execution_commands(commands: Any) -> None:
         type=_positive,
         default=0,
         help="copy at most N new replicas of a partition at once, in steps (default: all at once)",
+    )
+    execute.add_argument(
+        "--order",
+        choices=[o.value for o in MoveOrder],
+        default=MoveOrder.PLAN.value,
+        help="which pending moves start first: the plan's order (default) or the smallest partitions",
     )
     execute.set_defaults(handler=_execute)
 

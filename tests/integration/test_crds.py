@@ -70,7 +70,12 @@ def test_a_pool_and_its_goals_are_accepted_and_read_back_with_defaults(
     assert spec["mode"] == "Manual"
     assert spec["detectionIntervalSeconds"] == 60
     assert spec["warmUp"] == {"duration": "30m", "steps": 4}
-    assert spec["execution"] == {"maxMoves": 50, "maxMovesPerBroker": 5, "throttleBytesPerSecond": "50Mi"}
+    assert spec["execution"] == {
+        "maxMoves": 50,
+        "maxMovesPerBroker": 5,
+        "throttleBytesPerSecond": "50Mi",
+        "order": "Plan",
+    }
     assert spec["kafka"]["securityProtocol"] == "PLAINTEXT"
     assert spec["drain"] == [3]
     # What the apiserver stores (defaults filled in) is what the operator parses.
@@ -143,6 +148,11 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
         "steps-of-none",
         {"execution": {"replicasAtATime": 0}},
         "spec.execution.replicasAtATime in body should be greater than or equal to 1",
+    ),
+    (
+        "order-unknown",
+        {"execution": {"order": "BiggestFirst"}},
+        'spec.execution.order: Unsupported value: "BiggestFirst": supported values: "Plan", "SmallestFirst"',
     ),
     ("drain-twice", {"drain": [1, 1]}, "spec.drain[1]: Duplicate value: 1"),
     (

@@ -163,6 +163,7 @@ def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tm
     state = tmp_path / "state.json"
     args = ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers]
     args += ["--state", str(state), "--throttle", "300000", "--max-moves", "1", "--poll-interval", "0.3"]
+    args += ["--order", "smallest-first"]
 
     first = _cli(*args)
     try:
@@ -185,6 +186,8 @@ def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tm
     assert_no_throttle_left(kafka_bed, topic)
     moves = _state(state)["moves"]
     assert [m["status"] for m in moves] == ["done"] * len(targets)
+    started = sorted(moves, key=lambda m: m["startedAt"])
+    assert [m["size"] for m in started] == sorted(m["size"] for m in moves), started
 
 
 def test_cancel_mid_run_leaves_each_partition_original_or_planned(

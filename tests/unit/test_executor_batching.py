@@ -1,10 +1,11 @@
-"""Batches: bounded per broker (sender or receiver) and cluster-wide, smaller partitions first."""
+"""Batches: bounded per broker (sender or receiver) and cluster-wide, in the plan's order or smaller
+partitions first."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from kafka_balancer.kafka.batching import next_batch
+from kafka_balancer.kafka.batching import MoveOrder, next_batch
 from kafka_balancer.kafka.execution_state import Move, MoveStatus
 
 
@@ -12,10 +13,17 @@ def _move(partition: int, source: tuple[int, ...], target: tuple[int, ...], size
     return Move("t", partition, source, target, size=size)
 
 
-def test_smaller_partitions_go_first_within_the_cluster_wide_bound() -> None:
-    moves = [_move(0, (1,), (2,), 300), _move(1, (3,), (4,), 100), _move(2, (5,), (6,), 200)]
-    batch = next_batch(moves, max_per_broker=5, max_total=2)
-    assert [m.partition for m in batch] == [1, 2]
+def test_moves_start_in_the_plans_order_unless_smallest_first_is_asked() -> None:
+    moves = [_move(7, (1,), (2,), 300), _move(3, (3,), (4,), 100), _move(5, (5,), (6,), 200)]
+    assert [m.partition for m in next_batch(moves, max_per_broker=5, max_total=2)] == [7, 3]
+    smallest = next_batch(moves, max_per_broker=5, max_total=2, order=MoveOrder.SMALLEST_FIRST)
+    assert [m.partition for m in smallest] == [3, 5]
+
+
+def test_smallest_first_keeps_the_plans_order_between_equal_sizes() -> None:
+    moves = [_move(9, (1,), (2,), 100), _move(2, (3,), (4,), 100), _move(4, (5,), (6,), 50)]
+    batch = next_batch(moves, max_per_broker=5, max_total=3, order=MoveOrder.SMALLEST_FIRST)
+    assert [m.partition for m in batch] == [4, 9, 2]
 
 
 def test_a_broker_counts_moves_it_sends_and_receives() -> None:

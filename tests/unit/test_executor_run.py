@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafka_balancer.errors import ExecutionError, InputError
+from kafka_balancer.kafka.batching import MoveOrder
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import MoveStatus, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
@@ -64,12 +65,21 @@ def test_every_move_lands_leaders_are_elected_and_throttles_are_removed(tmp_path
     assert "broker 4: leader.replication.throttled.rate" in state.foreign_throttles
 
 
-def test_the_small_partition_moves_first_and_bounds_hold(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("order", "submitted"),
+    [
+        (MoveOrder.PLAN, [("t", 0), ("t", 1), ("u", 0)]),
+        (MoveOrder.SMALLEST_FIRST, [("u", 0), ("t", 1), ("t", 0)]),
+    ],
+)
+def test_moves_are_submitted_one_at_a_time_in_the_order_asked(
+    tmp_path: Path, order: MoveOrder, submitted: list[tuple[str, int]]
+) -> None:
     cluster = _cluster()
-    executor, clock = _executor(cluster, tmp_path, max_moves=1)
+    executor, clock = _executor(cluster, tmp_path, max_moves=1, order=order)
     executor.run(new_state(cluster, PLAN, executor.options, clock.time()))
-    order = [tp for batch in cluster.submitted for tp in batch]
-    assert order == [("u", 0), ("t", 1), ("t", 0)]
+    assert [tp for batch in cluster.submitted for tp in batch] == submitted
+    assert all(len(batch) == 1 for batch in cluster.submitted)
 
 
 def test_a_move_recorded_in_flight_but_never_submitted_is_submitted_once_on_resume(tmp_path: Path) -> None:
@@ -149,12 +159,12 @@ def test_cancel_stops_our_moves_and_removes_our_throttles(tmp_path: Path) -> Non
     executor, clock = _executor(cluster, tmp_path, max_moves=1)
     state = new_state(cluster, PLAN[:2], executor.options, clock.time())
     state = executor.submit(executor.reconcile(state))
-    assert [m.status for m in state.moves] == [MoveStatus.PENDING, MoveStatus.IN_FLIGHT]
+    assert [m.status for m in state.moves] == [MoveStatus.IN_FLIGHT, MoveStatus.PENDING]
     assert any(cluster.configs.values())
 
     state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
     assert [m.status for m in state.moves] == [MoveStatus.CANCELLED, MoveStatus.CANCELLED]
-    assert cluster.ongoing == {} and cluster.replicas[("t", 1)] == (1, 2)
+    assert cluster.ongoing == {} and cluster.replicas[("t", 0)] == (1, 2)
     assert all(not v for v in cluster.configs.values())
     assert "2 cancelled" in summary(state, clock.time())
 

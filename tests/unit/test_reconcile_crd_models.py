@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.goals.spec import GoalType
 from kafka_balancer.k8s.execution import options_of
+from kafka_balancer.kafka.batching import MoveOrder
 from kafka_balancer.reconcile.quantity import QUANTITY_PATTERN
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
@@ -123,12 +124,14 @@ def test_a_minimal_pool_gets_the_documented_defaults() -> None:
 
 def test_the_pools_execution_settings_reach_the_executor() -> None:
     default = options_of(BrokerPoolSpec.model_validate(POOL).execution)
-    execution = {"throttleBytesPerSecond": "1Mi", "replicasAtATime": 1}
+    execution = {"throttleBytesPerSecond": "1Mi", "replicasAtATime": 1, "order": "SmallestFirst"}
     stepped = options_of(BrokerPoolSpec.model_validate({**POOL, "execution": execution}).execution)
 
     assert (default.throttle, default.max_moves_per_broker, default.max_moves) == (50 * 2**20, 5, 50)
     assert default.replicas_at_a_time == 0  # all new replicas of a partition at once
+    assert default.order is MoveOrder.PLAN
     assert (stepped.throttle, stepped.replicas_at_a_time) == (2**20, 1)
+    assert stepped.order is MoveOrder.SMALLEST_FIRST
 
 
 @pytest.mark.parametrize(
@@ -138,6 +141,7 @@ def test_the_pools_execution_settings_reach_the_executor() -> None:
         ({"capacity": {**POOL["capacity"], "disk": "2 TB"}}, "is not a Kubernetes quantity"),
         ({"execution": {"maxMoves": 2, "maxMovesPerBroker": 3}}, "must not exceed execution.maxMoves"),
         ({"execution": {"replicasAtATime": 0}}, "greater than or equal to 1"),
+        ({"execution": {"order": "BiggestFirst"}}, "'Plan' or 'SmallestFirst'"),
         ({"drain": [1, 1]}, "duplicate broker id"),
         ({"drain": [1], "warmUp": {"brokers": [1]}}, "both drained"),
         ({"kafka": {"bootstrapServers": "a:1", "securityProtocol": "SASL_SSL"}}, "needs kafka.sasl"),

@@ -18,6 +18,7 @@ from kafka_balancer.api import Execution as ExecutionSpec
 from kafka_balancer.k8s import blobs, metrics
 from kafka_balancer.k8s.kube import Kube, json_text
 from kafka_balancer.kafka.admin import KafkaAdmin
+from kafka_balancer.kafka.batching import MoveOrder
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import (
     ExecutionState,
@@ -59,6 +60,7 @@ def options_of(spec: ExecutionSpec) -> ExecuteOptions:
         max_moves_per_broker=spec.max_moves_per_broker,
         max_moves=spec.max_moves,
         replicas_at_a_time=spec.replicas_at_a_time or 0,
+        order=MoveOrder.SMALLEST_FIRST if spec.order == "SmallestFirst" else MoveOrder.PLAN,
         poll_interval_s=2.0,
     )
 

@@ -1,22 +1,33 @@
-"""Which pending moves start next: bounded per broker and cluster-wide, smaller partitions first."""
+"""Which pending moves start next: bounded per broker and cluster-wide, in the plan's order or
+smaller partitions first."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from enum import StrEnum
 
 from kafka_balancer.kafka.execution_state import Move, MoveStatus
 
 
-def next_batch(moves: Sequence[Move], max_per_broker: int, max_total: int) -> list[Move]:
+class MoveOrder(StrEnum):
+    """Which pending moves start first when not all fit in a batch."""
+
+    PLAN = "plan"  # as the plan lists them: whoever wrote it chose
+    SMALLEST_FIRST = "smallest-first"  # the most moves done early; the big copies at the end
+
+
+def next_batch(
+    moves: Sequence[Move], max_per_broker: int, max_total: int, order: MoveOrder = MoveOrder.PLAN
+) -> list[Move]:
     """Pending moves that fit beside those in flight; a broker counts every move it sends or receives."""
     in_flight = [m for m in moves if m.status is MoveStatus.IN_FLIGHT]
     load: Counter[int] = Counter(b for m in in_flight for b in m.brokers)
     total = len(in_flight)
     batch: list[Move] = []
-    pending = sorted(
-        (m for m in moves if m.status is MoveStatus.PENDING), key=lambda m: (m.size, m.topic, m.partition)
-    )
+    pending = [m for m in moves if m.status is MoveStatus.PENDING]
+    if order is MoveOrder.SMALLEST_FIRST:
+        pending.sort(key=lambda m: m.size)  # stable: equal sizes keep the plan's order
     for move in pending:
         if total >= max_total:
             break

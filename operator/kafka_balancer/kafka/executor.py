@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kafka_balancer.errors import ExecutionError, InputError, KafkaOperationError
 from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
-from kafka_balancer.kafka.batching import next_batch
+from kafka_balancer.kafka.batching import MoveOrder, next_batch
 from kafka_balancer.kafka.cancel import restore_order
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus, save_state
 from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan
@@ -36,6 +36,7 @@ class ExecuteOptions:
     settle_timeout_s: float = 120.0
     force: bool = False
     replicas_at_a_time: int = 0
+    order: MoveOrder = MoveOrder.PLAN
 
 
 def new_state(
@@ -196,7 +197,8 @@ class Executor:
         return state
 
     def submit(self, state: ExecutionState) -> ExecutionState:
-        batch = next_batch(state.moves, self.options.max_moves_per_broker, self.options.max_moves)
+        options = self.options
+        batch = next_batch(state.moves, options.max_moves_per_broker, options.max_moves, options.order)
         if not batch:
             return state
         now = self.clock()
