@@ -258,8 +258,18 @@ class PrometheusQueries(_Spec):
         return query
 
 
-class Prometheus(_Spec):
-    """Where broker cpu and network come from (optional; the Admin API has no resource usage)."""
+class TokenSecretRef(_Spec):
+    name: str = Field(min_length=1)
+    key: str = Field(default="token", min_length=1)
+
+
+class CaSecretRef(_Spec):
+    name: str = Field(min_length=1)
+    key: str = Field(default="ca.crt", min_length=1)
+
+
+class PrometheusQuerying(_Spec):
+    """What to ask Prometheus and where, shared by ``spec.prometheus`` and the CLI's settings file."""
 
     url: str = Field(pattern=URL_PATTERN, max_length=2048)
     broker_label: str = Field(default="pod", alias="brokerLabel", pattern=LABEL_PATTERN)
@@ -296,6 +306,20 @@ class Prometheus(_Spec):
             ca_file=ca_file,
             bearer_token=bearer_token,
         )
+
+
+class Prometheus(PrometheusQuerying):
+    """Where broker cpu and network come from (optional; the Admin API has no resource usage);
+    credentials come from Secrets in the pool's namespace."""
+
+    bearer_token_secret_ref: TokenSecretRef | None = Field(default=None, alias="bearerTokenSecretRef")
+    ca_secret_ref: CaSecretRef | None = Field(default=None, alias="caSecretRef")
+
+    @model_validator(mode="after")
+    def _ca_with_https(self) -> Prometheus:
+        if self.ca_secret_ref is not None and not self.url.startswith("https://"):
+            raise ValueError("prometheus.caSecretRef is only used with an https:// url")
+        return self
 
 
 Mode = Literal["Auto", "Manual", "DryRun"]

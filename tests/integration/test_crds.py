@@ -150,6 +150,11 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
         "spec.execution.replicasAtATime in body should be greater than or equal to 1",
     ),
     (
+        "prometheus-ca-over-http",
+        {"prometheus": {"url": "http://prom:9090", "caSecretRef": {"name": "prom"}}},
+        "prometheus.caSecretRef is only used with an https:// url",
+    ),
+    (
         "order-unknown",
         {"execution": {"order": "BiggestFirst"}},
         'spec.execution.order: Unsupported value: "BiggestFirst": supported values: "Plan", "SmallestFirst"',
@@ -186,6 +191,21 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
         "brokerLabel",
     ),
 ]
+
+
+def test_prometheus_secret_references_default_their_keys(kube_bed: kube.KubeBed, crds: None) -> None:
+    refs = {"bearerTokenSecretRef": {"name": "prom"}, "caSecretRef": {"name": "prom-ca"}}
+    spec = {**POOL_SPEC, "prometheus": {"url": "https://prom.monitoring:9090", **refs}}
+    created = kube_bed.kubectl("create", "-f", "-", stdin=manifest("BrokerPool", "secured", spec))
+    assert created.returncode == 0, created.stderr
+
+    stored = json.loads(kube_bed.kubectl("get", "bp", "secured", "-n", NAMESPACE, "-o", "json").stdout)
+    prometheus = stored["spec"]["prometheus"]
+    assert prometheus["bearerTokenSecretRef"] == {"name": "prom", "key": "token"}
+    assert prometheus["caSecretRef"] == {"name": "prom-ca", "key": "ca.crt"}
+    parsed = BrokerPoolSpec.model_validate(stored["spec"]).prometheus
+    assert parsed is not None and parsed.ca_secret_ref is not None
+    assert parsed.ca_secret_ref.key == "ca.crt"
 
 
 @pytest.mark.parametrize(("name", "spec", "message"), GOAL_CASES)

@@ -13,17 +13,24 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.fixtures.prometheus_bed import MetricsBeds
 from tests.support.traffic import KnownTraffic, create_topic
 
 from kafka_balancer.api import BrokerPoolSpec
+from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.prometheus_secrets import PoolSecrets, prometheus_settings
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.kafka.sample_store import SampleStore
+from kafka_balancer.localbed import kube
 from kafka_balancer.localbed.procs import wait_until
+from kafka_balancer.localbed.prometheus import PrometheusBed
+from kafka_balancer.localbed.tls_material import make_https_material
 from kafka_balancer.prometheus.settings import PrometheusSettings
 from kafka_balancer.prometheus.source import PrometheusSource
+from kafka_balancer.reconcile.conditions import Condition
 from kafka_balancer.reconcile.pool import usage_condition
 
 VALUE_BYTES = 2_000
@@ -190,3 +197,63 @@ def test_the_operator_reads_cpu_from_the_pools_prometheus_and_says_when_the_labe
         assert "check brokerLabel" in wrong.message
         assert all(loads[(topic, p)].cpu == 0 for p in range(3))
     assert not traffic.errors
+
+
+def test_the_operator_queries_an_https_prometheus_with_the_ca_and_token_of_the_pools_secret(
+    metrics_beds: MetricsBeds, metrics_tools: Path, kube_bed: kube.KubeBed, tmp_path: Path
+) -> None:
+    bootstrap = metrics_beds.kafka.bootstrap_servers
+    namespace, key = "team-tls", "team-tls/secured"
+    pool = {"namespace": namespace, "name": "secured", "uid": "0b1c9a52-5a53-4c4e-9d1c-0000000000a2"}
+    https = make_https_material(tmp_path / "https")
+    secured = PrometheusBed(
+        metrics_tools, tmp_path / "prometheus", metrics_beds.kafka.metrics_endpoints, https=https
+    )
+    secured.start()
+    created = kube_bed.kubectl("create", "namespace", namespace)
+    assert created.returncode == 0, created.stderr
+    try:
+        secret = kube_bed.kubectl(
+            "-n", namespace, "create", "secret", "generic", "prom",
+            f"--from-file=ca.crt={https.ca_pem}", "--from-literal=token=s3cret",
+        )  # fmt: skip
+        assert secret.returncode == 0, secret.stderr
+        secrets = PoolSecrets(Kube(str(kube_bed.kubeconfig)).read_secret, tmp_path / "secrets")
+
+        def spec(**refs: Any) -> BrokerPoolSpec:
+            prometheus = {"url": secured.url, "minRangeSeconds": 2, **refs}
+            return BrokerPoolSpec.model_validate(
+                {
+                    "kafka": {"bootstrapServers": bootstrap},
+                    "capacity": {"disk": "1T", "networkIn": "100M", "networkOut": "100M", "cpu": "2"},
+                    "prometheus": prometheus,
+                }
+            )
+
+        def measured(refs: dict[str, Any]) -> Condition | None:
+            source.read(pool, spec(**refs), {})
+            condition = usage_condition(source.usage_sources[key])
+            return None if condition.reason == "Waiting" else condition
+
+        source = ClusterSource(secrets=secrets)
+        both = {"caSecretRef": {"name": "prom"}, "bearerTokenSecretRef": {"name": "prom"}}
+        answered = wait_until(lambda: measured(both), timeout_s=60, what="a second collector pass")
+        assert (answered.status, answered.reason) == ("True", "Prometheus"), answered
+        assert f"{len(metrics_beds.kafka.metrics_endpoints)} broker(s)" in answered.message
+        # The token reaches the settings the source sends it with (Prometheus's own server ignores it).
+        with_refs = spec(**both).prometheus
+        assert with_refs is not None
+        assert prometheus_settings(with_refs, pool, secrets).bearer_token == "s3cret"
+
+        # Without the pool's CA the system's CAs do not trust the bed's certificate.
+        untrusted = measured({"bearerTokenSecretRef": {"name": "prom"}})
+        assert untrusted is not None and untrusted.reason == "PrometheusFailed", untrusted
+        assert f"Prometheus at {secured.url}: TLS handshake failed" in untrusted.message
+        missing = measured({"caSecretRef": {"name": "gone"}})
+        assert (
+            missing is not None
+            and "prometheus.caSecretRef: Secret team-tls/gone is missing" in missing.message
+        )
+    finally:
+        secured.stop()
+        kube_bed.kubectl("delete", "namespace", namespace, "--wait=false")

@@ -18,8 +18,9 @@ from typing import Any
 import pyarrow as pa
 
 from kafka_balancer.api import API_VERSION, BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.errors import KafkaOperationError, MetricsSourceError, ScoringError
+from kafka_balancer.errors import InputError, KafkaOperationError, MetricsSourceError, ScoringError
 from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.prometheus_secrets import PoolSecrets, prometheus_settings
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, Loads, ScoringSchedule, pass_times, prune
 from kafka_balancer.k8s.spark_application import SparkApplicationScorer, SparkSettings
 from kafka_balancer.kafka.collector import Observation, observe_cluster, samples_between
@@ -44,6 +45,7 @@ class ClusterSource:
         state_dir: Path | None = None,
         scoring: BackgroundScoring | None = None,
         clock: Callable[[], float] = time.time,
+        secrets: PoolSecrets | None = None,
     ) -> None:
         self._previous: dict[str, Observation] = {}
         # What the last read of each pool used: Spark-scored loads or the collector's, and why.
@@ -53,6 +55,7 @@ class ClusterSource:
         self._state_dir = state_dir
         self.scoring = scoring
         self._clock = clock
+        self._secrets = secrets
 
     @classmethod
     def for_operator(cls, kube: Kube, state_dir: Path) -> ClusterSource:
@@ -69,7 +72,8 @@ class ClusterSource:
                 )
             return SparkApplicationScorer(kube, spark)
 
-        return cls(state_dir, BackgroundScoring(scorer_for, ScoringSchedule.from_env()))
+        scoring = BackgroundScoring(scorer_for, ScoringSchedule.from_env())
+        return cls(state_dir, scoring, secrets=PoolSecrets(kube.read_secret, state_dir / "tls"))
 
     def read(
         self,
@@ -86,7 +90,7 @@ class ClusterSource:
         self._previous[key] = current
         samples = None
         if previous is not None and current.ts_ms > previous.ts_ms:
-            usage = self._usage(key, spec, current, current.ts_ms - previous.ts_ms)
+            usage = self._usage(pool, spec, current, current.ts_ms - previous.ts_ms)
             samples = samples_between(previous, current, usage)
         elif key not in self.usage_sources or spec.prometheus is None:
             url = spec.prometheus.url if spec.prometheus else None
@@ -114,15 +118,20 @@ class ClusterSource:
         return metadata, merge_loads(metadata, loads, scored)
 
     def _usage(
-        self, key: str, spec: BrokerPoolSpec, current: Observation, interval_ms: int
+        self, pool: Mapping[str, str], spec: BrokerPoolSpec, current: Observation, interval_ms: int
     ) -> dict[int, BrokerUsage]:
         """Broker cpu and network of the interval ending at ``current`` from ``spec.prometheus``;
         empty without it or when it fails (recorded in ``usage_sources``: the planner goes on with
         cpu unknown). Ids that are no broker of the cluster (a label ending in a port) are dropped."""
+        key = f"{pool['namespace']}/{pool['name']}"
         if spec.prometheus is None:
             self.usage_sources[key] = UsageSource(None)
             return {}
-        source = PrometheusSource(spec.prometheus.settings())
+        try:
+            source = PrometheusSource(prometheus_settings(spec.prometheus, pool, self._secrets))
+        except InputError as err:
+            self.usage_sources[key] = UsageSource(spec.prometheus.url, error=str(err))
+            return {}
         try:
             answered = source.usage(current.ts_ms, interval_ms)
         except MetricsSourceError as err:

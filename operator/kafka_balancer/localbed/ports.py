@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import urllib.request
 from contextlib import ExitStack
 
@@ -38,10 +39,11 @@ def accepts_connections(port: int, host: str = LOOPBACK, timeout_s: float = 0.5)
         return False
 
 
-def answers_ok(url: str, timeout_s: float = 2.0) -> bool:
-    """Whether an HTTP GET of ``url`` answers 200 (a liveness or readiness endpoint)."""
+def answers_ok(url: str, timeout_s: float = 2.0, context: ssl.SSLContext | None = None) -> bool:
+    """Whether an HTTP GET of ``url`` answers 200 (a liveness or readiness endpoint); ``context``
+    trusts an https server's CA."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+        with urllib.request.urlopen(url, timeout=timeout_s, context=context) as response:
             return int(response.status) == 200
     except OSError:
         return False

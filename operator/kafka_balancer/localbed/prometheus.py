@@ -1,12 +1,14 @@
 """A real Prometheus server on loopback that scrapes the Kafka bed's JMX exporters.
 
 Each broker's target carries ``pod="bed-kafka-<id>"``, so the Prometheus source's defaults (label
-``pod``, id at the end of its value) find the broker ids as they do on a Strimzi cluster.
+``pod``, id at the end of its value) find the broker ids as they do on a Strimzi cluster. Given
+``https`` material, it serves its API over TLS only (its web config), as a secured one would.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
@@ -15,6 +17,7 @@ from pathlib import Path
 from kafka_balancer.errors import BedError
 from kafka_balancer.localbed.ports import LOOPBACK, answers_ok, free_port
 from kafka_balancer.localbed.procs import ManagedProcess, wait_until
+from kafka_balancer.localbed.tls_material import HttpsMaterial
 
 JOB = "kafka"
 POD_PREFIX = "bed-kafka-"
@@ -32,6 +35,7 @@ class PrometheusBed:
         *,
         scrape_interval_s: int = 1,
         start_timeout_s: float = 60.0,
+        https: HttpsMaterial | None = None,
     ) -> None:
         self.binary = binary_dir / "prometheus"
         if not self.binary.is_file():
@@ -42,12 +46,14 @@ class PrometheusBed:
         self.targets = dict(targets)
         self.scrape_interval_s = scrape_interval_s
         self.start_timeout_s = start_timeout_s
+        self.https = https
         self.port = 0
         self._process: ManagedProcess | None = None
+        self._context = ssl.create_default_context(cafile=str(https.ca_pem)) if https else None
 
     @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
+        return f"{'https' if self.https else 'http'}://{LOOPBACK}:{self.port}"
 
     def start(self) -> None:
         """Start Prometheus; return once every target has been scraped successfully."""
@@ -61,6 +67,11 @@ class PrometheusBed:
             f"--storage.tsdb.path={self.run_dir / 'data'}",
             f"--web.listen-address={LOOPBACK}:{self.port}",
         ]
+        if self.https is not None:
+            web = self.run_dir / "web.yml"
+            served = {"cert_file": str(self.https.cert_pem), "key_file": str(self.https.key_pem)}
+            web.write_text(json.dumps({"tls_server_config": served}))
+            argv.append(f"--web.config.file={web}")
         self._process = ManagedProcess("prometheus", argv, self.run_dir / "prometheus.log")
         try:
             wait_until(self._ready, timeout_s=self.start_timeout_s, what=f"Prometheus ready at {self.url}")
@@ -81,7 +92,7 @@ class PrometheusBed:
     def query(self, promql: str) -> list[dict[str, object]]:
         """The instant vector of ``promql`` now (for tests and the bed's own readiness check)."""
         url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with urllib.request.urlopen(url, timeout=5, context=self._context) as response:
             answer = json.load(response)
         result: list[dict[str, object]] = answer["data"]["result"]
         return result
@@ -104,7 +115,7 @@ class PrometheusBed:
     def _ready(self) -> bool:
         assert self._process is not None
         self._process.ensure_running()
-        return answers_ok(f"{self.url}/-/ready")
+        return answers_ok(f"{self.url}/-/ready", context=self._context)
 
     def _all_targets_up(self) -> bool:
         assert self._process is not None

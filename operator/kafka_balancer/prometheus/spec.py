@@ -1,4 +1,4 @@
-"""The CLI's Prometheus settings file: a BrokerPool's ``spec.prometheus`` plus local files.
+"""The CLI's Prometheus settings file: a BrokerPool's ``spec.prometheus`` with local files for its Secrets.
 
 ``{"url": "...", "brokerLabel": "pod", "brokerIdPattern": "(\\\\d+)$", "minRangeSeconds": 60,
 "queries": {"cpu": "...", "networkIn": "...", "networkOut": "..."}, "caFile": "...",
@@ -12,14 +12,14 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from kafka_balancer.api import URL_PATTERN, Prometheus
+from kafka_balancer.api import URL_PATTERN, PrometheusQuerying
 from kafka_balancer.errors import InputError
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.snapshot import load_json
 from kafka_balancer.prometheus.settings import PrometheusSettings
 
 
-class PrometheusFile(Prometheus):
+class PrometheusFile(PrometheusQuerying):
     url: str = Field(default="", max_length=2048)  # checked once the flag may have given it
     ca_file: str | None = Field(default=None, alias="caFile", min_length=1)
     bearer_token_file: str | None = Field(default=None, alias="bearerTokenFile", min_length=1)

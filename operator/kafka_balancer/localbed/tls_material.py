@@ -1,6 +1,7 @@
-"""TLS material of a secured Kafka bed, made with the JDK's ``keytool`` and the system's ``openssl``.
+"""TLS material of the secured beds: Kafka's (JDK ``keytool`` and ``openssl``) and an https server's
+(``openssl`` alone, PEM files: what Prometheus's web server reads).
 
-A throw-away CA signs one broker certificate for ``IP:127.0.0.1`` and one client certificate (for
+For Kafka, a throw-away CA signs one broker certificate for ``IP:127.0.0.1`` and one client certificate (for
 the listener that requires one: mutual TLS); brokers read a PKCS12 keystore that also holds the CA
 as trusted, clients trust the CA's PEM and present the client PEM pair. ``openssl`` only makes the
 client's key and signing request, because keytool cannot write a private key as PEM (what Kafka's
@@ -71,22 +72,7 @@ def make_tls_material(directory: Path) -> TlsMaterial:
         ["-exportcert", "-rfc", "-alias", "ca", "-keystore", str(ca_store), "-file", str(ca_pem)],
         [*keypair, "-alias", "broker", "-dname", "CN=127.0.0.1", "-keystore", str(broker_store)],
         ["-certreq", "-alias", "broker", "-keystore", str(broker_store), "-file", str(csr)],
-        [
-            "-gencert",
-            "-rfc",
-            "-alias",
-            "ca",
-            "-keystore",
-            str(ca_store),
-            "-infile",
-            str(csr),
-            "-outfile",
-            str(broker_pem),
-            "-ext",
-            "san=ip:127.0.0.1",
-            "-validity",
-            VALIDITY_DAYS,
-        ],
+        _signed_by(ca_store, csr, broker_pem, "san=ip:127.0.0.1"),
         ["-importcert", "-noprompt", "-alias", "ca", "-file", str(ca_pem), "-keystore", str(broker_store)],
         ["-importcert", "-alias", "broker", "-file", str(broker_pem), "-keystore", str(broker_store)],
     ]
@@ -95,24 +81,7 @@ def make_tls_material(directory: Path) -> TlsMaterial:
         directory / "client.csr",
         directory / "client.pem",
     )
-    steps.append(
-        [
-            "-gencert",
-            "-rfc",
-            "-alias",
-            "ca",
-            "-keystore",
-            str(ca_store),
-            "-infile",
-            str(client_csr),
-            "-outfile",
-            str(client_pem),
-            "-ext",
-            "eku=clientAuth",
-            "-validity",
-            VALIDITY_DAYS,
-        ]
-    )
+    steps.append(_signed_by(ca_store, client_csr, client_pem, "eku=clientAuth"))
     _run(
         [
             _openssl(),
@@ -140,6 +109,49 @@ def make_tls_material(directory: Path) -> TlsMaterial:
         argv = [keytool, "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", *step, *store]
         _run(argv, f"keytool {step[0]}", env)
     return TlsMaterial(ca_pem, broker_store, client_pem, client_key, password)
+
+
+def _signed_by(ca_store: Path, request: Path, certificate: Path, extension: str) -> list[str]:
+    """The keytool step signing ``request`` with the CA into ``certificate``."""
+    signing = ["-gencert", "-rfc", "-alias", "ca", "-keystore", str(ca_store), "-infile", str(request)]
+    return [*signing, "-outfile", str(certificate), "-ext", extension, "-validity", VALIDITY_DAYS]
+
+
+@dataclass(frozen=True)
+class HttpsMaterial:
+    """A throw-away CA and the certificate and key it signed for ``IP:127.0.0.1`` (PEM files)."""
+
+    ca_pem: Path
+    cert_pem: Path
+    key_pem: Path
+
+
+def make_https_material(directory: Path) -> HttpsMaterial:
+    """Create a CA and a server certificate for 127.0.0.1 in ``directory`` (emptied first)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(mode=0o700, parents=True)
+    ca_key, ca_pem = directory / "ca.key", directory / "ca.pem"
+    key, csr, cert = directory / "server.key", directory / "server.csr", directory / "server.pem"
+    extensions = directory / "server.ext"
+    extensions.write_text("subjectAltName=IP:127.0.0.1\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl = _openssl()
+    env = dict(os.environ)
+    _run(
+        [openssl, "req", "-x509", *ec, "-subj", "/CN=kafka-balancer bed CA", "-days", VALIDITY_DAYS,
+         "-keyout", str(ca_key), "-out", str(ca_pem)],
+        "openssl req -x509", env,
+    )  # fmt: skip
+    _run(
+        [openssl, "req", "-new", *ec, "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(csr)],
+        "openssl req", env,
+    )  # fmt: skip
+    _run(
+        [openssl, "x509", "-req", "-in", str(csr), "-CA", str(ca_pem), "-CAkey", str(ca_key),
+         "-CAcreateserial", "-days", VALIDITY_DAYS, "-extfile", str(extensions), "-out", str(cert)],
+        "openssl x509", env,
+    )  # fmt: skip
+    return HttpsMaterial(ca_pem, cert, key)
 
 
 def _openssl() -> str:

@@ -1,0 +1,66 @@
+"""``spec.prometheus`` with its credentials: the bearer token and CA certificate from the pool's Secrets.
+
+Read at every pass, so a rotated token or CA is picked up without a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka_balancer.api import Prometheus
+from kafka_balancer.errors import InputError
+from kafka_balancer.prometheus.settings import PrometheusSettings
+
+CA_FILE = "prometheus-ca.crt"
+
+
+@dataclass(frozen=True)
+class PoolSecrets:
+    """How the operator reads a Secret (namespace, name → data, None if missing), and the folder
+    below which it writes the files a client needs (one folder per pool, mode 0700; files 0600)."""
+
+    read: Callable[[str, str], Mapping[str, bytes] | None]
+    folder: Path
+
+
+def prometheus_settings(
+    spec: Prometheus, pool: Mapping[str, str], secrets: PoolSecrets | None
+) -> PrometheusSettings:
+    """The source settings of ``spec``; ``pool``: namespace and name. :class:`InputError` names the
+    field when a referenced Secret or key is missing."""
+    token_ref, ca_ref = spec.bearer_token_secret_ref, spec.ca_secret_ref
+    if token_ref is None and ca_ref is None:
+        return spec.settings()
+    if secrets is None:
+        raise InputError("prometheus: Secret references need the operator's access to Kubernetes")
+    namespace = pool["namespace"]
+    token = None
+    if token_ref is not None:
+        raw = _value(secrets, namespace, "bearerTokenSecretRef", token_ref.name, token_ref.key)
+        try:
+            token = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise InputError(
+                f"prometheus.bearerTokenSecretRef: key {token_ref.key!r} of Secret {token_ref.name} "
+                "is not UTF-8 text"
+            ) from None
+    ca_file = None
+    if ca_ref is not None:
+        pem = _value(secrets, namespace, "caSecretRef", ca_ref.name, ca_ref.key)
+        folder = secrets.folder / f"{namespace}.{pool['name']}"
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ca_file = folder / CA_FILE
+        ca_file.touch(mode=0o600)
+        ca_file.write_bytes(pem)
+    return spec.settings(ca_file=ca_file, bearer_token=token)
+
+
+def _value(secrets: PoolSecrets, namespace: str, field: str, name: str, key: str) -> bytes:
+    data = secrets.read(namespace, name)
+    if data is None:
+        raise InputError(f"prometheus.{field}: Secret {namespace}/{name} is missing")
+    if key not in data:
+        raise InputError(f"prometheus.{field}: Secret {namespace}/{name} has no key {key!r}")
+    return data[key]
