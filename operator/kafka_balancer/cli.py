@@ -107,6 +107,12 @@ def _add_execution_commands(commands: Any) -> None:
     execute.add_argument("--max-moves", type=_positive, default=10, help="moves in flight cluster-wide")
     execute.add_argument("--state", type=Path, help="state file (default: <plan>.state.json)")
     execute.add_argument("--timeout-per-move", type=_positive, default=600, help="seconds without progress")
+    execute.add_argument(
+        "--dead-broker-timeout",
+        type=_positive,
+        default=30,
+        help="seconds a move waits for a destination broker that left the cluster (a restart comes back)",
+    )
     execute.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     execute.add_argument("--force", action="store_true", help="start despite under-replicated partitions")
     execute.add_argument(

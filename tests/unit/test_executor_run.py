@@ -109,6 +109,43 @@ def test_a_move_without_progress_is_cancelled_and_reported_failed(tmp_path: Path
     assert failed.status is MoveStatus.FAILED
 
 
+def test_a_move_to_a_broker_that_left_the_cluster_is_cancelled_after_the_dead_broker_timeout(
+    tmp_path: Path,
+) -> None:
+    cluster = _cluster(stuck={("t", 0)})
+    executor, clock = _executor(cluster, tmp_path, timeout_per_move_s=600.0, dead_broker_timeout_s=5.0)
+    state = executor.submit(executor.reconcile(new_state(cluster, PLAN[:1], executor.options, clock.time())))
+    started = clock.time()
+    cluster.brokers = frozenset({1, 2, 4})  # 3, the move's destination, goes away
+
+    with pytest.raises(ExecutionError, match="destination broker 3 left the cluster"):
+        executor.run(state)
+    failed = load_state(tmp_path / "state.json").moves[0]
+    assert failed.status is MoveStatus.FAILED
+    assert failed.finished_at is not None and 5.0 < failed.finished_at - started <= 7.0
+    assert {("t", 0): None} in cluster.submitted
+    assert cluster.replicas[("t", 0)] == (1, 2)
+
+
+def test_a_destination_broker_back_within_the_dead_broker_timeout_keeps_its_move(tmp_path: Path) -> None:
+    cluster = _cluster(stuck={("t", 0)})
+    executor, clock = _executor(cluster, tmp_path, timeout_per_move_s=600.0, dead_broker_timeout_s=5.0)
+    state = executor.submit(executor.reconcile(new_state(cluster, PLAN[:1], executor.options, clock.time())))
+    cluster.brokers = frozenset({1, 2, 4})
+    restarted_at = clock.time() + 3.0
+
+    def sleep(seconds: float) -> None:  # broker 3 restarts after 3 s and catches up
+        clock.sleep(seconds)
+        if clock.time() >= restarted_at:
+            cluster.brokers = frozenset({1, 2, 3, 4})
+            cluster.stuck.clear()
+
+    executor.sleep = sleep
+    done = executor.run(state)
+    assert [m.status for m in done.moves] == [MoveStatus.DONE]
+    assert cluster.replicas[("t", 0)] == (3, 1)
+
+
 def test_foreign_reassignments_and_under_replication_refuse_the_start_unless_forced(tmp_path: Path) -> None:
     cluster = _cluster()
     cluster.ongoing[("u", 0)] = ((3, 1), 0)

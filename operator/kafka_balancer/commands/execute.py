@@ -34,6 +34,7 @@ def run_execute(args: argparse.Namespace) -> int:
         max_moves_per_broker=args.max_moves_per_broker,
         max_moves=args.max_moves,
         timeout_per_move_s=float(args.timeout_per_move),
+        dead_broker_timeout_s=float(args.dead_broker_timeout),
         poll_interval_s=args.poll_interval,
         force=args.force,
         replicas_at_a_time=args.replicas_at_a_time,

@@ -32,6 +32,8 @@ class ExecuteOptions:
     max_moves_per_broker: int = 2
     max_moves: int = 10
     timeout_per_move_s: float = 600.0
+    # A destination broker that left the cluster: waited for this long (a restart comes back).
+    dead_broker_timeout_s: float = 30.0
     poll_interval_s: float = 1.0
     settle_timeout_s: float = 120.0
     force: bool = False
@@ -181,17 +183,26 @@ class Executor:
             )
 
     def stop_stuck(self, state: ExecutionState) -> ExecutionState:
+        """Cancel moves without progress for the move timeout, or for the dead-broker timeout when a
+        broker they copy to has left the cluster."""
         now = self.clock()
-        stuck = [
-            m
-            for m in state.by_status(MoveStatus.IN_FLIGHT)
-            if now - (m.progress_at or m.started_at or now) > self.options.timeout_per_move_s
-        ]
+        in_flight = state.by_status(MoveStatus.IN_FLIGHT)
+        live = self.admin.broker_ids() if any(m.adding for m in in_flight) else frozenset()
+        stuck: dict[Tp, tuple[Move, str]] = {}
+        for move in in_flight:
+            idle = now - (move.progress_at or move.started_at or now)
+            gone = [b for b in move.adding if b not in live]
+            if gone and idle > self.options.dead_broker_timeout_s:
+                left = f"destination broker {', '.join(map(str, gone))} left the cluster"
+                reason = f"{left} (no progress for {idle:.0f}s); reassignment cancelled"
+                stuck[move.tp] = (move, reason)
+            elif idle > self.options.timeout_per_move_s:
+                reason = f"no progress for {self.options.timeout_per_move_s:.0f}s; reassignment cancelled"
+                stuck[move.tp] = (move, reason)
         if not stuck:
             return state
-        self.admin.alter_reassignments({m.tp: None for m in stuck})
-        for move in stuck:
-            reason = f"no progress for {self.options.timeout_per_move_s:.0f}s; reassignment cancelled"
+        self.admin.alter_reassignments(dict.fromkeys(stuck))
+        for move, reason in stuck.values():
             self.log(f"{_name(move)}: failed: {reason}")
             state = state.with_move(replace(move, status=MoveStatus.FAILED, reason=reason, finished_at=now))
         return state
