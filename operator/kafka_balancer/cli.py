@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from kafka_balancer.commands.demo import add_arguments as add_demo_arguments
 from kafka_balancer.commands.run import add_arguments as add_run_arguments
 from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
-from kafka_balancer.kafka.batching import MoveOrder
+from kafka_balancer.kafka.execution_state import MoveOrder
 from kafka_balancer.scoring.options import add_arguments as add_score_arguments
 
 EXIT_OK = 0
@@ -124,8 +124,8 @@ def _add_execution_commands(commands: Any) -> None:
     execute.add_argument(
         "--order",
         choices=[o.value for o in MoveOrder],
-        default=MoveOrder.PLAN.value,
-        help="which pending moves start first: the plan's order (default) or the smallest partitions",
+        help="which pending moves start first: the plan's order (default) or the smallest partitions; "
+        "a resumed run keeps its order unless given again",
     )
     execute.set_defaults(handler=_execute)
 

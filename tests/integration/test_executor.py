@@ -163,9 +163,8 @@ def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tm
     state = tmp_path / "state.json"
     args = ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers]
     args += ["--state", str(state), "--throttle", "300000", "--max-moves", "1", "--poll-interval", "0.3"]
-    args += ["--order", "smallest-first"]
 
-    first = _cli(*args)
+    first = _cli(*args, "--order", "smallest-first")
     try:
         wait_until(
             lambda: _copying(state) or first.poll() is not None, timeout_s=60, what="a move copying data"
@@ -177,7 +176,7 @@ def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tm
         first.communicate(timeout=30)
     assert throttles_left(kafka_bed, topic) != [], "the killed run should have left its throttles"
 
-    second = _cli(*args)
+    second = _cli(*args)  # no --order: the resumed run keeps the killed one's
     out, err = second.communicate(timeout=300)
     assert second.returncode == 0, err
     assert "resuming" in out

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kafka_balancer.kafka.batching import MoveOrder, next_batch
-from kafka_balancer.kafka.execution_state import Move, MoveStatus
+from kafka_balancer.kafka.batching import next_batch
+from kafka_balancer.kafka.execution_state import Move, MoveOrder, MoveStatus
 
 
 def _move(partition: int, source: tuple[int, ...], target: tuple[int, ...], size: int) -> Move:

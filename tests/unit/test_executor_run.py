@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from kafka_balancer.errors import ExecutionError, InputError
-from kafka_balancer.kafka.batching import MoveOrder
 from kafka_balancer.kafka.cancel import cancel_execution
-from kafka_balancer.kafka.execution_state import MoveStatus, load_state, save_state
+from kafka_balancer.kafka.execution_state import MoveOrder, MoveStatus, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
 from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan, read_plan
 from kafka_balancer.kafka.progress import summary
@@ -80,6 +79,26 @@ def test_moves_are_submitted_one_at_a_time_in_the_order_asked(
     executor.run(new_state(cluster, PLAN, executor.options, clock.time()))
     assert [tp for batch in cluster.submitted for tp in batch] == submitted
     assert all(len(batch) == 1 for batch in cluster.submitted)
+
+
+@pytest.mark.parametrize(
+    ("resumed_with", "submitted"),
+    [
+        (None, [("u", 0), ("t", 1), ("t", 0)]),  # the order the run started with, from the state file
+        (MoveOrder.PLAN, [("u", 0), ("t", 0), ("t", 1)]),  # told again: the new order from here on
+    ],
+)
+def test_a_resumed_run_keeps_its_order_unless_given_another(
+    tmp_path: Path, resumed_with: MoveOrder | None, submitted: list[tuple[str, int]]
+) -> None:
+    cluster = _cluster()
+    first, clock = _executor(cluster, tmp_path, max_moves=1, order=MoveOrder.SMALLEST_FIRST)
+    first.submit(first.reconcile(new_state(cluster, PLAN, first.options, clock.time())))
+    assert load_state(tmp_path / "state.json").order is MoveOrder.SMALLEST_FIRST
+
+    resumed, _ = _executor(cluster, tmp_path, max_moves=1, order=resumed_with)
+    resumed.run(load_state(tmp_path / "state.json"))
+    assert [tp for batch in cluster.submitted for tp in batch] == submitted
 
 
 def test_a_move_recorded_in_flight_but_never_submitted_is_submitted_once_on_resume(tmp_path: Path) -> None:

@@ -8,10 +8,9 @@ from pathlib import Path
 
 from kafka_balancer.errors import ExecutionError, InputError
 from kafka_balancer.kafka.admin import KafkaAdmin, check_connection, load_properties
-from kafka_balancer.kafka.batching import MoveOrder
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_lock import StateLock, cancel_marker
-from kafka_balancer.kafka.execution_state import ExecutionState, load_state, save_state
+from kafka_balancer.kafka.execution_state import ExecutionState, MoveOrder, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_plan, new_state
 from kafka_balancer.kafka.plan_input import read_plan
 from kafka_balancer.kafka.progress import summary
@@ -38,7 +37,7 @@ def run_execute(args: argparse.Namespace) -> int:
         poll_interval_s=args.poll_interval,
         force=args.force,
         replicas_at_a_time=args.replicas_at_a_time,
-        order=MoveOrder(args.order),
+        order=None if args.order is None else MoveOrder(args.order),
     )
     props = _connection(args.bootstrap_server, args.command_config)
     lock = StateLock(state_path)

@@ -18,10 +18,10 @@ from kafka_balancer.api import Execution as ExecutionSpec
 from kafka_balancer.k8s import blobs, metrics
 from kafka_balancer.k8s.kube import Kube, json_text
 from kafka_balancer.kafka.admin import KafkaAdmin
-from kafka_balancer.kafka.batching import MoveOrder
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import (
     ExecutionState,
+    MoveOrder,
     MoveStatus,
     load_state,
     save_state,

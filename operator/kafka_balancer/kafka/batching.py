@@ -5,16 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from enum import StrEnum
 
-from kafka_balancer.kafka.execution_state import Move, MoveStatus
-
-
-class MoveOrder(StrEnum):
-    """Which pending moves start first when not all fit in a batch."""
-
-    PLAN = "plan"  # as the plan lists them: whoever wrote it chose
-    SMALLEST_FIRST = "smallest-first"  # the most moves done early; the big copies at the end
+from kafka_balancer.kafka.execution_state import Move, MoveOrder, MoveStatus
 
 
 def next_batch(

@@ -89,6 +89,13 @@ class Move:
         return earlier_steps + min(self.progress_bytes, self.size * len(self.adding))
 
 
+class MoveOrder(StrEnum):
+    """Which pending moves start first when not all fit in a batch."""
+
+    PLAN = "plan"  # as the plan lists them: whoever wrote it chose
+    SMALLEST_FIRST = "smallest-first"  # the most moves done early; the big copies at the end
+
+
 @dataclass(frozen=True)
 class ExecutionState:
     """Everything the executor needs to resume; ``throttled_*`` name the configs WE set, per resource."""
@@ -106,6 +113,7 @@ class ExecutionState:
     finished_at: float | None = None
     # At most this many new replicas per partition at once (0: each move is one reassignment).
     replicas_at_a_time: int = 0
+    order: MoveOrder = MoveOrder.PLAN
 
     def with_move(self, move: Move) -> ExecutionState:
         return replace(self, moves=tuple(move if m.tp == move.tp else m for m in self.moves))
@@ -176,6 +184,7 @@ def state_document(state: ExecutionState) -> dict[str, Any]:
         },
         "leadershipDone": state.leadership_done,
         "replicasAtATime": state.replicas_at_a_time,
+        "order": state.order.value,
         "bytesDone": state.bytes_done,
         "bytesTotal": state.bytes_total,
         "moves": [_move_doc(m) for m in state.moves],
@@ -196,6 +205,7 @@ def state_from_document(doc: Mapping[str, Any]) -> ExecutionState:
         leadership_done=bool(doc.get("leadershipDone", False)),
         finished_at=doc.get("finishedAt"),
         replicas_at_a_time=int(doc.get("replicasAtATime", 0)),
+        order=MoveOrder(doc.get("order", MoveOrder.PLAN.value)),
     )
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from kafka_balancer.errors import ExecutionError, InputError, KafkaOperationError
 from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
-from kafka_balancer.kafka.batching import MoveOrder, next_batch
+from kafka_balancer.kafka.batching import next_batch
 from kafka_balancer.kafka.cancel import restore_order
-from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus, save_state
+from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveOrder, MoveStatus, save_state
 from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.steps import Racks, next_step
@@ -38,7 +38,7 @@ class ExecuteOptions:
     settle_timeout_s: float = 120.0
     force: bool = False
     replicas_at_a_time: int = 0
-    order: MoveOrder = MoveOrder.PLAN
+    order: MoveOrder | None = None  # None: the state's (a new one's is the plan's order)
 
 
 def new_state(
@@ -72,6 +72,7 @@ def new_state(
         updated_at=now,
         throttle_rate=options.throttle,
         replicas_at_a_time=options.replicas_at_a_time,
+        order=options.order or MoveOrder.PLAN,
     )
 
 
@@ -111,6 +112,8 @@ class Executor:
         """Move every partition, apply leadership, clear throttles, verify (ExecutionError if not)."""
         if state.throttle_rate != self.options.throttle and self.options.throttle is not None:
             state = replace(state, throttle_rate=self.options.throttle)
+        if self.options.order is not None:
+            state = replace(state, order=self.options.order)
         state = self.commit(self.reconcile(state))
         self.preflight(state)
         while True:
@@ -209,7 +212,7 @@ class Executor:
 
     def submit(self, state: ExecutionState) -> ExecutionState:
         options = self.options
-        batch = next_batch(state.moves, options.max_moves_per_broker, options.max_moves, options.order)
+        batch = next_batch(state.moves, options.max_moves_per_broker, options.max_moves, state.order)
         if not batch:
             return state
         now = self.clock()
