@@ -24,6 +24,7 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka_balancer.errors import InputError, KafkaOperationError
 
 TIMEOUT_S = 30.0
+TOPICS_PER_DESCRIBE = 500
 Tp = tuple[str, int]
 
 _JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
@@ -320,23 +321,29 @@ class KafkaAdmin:
 
     def dynamic_configs(self, kind: str, names: Iterable[str]) -> dict[str, dict[str, str]]:
         """Resource name → its dynamically set (non-default) configs; ``kind`` is ``broker`` or ``topic``."""
+        wanted = list(names)
+        # Each broker is asked on its own (librdkafka refuses several brokers in one call); topics
+        # go in batches, so verifying a plan over thousands of topics is a few requests, not thousands.
+        size = TOPICS_PER_DESCRIBE if kind == "topic" else 1
         found: dict[str, dict[str, str]] = {}
-        # One resource per request: librdkafka refuses several brokers in one call.
-        for name in names:
+        for start in range(0, len(wanted), size):
+            batch = [ConfigResource(kind, name) for name in wanted[start : start + size]]
             try:
-                [future] = self._ck.describe_configs(
-                    [ConfigResource(kind, name)], request_timeout=TIMEOUT_S
-                ).values()
-                entries = future.result(timeout=TIMEOUT_S)
+                futures = self._ck.describe_configs(batch, request_timeout=TIMEOUT_S)
             except Exception as err:
-                raise _fail(f"describing configs of {kind} {name}", err) from err
-            found[name] = {
-                entry.name: entry.value
-                for entry in entries.values()
-                if entry.value is not None
-                and entry.source
-                in (ConfigSource.DYNAMIC_BROKER_CONFIG.value, ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
-            }
+                raise _fail(f"describing configs of {kind} {batch[0].name}", err) from err
+            for resource, future in futures.items():
+                try:
+                    entries = future.result(timeout=TIMEOUT_S)
+                except Exception as err:
+                    raise _fail(f"describing configs of {kind} {resource.name}", err) from err
+                found[resource.name] = {
+                    entry.name: entry.value
+                    for entry in entries.values()
+                    if entry.value is not None
+                    and entry.source
+                    in (ConfigSource.DYNAMIC_BROKER_CONFIG.value, ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+                }
         return found
 
     def alter_configs(
