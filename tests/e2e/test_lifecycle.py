@@ -266,12 +266,14 @@ SLOW = {"throttleBytesPerSecond": "512Ki", "maxMovesPerBroker": 1, "maxMoves": 2
 def half_done(
     kube_bed: kube.KubeBed, bed: KafkaBed, namespace: str, topic: str
 ) -> Callable[[], dict[str, Any] | None]:
-    """The pool's plan status once some of its moves are done and others are copying."""
+    """The pool's plan status once some of its moves and bytes are done and others are copying."""
 
     def check() -> dict[str, Any] | None:
-        plan: dict[str, Any] = pool_status(kube_bed, namespace).get("plan", {})
+        status = pool_status(kube_bed, namespace)
+        plan: dict[str, Any] = status.get("plan", {})
+        moved = status.get("execution", {}).get("bytesDone", 0) > 0
         copying = ongoing_reassignments(bed, topic)
-        return plan if copying and 0 < plan.get("movesDone", 0) < plan["movesTotal"] else None
+        return plan if copying and moved and 0 < plan.get("movesDone", 0) < plan["movesTotal"] else None
 
     return check
 
@@ -315,6 +317,7 @@ def test_an_operator_killed_mid_execution_resumes_the_same_plan(
             operator,
         )
         assert throttles_left(kafka_bed, topic), "throttled while copying"
+        running = pool_status(kube_bed, namespace)["execution"]
         operator.kill()
         planned = get(kube_bed, namespace, "configmap", "main-plan")["data"]
         operator.start()
@@ -337,6 +340,17 @@ def test_an_operator_killed_mid_execution_resumes_the_same_plan(
     reasons = [e["reason"] for e in events(kube_bed, namespace)]
     assert "ExecutionFailed" not in reasons and "ExecutionFinished" in reasons
     assert_clean(kafka_bed, topic)
+
+    # Progress in the pool's status: mid-run some bytes and moves done, the rest to go, an ETA;
+    # at the end every byte of the plan, nothing in flight or pending, no ETA left behind.
+    assert running["phase"] == "Running" and 0 < running["bytesDone"] < running["bytesTotal"], running
+    assert running["movesDone"] + running["movesInFlight"] + running["movesPending"] <= len(moved), running
+    assert running["etaSeconds"] > 0 and "ETA" in running["message"], running
+    finished = pool_status(kube_bed, namespace)["execution"]
+    assert finished["phase"] == "Succeeded", finished
+    assert finished["bytesDone"] == finished["bytesTotal"] == state["bytesTotal"] > 0, finished
+    assert (finished["movesInFlight"], finished["movesPending"]) == (0, 0), finished
+    assert "etaSeconds" not in finished, finished
 
 
 def test_two_operator_replicas_never_act_at_once(

@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 MIRROR_EVERY_S = 5.0
 STATE_KEY = "state.json"
 
-Progress = Callable[[int, int], None]
+Progress = Callable[[ExecutionState], None]
 
 
 class _MirroredExecutor(Executor):
@@ -94,8 +94,7 @@ def run_plan(
         last_mirror[0] = now
         mirror_state(kube, pool, stored.id, state)
         metrics.BYTES_MOVED.labels(f"{namespace}/{name}").set(state.bytes_done)
-        done = len(state.by_status(MoveStatus.DONE))
-        progress(done, len(state.moves))
+        progress(state)
 
     options = options_of(spec)
     admin = KafkaAdmin(bootstrap, props)

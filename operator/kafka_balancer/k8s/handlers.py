@@ -24,6 +24,8 @@ from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.pools import PoolReconciler, PoolRef, failure, parse_goals, parse_spec
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.kafka.admin import KafkaAdmin
+from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
+from kafka_balancer.kafka.progress import progress_status
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, Action
 from kafka_balancer.reconcile.pool import PoolOutcome, StoredPlan
 
@@ -232,20 +234,17 @@ async def execute(
         return
     kube = reconciler.kube
 
-    def progress(done: int, total: int) -> None:
+    def progress(state: ExecutionState) -> None:
+        fields = progress_status(state, time.time())
+        done = len(state.by_status(MoveStatus.DONE))
         metrics.MOVES_DONE.labels(pool.key).set(done)
         kube.patch_status(
             "brokerpools",
             pool.namespace,
             pool.name,
             {
-                "execution": {
-                    "planId": stored.id,
-                    "phase": "Running",
-                    "movesDone": done,
-                    "message": f"{done}/{total} moves",
-                },
-                "plan": {"movesDone": done, "movesRemaining": total - done},
+                "execution": {"planId": stored.id, "phase": "Running", **fields},
+                "plan": {"movesDone": done, "movesRemaining": len(state.moves) - done},
             },
         )
 
@@ -255,7 +254,13 @@ async def execute(
         reason="ExecutionStarted",
         message=f"executing plan {stored.id} ({stored.moves} moves)",
     )
-    await asyncio.to_thread(progress, 0, stored.moves)
+    await asyncio.to_thread(
+        kube.patch_status,
+        "brokerpools",
+        pool.namespace,
+        pool.name,
+        {"execution": {"planId": stored.id, "phase": "Running", "message": "starting"}},
+    )
 
     def run(*args: Any) -> None:
         with Runtime.executing[pool.key]:
