@@ -212,6 +212,8 @@ class Execution(_Spec):
     max_moves: int = Field(default=50, ge=1, alias="maxMoves")
     replicas_at_a_time: int | None = Field(default=None, ge=1, alias="replicasAtATime")
     order: Literal["Plan", "SmallestFirst"] = "Plan"
+    move_timeout_seconds: int = Field(default=600, ge=10, le=86400, alias="moveTimeoutSeconds")
+    dead_broker_timeout_seconds: int = Field(default=30, ge=5, le=86400, alias="deadBrokerTimeoutSeconds")
 
     @model_validator(mode="after")
     def _per_broker_within_total(self) -> Execution:

@@ -75,6 +75,8 @@ def test_a_pool_and_its_goals_are_accepted_and_read_back_with_defaults(
         "maxMovesPerBroker": 5,
         "throttleBytesPerSecond": "50Mi",
         "order": "Plan",
+        "moveTimeoutSeconds": 600,
+        "deadBrokerTimeoutSeconds": 30,
     }
     assert spec["kafka"]["securityProtocol"] == "PLAINTEXT"
     assert spec["drain"] == [3]
@@ -153,6 +155,11 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
         "prometheus-ca-over-http",
         {"prometheus": {"url": "http://prom:9090", "caSecretRef": {"name": "prom"}}},
         "prometheus.caSecretRef is only used with an https:// url",
+    ),
+    (
+        "move-timeout-too-short",
+        {"execution": {"moveTimeoutSeconds": 1}},
+        "spec.execution.moveTimeoutSeconds in body should be greater than or equal to 10",
     ),
     (
         "order-unknown",

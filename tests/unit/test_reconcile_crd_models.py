@@ -124,7 +124,13 @@ def test_a_minimal_pool_gets_the_documented_defaults() -> None:
 
 def test_the_pools_execution_settings_reach_the_executor() -> None:
     default = options_of(BrokerPoolSpec.model_validate(POOL).execution)
-    execution = {"throttleBytesPerSecond": "1Mi", "replicasAtATime": 1, "order": "SmallestFirst"}
+    execution = {
+        "throttleBytesPerSecond": "1Mi",
+        "replicasAtATime": 1,
+        "order": "SmallestFirst",
+        "moveTimeoutSeconds": 120,
+        "deadBrokerTimeoutSeconds": 15,
+    }
     stepped = options_of(BrokerPoolSpec.model_validate({**POOL, "execution": execution}).execution)
 
     assert (default.throttle, default.max_moves_per_broker, default.max_moves) == (50 * 2**20, 5, 50)
@@ -132,6 +138,8 @@ def test_the_pools_execution_settings_reach_the_executor() -> None:
     assert default.order is MoveOrder.PLAN
     assert (stepped.throttle, stepped.replicas_at_a_time) == (2**20, 1)
     assert stepped.order is MoveOrder.SMALLEST_FIRST
+    assert (default.timeout_per_move_s, default.dead_broker_timeout_s) == (600.0, 30.0)
+    assert (stepped.timeout_per_move_s, stepped.dead_broker_timeout_s) == (120.0, 15.0)
 
 
 @pytest.mark.parametrize(
@@ -142,6 +150,7 @@ def test_the_pools_execution_settings_reach_the_executor() -> None:
         ({"execution": {"maxMoves": 2, "maxMovesPerBroker": 3}}, "must not exceed execution.maxMoves"),
         ({"execution": {"replicasAtATime": 0}}, "greater than or equal to 1"),
         ({"execution": {"order": "BiggestFirst"}}, "'Plan' or 'SmallestFirst'"),
+        ({"execution": {"deadBrokerTimeoutSeconds": 1}}, "greater than or equal to 5"),
         ({"drain": [1, 1]}, "duplicate broker id"),
         ({"drain": [1], "warmUp": {"brokers": [1]}}, "both drained"),
         ({"kafka": {"bootstrapServers": "a:1", "securityProtocol": "SASL_SSL"}}, "needs kafka.sasl"),

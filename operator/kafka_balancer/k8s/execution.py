@@ -61,6 +61,8 @@ def options_of(spec: ExecutionSpec) -> ExecuteOptions:
         max_moves=spec.max_moves,
         replicas_at_a_time=spec.replicas_at_a_time or 0,
         order=MoveOrder.SMALLEST_FIRST if spec.order == "SmallestFirst" else MoveOrder.PLAN,
+        timeout_per_move_s=float(spec.move_timeout_seconds),
+        dead_broker_timeout_s=float(spec.dead_broker_timeout_seconds),
         poll_interval_s=2.0,
     )
 
