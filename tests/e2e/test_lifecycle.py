@@ -353,6 +353,58 @@ def test_an_operator_killed_mid_execution_resumes_the_same_plan(
     assert "etaSeconds" not in finished, finished
 
 
+def test_a_destination_broker_dying_mid_execution_fails_its_moves_and_its_throttle_goes_once_it_is_back(
+    kube_bed: kube.KubeBed,
+    kafka_bed_factory: Callable[..., KafkaBed],
+    operator: OperatorProcess,
+    namespace: str,
+) -> None:
+    bed = kafka_bed_factory(brokers=4, racks=3)  # its own: a broker of it is stopped mid-test
+    bed.start()
+    added = bed.add_broker(rack="c")
+    topic = create_topic(bed, "e2e-dead", [[1, 2] if p % 2 else [2, 1] for p in range(8)])
+
+    def copying_to_added() -> bool:
+        return any(
+            added in replicas and added not in isr for replicas, _, isr in partitions(bed, topic).values()
+        )
+
+    def failed_for_the_dead_broker() -> dict[str, Any] | None:
+        said = f"destination broker {added} left the cluster"
+        found = [
+            e
+            for e in events(kube_bed, namespace)
+            if e["reason"] == "ExecutionFailed" and said in e["message"]
+        ]
+        return found[0] if found else None
+
+    with traffic(bed, topic, messages=16_000, size=1_000):
+        auto_pool(bed, kube_bed, namespace, topic, execution={**SLOW, "deadBrokerTimeoutSeconds": 5})
+        wait_for(copying_to_added, BALANCE_TIMEOUT_S, f"a move copying to broker {added}", operator)
+        assert throttles_left(bed, topic), "throttled while copying"
+        bed.stop_broker(added)
+        failed = wait_for(
+            failed_for_the_dead_broker,
+            BALANCE_TIMEOUT_S,
+            "the execution to fail on the dead broker",
+            operator,
+        )
+        assert "reassignment cancelled" in failed["message"], failed
+        # Kafka keeps a dead broker's config: the rate stays on record until the broker is back.
+        state = json.loads(get(kube_bed, namespace, "configmap", "main-execution")["data"]["state.json"])
+        assert str(added) in state["throttles"]["brokers"], state["throttles"]
+
+        bed.restart_broker(added)
+
+        def settled() -> bool:  # level-based: Balanced, nothing moving, none of our throttles left
+            idle = balanced(kube_bed, namespace)() and not ongoing_reassignments(bed, topic)
+            return idle and not throttles_left(bed, topic)
+
+        wait_for(settled, BALANCE_TIMEOUT_S, "a balanced pool and no throttle left", operator)
+    assert_clean(bed, topic)  # on the returned broker too: it is running again
+    assert rack_aware(bed, topic)
+
+
 def test_two_operator_replicas_never_act_at_once(
     kube_bed: kube.KubeBed,
     kafka_bed: KafkaBed,
