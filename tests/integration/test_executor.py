@@ -20,6 +20,7 @@ from tests.support.kafka_checks import (
     ongoing_reassignments,
     partitions,
     throttles_left,
+    under_replicated,
 )
 from tests.support.messages import consume_digest
 
@@ -308,6 +309,40 @@ def test_a_move_to_a_broker_that_died_is_cancelled_and_its_throttle_goes_when_th
         assert cancel.returncode == 0, (out, err)
         assert_no_throttle_left(kafka_bed, topic)
         assert _state(state)["throttles"]["brokers"] == {}
+    finally:
+        if topic:
+            delete_topic(kafka_bed, topic)
+        if running:
+            kafka_bed.stop_broker(added)
+
+
+def test_the_partitions_of_a_stopped_broker_move_to_live_brokers_without_losing_a_message(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    added = kafka_bed.add_broker(rack="c")
+    running = True
+    topic = ""
+    try:
+        topic = create_topic(kafka_bed, "replace", [[1, added], [added, 2]])
+        writer = Writer(kafka_bed, topic)
+        writer.write(4_000, 500)
+        kafka_bed.stop_broker(added)
+        running = False
+        assert {f"{topic}-0", f"{topic}-1"} <= set(under_replicated(kafka_bed))
+        # Replacing a dead broker: its partitions are under-replicated, which must not hold the move.
+        targets = {0: [1, 3], 1: [3, 2]}
+        plan = _write_plan(tmp_path / "plan.json", topic, targets)
+        executor = _cli(
+            "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+            "--state", str(tmp_path / "state.json"), "--throttle", "1000000", "--poll-interval", "0.3",
+        )  # fmt: skip
+        out, err = executor.communicate(timeout=180)
+        assert executor.returncode == 0, (out, err)
+
+        _assert_as_planned(kafka_bed, topic, targets)
+        assert not {f"{topic}-0", f"{topic}-1"} & set(under_replicated(kafka_bed))
+        assert_no_throttle_left(kafka_bed, topic)
+        assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
     finally:
         if topic:
             delete_topic(kafka_bed, topic)

@@ -27,6 +27,7 @@ class FakeKafkaCluster:
     # Kafka keeps the in-flight order when a reassignment is cancelled: (3, 4) → (1, 4) reverts to (4, 3).
     reorder_on_cancel: bool = False
     racks: dict[int, str] = field(default_factory=dict)
+    out_of_isr: dict[Tp, frozenset[int]] = field(default_factory=dict)  # replicas that fell behind
     # KRaft: a broker shows a config change a moment after the controller commits it; reads of a
     # resource show its configs from before the last change this many times.
     stale_config_reads: int = 0
@@ -60,7 +61,8 @@ class FakeKafkaCluster:
                 if tp in self.ongoing:
                     target = self.ongoing[tp][0]
                     shown = target + tuple(b for b in replicas if b not in target)
-                found[tp] = PartitionState(shown, self.leader(tp), frozenset(replicas))
+                isr = frozenset(replicas) - self.out_of_isr.get(tp, frozenset())
+                found[tp] = PartitionState(shown, self.leader(tp), isr)
         return found
 
     def partition_sizes(self, partitions: Iterable[Tp]) -> dict[tuple[str, int, int], int]:

@@ -178,6 +178,35 @@ def test_foreign_reassignments_and_under_replication_refuse_the_start_unless_for
     assert [m.status for m in forced.run(state).moves] == [MoveStatus.DONE] * 2
 
 
+def test_a_replica_out_of_the_isr_on_a_live_broker_refuses_the_start_unless_forced(tmp_path: Path) -> None:
+    cluster = _cluster(out_of_isr={("u", 0): frozenset({4})})  # broker 4 is up but fell behind
+    executor, clock = _executor(cluster, tmp_path)
+    state = new_state(cluster, PLAN[:2], executor.options, clock.time())
+    with pytest.raises(
+        ExecutionError, match=re.escape("1 partition(s) are under-replicated on live brokers (e.g. u-0)")
+    ):
+        executor.run(state)
+    assert cluster.submitted == []
+
+    forced, _ = _executor(cluster, tmp_path, force=True)
+    assert [m.status for m in forced.run(state).moves] == [MoveStatus.DONE] * 2
+
+
+def test_replicas_on_a_dead_broker_do_not_hold_back_the_moves_that_replace_it(tmp_path: Path) -> None:
+    cluster = _cluster()
+    cluster.replicas[("v", 0)] = (1, 5)
+    cluster.sizes[("v", 0)] = 80
+    cluster.brokers = frozenset({1, 2, 3, 4})  # broker 5 is down: out of the ISR of what it held
+    cluster.out_of_isr[("v", 0)] = frozenset({5})
+    cluster.out_of_isr[("u", 0)] = frozenset({5})  # not in the plan: waits for 5 or a later plan
+    executor, clock = _executor(cluster, tmp_path)
+    state = executor.run(
+        new_state(cluster, [PlannedPartition("v", 0, (1, 3))], executor.options, clock.time())
+    )
+    assert [m.status for m in state.moves] == [MoveStatus.DONE]
+    assert cluster.replicas[("v", 0)] == (1, 3)
+
+
 @pytest.mark.parametrize(
     ("entry", "message"),
     [

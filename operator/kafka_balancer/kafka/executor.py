@@ -176,12 +176,17 @@ class Executor:
                 f"{len(foreign)} reassignment(s) not started by this execution are in flight "
                 f"(e.g. {_tp(foreign[0])}); wait for them or use --force"
             )
+        # A replica out of the ISR on a live broker is a cluster in trouble; one on a broker that is
+        # down is not a reason to wait: moving replicas off a dead broker is how it is replaced.
+        live = self.admin.broker_ids()
         under = sorted(
-            tp for tp, p in self.admin.partitions().items() if tp not in ours and p.isr < set(p.replicas)
+            tp
+            for tp, p in self.admin.partitions().items()
+            if tp not in ours and (set(p.replicas) - p.isr) & live
         )
         if under:
             raise ExecutionError(
-                f"{len(under)} partition(s) are under-replicated (e.g. {_tp(under[0])}); "
+                f"{len(under)} partition(s) are under-replicated on live brokers (e.g. {_tp(under[0])}); "
                 "fix the cluster first or use --force"
             )
 

@@ -50,6 +50,10 @@ def sync_throttles(
     """Set throttles for the moves in flight and remove ours where nothing of ours is in flight."""
     in_flight = [] if final or state.throttle_rate is None else state.by_status(MoveStatus.IN_FLIGHT)
     brokers = wanted_brokers(in_flight)
+    if brokers:
+        # A broker that is down takes no config, and sends nothing (a move off a dead broker copies
+        # from the other replicas).
+        brokers &= {str(b) for b in admin.broker_ids()}
     topics = wanted_topic_values(in_flight)
 
     state = release_brokers(admin, state, commit, keep=brokers)
