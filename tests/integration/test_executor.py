@@ -17,6 +17,7 @@ from tests.support.kafka_checks import (
     assert_no_throttle_left,
     create_topic,
     delete_topic,
+    extra_broker,
     ongoing_reassignments,
     partitions,
     throttles_left,
@@ -261,90 +262,77 @@ def test_a_malformed_plan_exits_2_before_touching_anything(
 def test_a_move_to_a_broker_that_died_is_cancelled_and_its_throttle_goes_when_the_broker_is_back(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    added = kafka_bed.add_broker(rack="b")
-    running = True
-    topic = ""
-    try:
+    with extra_broker(kafka_bed, "b") as added:
         topic = create_topic(kafka_bed, "stuck", [[1, 2]])
-        Writer(kafka_bed, topic).write(4_000, 500)
-        plan = _write_plan(tmp_path / "plan.json", topic, {0: [added, 1]})
-        state = tmp_path / "state.json"
-        executor = _cli(
-            "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
-            "--state", str(state), "--throttle", "100000", "--dead-broker-timeout", "5",
-            "--poll-interval", "0.3",
-        )  # fmt: skip
         try:
-            wait_until(
-                lambda: _copying(state) or executor.poll() is not None,
-                timeout_s=60,
-                what="the move copying data",
-            )
-            kafka_bed.stop_broker(added)
-            running = False
-            _, err = executor.communicate(timeout=180)
+            Writer(kafka_bed, topic).write(4_000, 500)
+            plan = _write_plan(tmp_path / "plan.json", topic, {0: [added, 1]})
+            state = tmp_path / "state.json"
+            executor = _cli(
+                "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+                "--state", str(state), "--throttle", "100000", "--dead-broker-timeout", "5",
+                "--poll-interval", "0.3",
+            )  # fmt: skip
+            try:
+                wait_until(
+                    lambda: _copying(state) or executor.poll() is not None,
+                    timeout_s=60,
+                    what="the move copying data",
+                )
+                kafka_bed.stop_broker(added)
+                _, err = executor.communicate(timeout=180)
+            finally:
+                executor.kill()
+                executor.communicate(timeout=30)
+            assert executor.returncode == 1, err
+            assert f"destination broker {added} left the cluster" in err, err
+            assert "reassignment cancelled" in err, err
+            assert f"broker {added} is down with our leader.replication.throttled.rate" in err, err
+
+            [move] = _state(state)["moves"]
+            assert move["status"] == "failed"
+            took = move["finishedAt"] - move["progressAt"]
+            print(f"\nmove to a dead broker cancelled {took:.1f}s after its last progress")
+            assert ongoing_reassignments(kafka_bed, topic) == []
+            assert partitions(kafka_bed, topic)[0][0] == [1, 2]
+            assert_no_throttle_left(kafka_bed, topic)  # on every broker that is up
+            assert list(_state(state)["throttles"]["brokers"]) == [str(added)]
+
+            # Back after the outage: Kafka kept the rate nobody could remove; cancel removes it.
+            kafka_bed.restart_broker(added)
+            assert f"{added}: leader.replication.throttled.rate=100000" in throttles_left(kafka_bed, topic)
+            cancel = _cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+            out, err = cancel.communicate(timeout=120)
+            assert cancel.returncode == 0, (out, err)
+            assert_no_throttle_left(kafka_bed, topic)
+            assert _state(state)["throttles"]["brokers"] == {}
         finally:
-            executor.kill()
-            executor.communicate(timeout=30)
-        assert executor.returncode == 1, err
-        assert f"destination broker {added} left the cluster" in err, err
-        assert "reassignment cancelled" in err, err
-        assert f"broker {added} is down with our leader.replication.throttled.rate" in err, err
-
-        [move] = _state(state)["moves"]
-        assert move["status"] == "failed"
-        took = move["finishedAt"] - move["progressAt"]
-        print(f"\nmove to a dead broker cancelled {took:.1f}s after its last progress")
-        assert ongoing_reassignments(kafka_bed, topic) == []
-        assert partitions(kafka_bed, topic)[0][0] == [1, 2]
-        assert_no_throttle_left(kafka_bed, topic)  # on every broker that is up
-        assert list(_state(state)["throttles"]["brokers"]) == [str(added)]
-
-        # Back after the outage: Kafka kept the rate nobody could remove; cancel removes it.
-        kafka_bed.restart_broker(added)
-        running = True
-        assert f"{added}: leader.replication.throttled.rate=100000" in throttles_left(kafka_bed, topic)
-        cancel = _cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
-        out, err = cancel.communicate(timeout=120)
-        assert cancel.returncode == 0, (out, err)
-        assert_no_throttle_left(kafka_bed, topic)
-        assert _state(state)["throttles"]["brokers"] == {}
-    finally:
-        if topic:
             delete_topic(kafka_bed, topic)
-        if running:
-            kafka_bed.stop_broker(added)
 
 
 def test_the_partitions_of_a_stopped_broker_move_to_live_brokers_without_losing_a_message(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    added = kafka_bed.add_broker(rack="c")
-    running = True
-    topic = ""
-    try:
+    with extra_broker(kafka_bed, "c") as added:
         topic = create_topic(kafka_bed, "replace", [[1, added], [added, 2]])
-        writer = Writer(kafka_bed, topic)
-        writer.write(4_000, 500)
-        kafka_bed.stop_broker(added)
-        running = False
-        assert {f"{topic}-0", f"{topic}-1"} <= set(under_replicated(kafka_bed))
-        # Replacing a dead broker: its partitions are under-replicated, which must not hold the move.
-        targets = {0: [1, 3], 1: [3, 2]}
-        plan = _write_plan(tmp_path / "plan.json", topic, targets)
-        executor = _cli(
-            "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
-            "--state", str(tmp_path / "state.json"), "--throttle", "1000000", "--poll-interval", "0.3",
-        )  # fmt: skip
-        out, err = executor.communicate(timeout=180)
-        assert executor.returncode == 0, (out, err)
-
-        _assert_as_planned(kafka_bed, topic, targets)
-        assert not {f"{topic}-0", f"{topic}-1"} & set(under_replicated(kafka_bed))
-        assert_no_throttle_left(kafka_bed, topic)
-        assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
-    finally:
-        if topic:
-            delete_topic(kafka_bed, topic)
-        if running:
+        try:
+            writer = Writer(kafka_bed, topic)
+            writer.write(4_000, 500)
             kafka_bed.stop_broker(added)
+            assert {f"{topic}-0", f"{topic}-1"} <= set(under_replicated(kafka_bed))
+            # Replacing a dead broker: its partitions are under-replicated, which must not hold the move.
+            targets = {0: [1, 3], 1: [3, 2]}
+            plan = _write_plan(tmp_path / "plan.json", topic, targets)
+            executor = _cli(
+                "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+                "--state", str(tmp_path / "state.json"), "--throttle", "1000000", "--poll-interval", "0.3",
+            )  # fmt: skip
+            out, err = executor.communicate(timeout=180)
+            assert executor.returncode == 0, (out, err)
+
+            _assert_as_planned(kafka_bed, topic, targets)
+            assert not {f"{topic}-0", f"{topic}-1"} & set(under_replicated(kafka_bed))
+            assert_no_throttle_left(kafka_bed, topic)
+            assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
+        finally:
+            delete_topic(kafka_bed, topic)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.support.kafka_checks import create_topic, delete_topic
+from tests.support.kafka_checks import create_topic, delete_topic, extra_broker
 
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.execution import (
@@ -45,58 +45,55 @@ def client(kube_bed: kube.KubeBed) -> Iterator[Kube]:
 def test_a_dead_brokers_throttle_is_released_at_the_first_reconcile_after_it_is_back(
     kafka_bed: KafkaBed, client: Kube, tmp_path: Path
 ) -> None:
-    added = kafka_bed.add_broker(rack="c")
-    running = True
     made: list[KafkaAdmin] = []
-    topic = ""
+    with extra_broker(kafka_bed, "c") as added:
 
-    def connect() -> KafkaAdmin:
-        # As the operator does: a client per reconcile, so metadata from the broker's outage is not reused.
-        made.append(KafkaAdmin(kafka_bed.bootstrap_servers))
-        return made[-1]
+        def connect() -> KafkaAdmin:
+            # As the operator does: a client per reconcile, not reusing metadata from the outage.
+            made.append(KafkaAdmin(kafka_bed.bootstrap_servers))
+            return made[-1]
 
-    def rates_on_added() -> set[str]:
-        configs = connect().dynamic_configs("broker", [str(added)])[str(added)]
-        return set(BROKER_RATES) & set(configs)
+        def rates_on_added() -> set[str]:
+            configs = connect().dynamic_configs("broker", [str(added)])[str(added)]
+            return set(BROKER_RATES) & set(configs)
 
-    try:
         topic = create_topic(kafka_bed, "left", [[added, 1]])
-        # What an execution leaves when its destination dies: our rates on it, recorded, plan over.
-        connect().alter_configs("broker", str(added), dict.fromkeys(BROKER_RATES, "100000"))
-        now = time.time()
-        move = Move(topic, 0, (1, 2), (added, 1), size=1000, status=MoveStatus.FAILED, finished_at=now)
-        state = ExecutionState(
-            moves=(move,),
-            created_at=now,
-            updated_at=now,
-            throttle_rate=100000,
-            throttled_brokers={str(added): BROKER_RATES},
-            finished_at=None,
-        )
-        mirror_state(client, POOL, "plan-a", state)
-        kafka_bed.stop_broker(added)
-        running = False
-
-        state_dir = tmp_path / "executions"
-        assert release_returned_brokers(client, connect, state_dir, POOL) == []  # still down
-        # A new plan made meanwhile takes the record over, so the throttle is not forgotten.
-        assert inherited_throttles(client, state_dir, POOL) == {str(added): BROKER_RATES}
-
-        kafka_bed.restart_broker(added)
-        running = True
-        assert rates_on_added() == set(BROKER_RATES)
-        assert release_returned_brokers(client, connect, state_dir, POOL) == [str(added)]
-
-        # The controller has committed the removal; the broker shows it a moment later.
-        wait_until(lambda: rates_on_added() == set(), timeout_s=30, what=f"no rate left on broker {added}")
-        fields, document = blobs.load(client, NAMESPACE, execution_config_map("main"), STATE_KEY) or ({}, b"")
-        assert fields["plan.id"] == "plan-a"
-        assert json.loads(document)["throttles"]["brokers"] == {}
-        assert release_returned_brokers(client, connect, state_dir, POOL) == []
-    finally:
-        for admin in made:
-            admin.close()
-        if topic:
-            delete_topic(kafka_bed, topic)
-        if running:
+        try:
+            # What an execution leaves when its destination dies: our rates on it, recorded, plan over.
+            connect().alter_configs("broker", str(added), dict.fromkeys(BROKER_RATES, "100000"))
+            now = time.time()
+            move = Move(topic, 0, (1, 2), (added, 1), size=1000, status=MoveStatus.FAILED, finished_at=now)
+            state = ExecutionState(
+                moves=(move,),
+                created_at=now,
+                updated_at=now,
+                throttle_rate=100000,
+                throttled_brokers={str(added): BROKER_RATES},
+                finished_at=None,
+            )
+            mirror_state(client, POOL, "plan-a", state)
             kafka_bed.stop_broker(added)
+
+            state_dir = tmp_path / "executions"
+            assert release_returned_brokers(client, connect, state_dir, POOL) == []  # still down
+            # A new plan made meanwhile takes the record over, so the throttle is not forgotten.
+            assert inherited_throttles(client, state_dir, POOL) == {str(added): BROKER_RATES}
+
+            kafka_bed.restart_broker(added)
+            assert rates_on_added() == set(BROKER_RATES)
+            assert release_returned_brokers(client, connect, state_dir, POOL) == [str(added)]
+
+            # The controller has committed the removal; the broker shows it a moment later.
+            wait_until(
+                lambda: rates_on_added() == set(), timeout_s=30, what=f"no rate left on broker {added}"
+            )
+            mirrored = blobs.load(client, NAMESPACE, execution_config_map("main"), STATE_KEY)
+            assert mirrored is not None
+            fields, document = mirrored
+            assert fields["plan.id"] == "plan-a"
+            assert json.loads(document)["throttles"]["brokers"] == {}
+            assert release_returned_brokers(client, connect, state_dir, POOL) == []
+        finally:
+            for admin in made:
+                admin.close()
+            delete_topic(kafka_bed, topic)

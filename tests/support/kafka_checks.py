@@ -9,6 +9,8 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
@@ -50,6 +52,18 @@ def delete_topic(bed: KafkaBed, topic: str) -> None:
     wait_until(
         lambda: topic not in admin.list_topics(timeout=10).topics, timeout_s=30, what=f"{topic} deleted"
     )
+
+
+@contextmanager
+def extra_broker(bed: KafkaBed, rack: str) -> Iterator[int]:
+    """One more broker of the shared bed for a test that may stop and restart it; stopped at the end
+    if it is running. Delete the test's topics inside the block: none may stay on a stopped broker."""
+    added = bed.add_broker(rack=rack)
+    try:
+        yield added
+    finally:
+        if added in bed.racks:
+            bed.stop_broker(added)
 
 
 def replicas_on_missing_brokers(bed: KafkaBed) -> list[str]:
