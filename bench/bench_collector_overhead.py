@@ -45,9 +45,9 @@ from confluent_kafka.cimpl import NewTopic  # its real home; confluent_kafka.adm
 
 from kafka_balancer.errors import BedError
 from kafka_balancer.kafka.collector import AdminReader, Observation, observe, observe_cluster
-from kafka_balancer.localbed.kafka import KafkaBed
-from kafka_balancer.localbed.procs import wait_until
-from kafka_balancer.localbed.provisioning import provisioned_directory
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.procs import wait_until
+from kafka_balancer_dev.localbed.provisioning import provisioned_directory
 
 REQUESTS = re.compile(r'^kafka_network_requestmetrics_requests_total\{.*?request="(\w+)".*\}\s+(\S+)$')
 RECORDS_PER_PARTITION = 5

@@ -44,9 +44,9 @@ from confluent_kafka.cimpl import NewTopic  # its real home; confluent_kafka.adm
 
 from kafka_balancer.errors import BedError, ExecutionError
 from kafka_balancer.kafka.admin import KafkaAdmin
-from kafka_balancer.localbed import kafka_config
-from kafka_balancer.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
-from kafka_balancer.localbed.provisioning import provisioned_directory
+from kafka_balancer_dev.localbed import kafka_config
+from kafka_balancer_dev.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
+from kafka_balancer_dev.localbed.provisioning import provisioned_directory
 
 BROKERS = (1, 2, 3, 4)
 # Partition p starts on [b, b+1] (leader b) and moves to [b+1, b+2]: the leader's replica leaves.

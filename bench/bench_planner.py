@@ -19,7 +19,7 @@ from queue import Empty
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kafka_balancer.synthetic import SyntheticSpec
+    from kafka_balancer_dev.synthetic import SyntheticSpec
 
 SIZES = {
     "small": {"brokers": 12, "partitions": 900, "racks": 3},
@@ -30,7 +30,7 @@ SIZES = {
 
 def synthetic_spec(name: str) -> SyntheticSpec:
     """The seeded cluster of a size; every benchmark that compares plans uses this one."""
-    from kafka_balancer.synthetic import SyntheticSpec
+    from kafka_balancer_dev.synthetic import SyntheticSpec
 
     size = SIZES[name]
     return SyntheticSpec(
@@ -48,7 +48,7 @@ def synthetic_spec(name: str) -> SyntheticSpec:
 def run_size(name: str, goal_set: str, out: Any) -> None:
     from kafka_balancer.goals.spec import GoalType, default_goal_set
     from kafka_balancer.planner.optimizer import plan
-    from kafka_balancer.synthetic import generate
+    from kafka_balancer_dev.synthetic import generate
 
     size = SIZES[name]
     spec = synthetic_spec(name)

@@ -49,7 +49,7 @@ E2E_WINDOWS = 2
 
 
 def mid_cluster() -> Cluster:
-    from kafka_balancer.synthetic import generate
+    from kafka_balancer_dev.synthetic import generate
 
     return generate(synthetic_spec("mid"))
 

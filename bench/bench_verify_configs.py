@@ -25,8 +25,8 @@ from confluent_kafka.cimpl import NewTopic  # its real home; confluent_kafka.adm
 
 from kafka_balancer.kafka import admin as admin_module
 from kafka_balancer.kafka.admin import KafkaAdmin
-from kafka_balancer.localbed.kafka import KafkaBed
-from kafka_balancer.localbed.provisioning import provisioned_directory
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.provisioning import provisioned_directory
 
 CREATE_AT_ONCE = 200
 

@@ -62,7 +62,7 @@ class BenchError(Exception):
 def cluster_snapshot(size: str) -> dict[str, Any]:
     """The snapshot document of the cluster ``bench_planner.py`` plans for ``size``."""
     from kafka_balancer.formats.snapshot import cluster_to_snapshot
-    from kafka_balancer.synthetic import generate
+    from kafka_balancer_dev.synthetic import generate
 
     spec = synthetic_spec(size)
     return cluster_to_snapshot(generate(spec))
@@ -340,7 +340,7 @@ def compare(size: str, kafka_runs: int, work: Path) -> dict[str, Any]:
         run_ours(snapshot, "ours: default goals", without_topic_goal=False),
     ]
     from kafka_balancer.errors import BedError
-    from kafka_balancer.localbed.provisioning import provisioned_directory
+    from kafka_balancer_dev.localbed.provisioning import provisioned_directory
 
     try:
         libs = provisioned_directory("kafka/provision.sh")

@@ -6,10 +6,15 @@ if [ ! -x "$KB_VENV/bin/python" ]; then
   log "creating virtual environment $KB_VENV"
   python3 -m venv "$KB_VENV"
 fi
-if [ ! -f "$stamp" ] || [ "$KB_ROOT/pyproject.toml" -nt "$stamp" ]; then
+# The development package (devtools/: the local beds, the demo, the synthetic clusters) is not in the
+# wheel; this path file puts the checkout's copy on the venv's path, written with the editable install
+# of the product (operator/) so that both always point at the same checkout.
+pth="$("$KB_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/kafka_balancer_dev.pth"
+if [ ! -f "$stamp" ] || [ "$KB_ROOT/pyproject.toml" -nt "$stamp" ] || [ ! -f "$pth" ]; then
   log "installing Python dependencies"
   "$KB_VENV/bin/pip" install --quiet --upgrade pip
   "$KB_VENV/bin/pip" install --quiet -e "$KB_ROOT[dev]"
+  printf '%s\n' "$KB_ROOT/devtools" >"$pth"
   touch "$stamp"
 fi
 # The secured Kafka bed makes its mutual-TLS client key with openssl (keytool cannot write PEM keys).

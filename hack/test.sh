@@ -5,7 +5,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 "$KB_ROOT/hack/setup.sh"
 cd "$KB_ROOT"
 log "ruff"
-"$KB_VENV/bin/ruff" check operator tests bench
+"$KB_VENV/bin/ruff" check operator devtools tests bench
 log "mypy"
 "$KB_VENV/bin/mypy"
 log "kube bed binaries (built once from Go modules, then cached)"

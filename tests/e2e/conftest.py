@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kafka_balancer.localbed import kube
-from kafka_balancer.localbed.ports import answers_ok, free_ports
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.ports import answers_ok, free_ports
 
 CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer" / "crds"
 PEERING = "kafka-balancer-e2e"

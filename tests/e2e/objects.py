@@ -9,8 +9,8 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from kafka_balancer.localbed import kube
-from kafka_balancer.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.kafka import KafkaBed
 
 from .conftest import wait_for
 

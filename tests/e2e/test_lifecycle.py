@@ -18,8 +18,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafka_balancer.localbed import kube
-from kafka_balancer.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.kafka import KafkaBed
 from tests.support.kafka_checks import (
     Writer,
     assert_no_throttle_left,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from kafka_balancer.localbed import kube
-from kafka_balancer.localbed.kafka import KafkaBed
-from kafka_balancer.localbed.ports import free_ports
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.ports import free_ports
 
 from .conftest import OperatorProcess, wait_for
 from .objects import PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool, replicas_of, skewed_topic

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kafka_balancer.localbed import kube
+from kafka_balancer_dev.localbed import kube
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer"
 # The bed's apiserver; without it helm renders for its built-in default version.

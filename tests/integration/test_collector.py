@@ -15,8 +15,8 @@ from tests.support.traffic import KnownTraffic, create_topic
 from kafka_balancer.kafka.collector import AdminReader, Collector, PassResult, total_requests
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, build_snapshot
-from kafka_balancer.localbed.kafka import KafkaBed
 from kafka_balancer.samples.schema import PARTITION_SAMPLES
+from kafka_balancer_dev.localbed.kafka import KafkaBed
 
 VALUE_BYTES = 2_000
 RATE_MSGS = 100  # per second: 200 kB/s

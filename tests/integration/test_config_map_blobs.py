@@ -13,7 +13,7 @@ import pytest
 from kafka_balancer.errors import KubernetesError
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.kube import Kube
-from kafka_balancer.localbed import kube
+from kafka_balancer_dev.localbed import kube
 
 NAMESPACE = "kb-test-blobs"
 OWNER = {"namespace": NAMESPACE, "name": "main", "uid": "0b1c9a52-5a53-4c4e-9d1c-000000000001"}

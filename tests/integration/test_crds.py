@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from tests.support import readme
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.localbed import kube
+from kafka_balancer_dev.localbed import kube
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
 NAMESPACE = "kb-test-crds"

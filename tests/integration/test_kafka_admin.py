@@ -7,8 +7,8 @@ from tests.support.kafka_checks import create_topic, delete_topic
 
 from kafka_balancer.kafka import admin as admin_module
 from kafka_balancer.kafka.admin import KafkaAdmin
-from kafka_balancer.localbed.kafka import KafkaBed
-from kafka_balancer.localbed.procs import wait_until
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.procs import wait_until
 
 RATE = "leader.replication.throttled.rate"
 REPLICAS = "leader.replication.throttled.replicas"

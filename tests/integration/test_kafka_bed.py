@@ -17,13 +17,13 @@ from kafka import KafkaAdminClient, TopicPartition
 from tests.support.messages import consume_digest
 
 from kafka_balancer.errors import BedError
-from kafka_balancer.localbed.kafka import (
+from kafka_balancer_dev.localbed.kafka import (
     CONSUMER_PERFORMANCE,
     PRODUCER_PERFORMANCE,
     REASSIGN_PARTITIONS,
     KafkaBed,
 )
-from kafka_balancer.localbed.procs import wait_until
+from kafka_balancer_dev.localbed.procs import wait_until
 
 MESSAGES = 10_000
 KEYS = 97

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from kafka_balancer.errors import BedError
-from kafka_balancer.localbed import kube
-from kafka_balancer.localbed.procs import pid_matches
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.procs import pid_matches
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer"
 CRD_NAME = "widgets.test.kafkabalancer.io"
@@ -172,7 +172,7 @@ def test_up_and_down_commands_leave_a_usable_bed_and_then_nothing(
     kube_binaries: kube.KubeBinaries, tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "cli"
-    command = [sys.executable, "-m", "kafka_balancer.localbed", "kube"]
+    command = [sys.executable, "-m", "kafka_balancer_dev.localbed", "kube"]
     up = subprocess.run(
         [*command, "up", "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=300
     )

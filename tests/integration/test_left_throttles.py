@@ -25,10 +25,10 @@ from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
 from kafka_balancer.kafka.throttle import BROKER_RATES
-from kafka_balancer.localbed import kube
-from kafka_balancer.localbed.kafka import KafkaBed
-from kafka_balancer.localbed.procs import wait_until
 from kafka_balancer.reconcile.pool import execution_config_map
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.procs import wait_until
 
 NAMESPACE = "kb-test-left-throttles"
 POOL = {"namespace": NAMESPACE, "name": "main", "uid": "0b1c9a52-5a53-4c4e-9d1c-000000000002"}

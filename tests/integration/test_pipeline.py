@@ -26,7 +26,7 @@ from tests.support.traffic import KnownTraffic, create_topic
 
 from kafka_balancer.kafka.collector import AdminReader, Collector, PassResult
 from kafka_balancer.kafka.sample_store import SampleStore
-from kafka_balancer.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.kafka import KafkaBed
 
 VALUE_BYTES = 2_000
 RATE_MSGS = 100  # records/s over the topic: 200 kB/s

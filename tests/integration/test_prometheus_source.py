@@ -24,14 +24,14 @@ from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.prometheus_secrets import PoolSecrets, prometheus_settings
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.kafka.sample_store import SampleStore
-from kafka_balancer.localbed import kube
-from kafka_balancer.localbed.procs import wait_until
-from kafka_balancer.localbed.prometheus import PrometheusBed
-from kafka_balancer.localbed.tls_material import make_https_material
 from kafka_balancer.prometheus.settings import PrometheusSettings
 from kafka_balancer.prometheus.source import PrometheusSource
 from kafka_balancer.reconcile.conditions import Condition
 from kafka_balancer.reconcile.pool import usage_condition
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.procs import wait_until
+from kafka_balancer_dev.localbed.prometheus import PrometheusBed
+from kafka_balancer_dev.localbed.tls_material import make_https_material
 
 VALUE_BYTES = 2_000
 RATE_MSGS = 100  # per second: 200 kB/s produced and consumed

@@ -34,8 +34,8 @@ from kafka_balancer.k8s.spark_application import (
     application_name,
     input_config_map,
 )
-from kafka_balancer.localbed import kube
 from kafka_balancer.scoring.launch import ScoringRequest, ScoringResult
+from kafka_balancer_dev.localbed import kube
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD = ROOT / "tests" / "fixtures" / "sparkapplications.sparkoperator.k8s.io.yaml"

@@ -18,8 +18,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.admin._config import ConfigResource
 from kafka import KafkaAdminClient
 
-from kafka_balancer.localbed.kafka import KafkaBed
-from kafka_balancer.localbed.procs import wait_until
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.procs import wait_until
 
 from .messages import Digest
 

@@ -10,7 +10,7 @@ import uuid
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_balancer.localbed.procs import wait_until
+from kafka_balancer_dev.localbed.procs import wait_until
 
 Stamp = tuple[float, int]  # (epoch seconds, partition)
 

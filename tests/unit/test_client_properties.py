@@ -9,8 +9,8 @@ import pytest
 from kafka_balancer.api import KafkaConnection
 from kafka_balancer.errors import InputError
 from kafka_balancer.kafka.admin import confluent_config, kafka_python_config, load_properties
-from kafka_balancer.localbed.kafka import SecuredAccess
 from kafka_balancer.reconcile.connection import client_properties
+from kafka_balancer_dev.localbed.kafka import SecuredAccess
 
 SECRET = "s3cret-Pa55"
 

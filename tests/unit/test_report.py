@@ -28,7 +28,7 @@ from kafka_balancer.planner.optimizer import plan as make_plan
 from kafka_balancer.report.build import build_report
 from kafka_balancer.report.document import report_text
 from kafka_balancer.report.png import AFTER_COLOUR, BEFORE_COLOUR, DPI, FIGSIZE, figure, png_bytes
-from kafka_balancer.synthetic import SyntheticSpec, generate
+from kafka_balancer_dev.synthetic import SyntheticSpec, generate
 from tests.unit import checker
 
 SPEC = SyntheticSpec(brokers=9, partitions=240, hot_brokers=2, empty_brokers=1, seed=7)

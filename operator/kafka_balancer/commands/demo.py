@@ -1,4 +1,4 @@
-"""``kafka-balancer demo``: see :mod:`kafka_balancer.demo.scenario`."""
+"""``kafka-balancer demo``: see :mod:`kafka_balancer_dev.demo.scenario`."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from kafka_balancer.demo.scenario import Demo, DemoOptions
+    from kafka_balancer_dev.demo.scenario import Demo, DemoOptions
 
     demo = Demo(DemoOptions(args.work_dir, fast=args.fast), say=lambda line: print(line, flush=True))
     try:

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from kafka_balancer.errors import BedError
-from kafka_balancer.localbed.kube import repo_root
+from kafka_balancer_dev.localbed.kube import repo_root
 
 
 def provisioned_directory(script: str, *, timeout_s: float = 900.0) -> Path:

@@ -1,4 +1,4 @@
-"""``python -m kafka_balancer.localbed kube up|down``: start or stop a long-lived Kubernetes API bed.
+"""``python -m kafka_balancer_dev.localbed kube up|down``: start or stop a long-lived Kubernetes API bed.
 
 ``up`` provisions the binaries (cached), starts etcd and kube-apiserver, prints the kubeconfig path on
 stdout and leaves the processes running, recorded in the run directory's state file; ``down`` stops
@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from kafka_balancer.localbed import kube
+from kafka_balancer_dev.localbed import kube
 
 
 def _up(args: argparse.Namespace) -> int:

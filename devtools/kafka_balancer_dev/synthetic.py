@@ -105,14 +105,14 @@ def _place(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m kafka_balancer.synthetic --output S``: write a skewed synthetic snapshot."""
+    """``python -m kafka_balancer_dev.synthetic --output S``: write a skewed synthetic snapshot."""
     import argparse
     import json
     from pathlib import Path
 
     from kafka_balancer.formats.snapshot import cluster_to_snapshot
 
-    parser = argparse.ArgumentParser(prog="python -m kafka_balancer.synthetic", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m kafka_balancer_dev.synthetic", description=main.__doc__)
     parser.add_argument("--brokers", type=int, default=12)
     parser.add_argument("--partitions", type=int, default=900)
     parser.add_argument("--racks", type=int, default=3)

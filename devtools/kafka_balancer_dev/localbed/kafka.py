@@ -25,11 +25,11 @@ from confluent_kafka.admin._scram import (
 )
 
 from kafka_balancer.errors import BedError
-from kafka_balancer.localbed import kafka_config as cfg
-from kafka_balancer.localbed.ports import accepts_connections, free_port, free_ports
-from kafka_balancer.localbed.procs import ManagedProcess, wait_until
-from kafka_balancer.localbed.state_file import BedStateFile
-from kafka_balancer.localbed.tls_material import TlsMaterial, make_tls_material
+from kafka_balancer_dev.localbed import kafka_config as cfg
+from kafka_balancer_dev.localbed.ports import accepts_connections, free_port, free_ports
+from kafka_balancer_dev.localbed.procs import ManagedProcess, wait_until
+from kafka_balancer_dev.localbed.state_file import BedStateFile
+from kafka_balancer_dev.localbed.tls_material import TlsMaterial, make_tls_material
 
 REASSIGN_PARTITIONS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_balancer.errors import BedError
-from kafka_balancer.localbed.ports import LOOPBACK, free_ports
-from kafka_balancer.localbed.procs import ManagedProcess, wait_until
-from kafka_balancer.localbed.state_file import BedStateFile
+from kafka_balancer_dev.localbed.ports import LOOPBACK, free_ports
+from kafka_balancer_dev.localbed.procs import ManagedProcess, wait_until
+from kafka_balancer_dev.localbed.state_file import BedStateFile
 
 ADMIN = "admin"
 DEVELOPER = "developer"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.errors import BedError
-from kafka_balancer.localbed.procs import pid_matches, stop_pid
+from kafka_balancer_dev.localbed.procs import pid_matches, stop_pid
 
 
 @dataclass(frozen=True, slots=True)

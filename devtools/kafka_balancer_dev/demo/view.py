@@ -8,7 +8,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from kafka_balancer.localbed.kube import KubeBed
+from kafka_balancer_dev.localbed.kube import KubeBed
 
 
 def replica_counts(bootstrap: str, topic: str) -> dict[int, int]:

@@ -26,12 +26,12 @@ from typing import Any
 from confluent_kafka import cimpl
 from confluent_kafka.admin import AdminClient
 
-from kafka_balancer.demo import view
-from kafka_balancer.demo.traffic import Traffic, read_back
 from kafka_balancer.errors import BedError
-from kafka_balancer.localbed import kube
-from kafka_balancer.localbed.kafka import KafkaBed
-from kafka_balancer.localbed.ports import answers_ok, free_ports
+from kafka_balancer_dev.demo import view
+from kafka_balancer_dev.demo.traffic import Traffic, read_back
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.ports import answers_ok, free_ports
 
 NAMESPACE, POOL, TOPIC, PEERING = "demo", "main", "orders", "kafka-balancer-demo"
 PARTITIONS = 12

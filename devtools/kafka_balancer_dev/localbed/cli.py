@@ -1,4 +1,4 @@
-"""``python -m kafka_balancer.localbed kafka up|down``: start or stop a long-lived local bed.
+"""``python -m kafka_balancer_dev.localbed kafka up|down``: start or stop a long-lived local bed.
 
 ``up`` prints the bootstrap servers on stdout and leaves the processes running, recorded in the run
 directory's state file; ``down`` stops exactly those processes by PID.
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kafka_balancer.errors import BedError
-from kafka_balancer.localbed import kafka, kube_cli
+from kafka_balancer_dev.localbed import kafka, kube_cli
 
 LIBS_ENV = "KB_KAFKA_LIBS"
 
@@ -45,7 +45,7 @@ def _kafka_down(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m kafka_balancer.localbed", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m kafka_balancer_dev.localbed", description=__doc__)
     components = parser.add_subparsers(dest="component", required=True)
     kafka_parser = components.add_parser("kafka", help="the local Apache Kafka KRaft cluster")
     actions = kafka_parser.add_subparsers(dest="action", required=True)
