@@ -43,8 +43,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic  # its real home; confluent_kafka.admin does not re-export it typed
 
-from kafka_balancer.errors import BedError
 from kafka_balancer.kafka.collector import AdminReader, Observation, observe, observe_cluster
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 from kafka_balancer_dev.localbed.provisioning import provisioned_directory

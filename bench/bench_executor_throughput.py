@@ -42,8 +42,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic  # its real home; confluent_kafka.admin does not re-export it typed
 
-from kafka_balancer.errors import BedError, ExecutionError
+from kafka_balancer.errors import ExecutionError
 from kafka_balancer.kafka.admin import KafkaAdmin
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import kafka_config
 from kafka_balancer_dev.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
 from kafka_balancer_dev.localbed.provisioning import provisioned_directory

@@ -339,7 +339,7 @@ def compare(size: str, kafka_runs: int, work: Path) -> dict[str, Any]:
         run_ours(snapshot, "ours: default − TopicReplicaDistr.", without_topic_goal=True),
         run_ours(snapshot, "ours: default goals", without_topic_goal=False),
     ]
-    from kafka_balancer.errors import BedError
+    from kafka_balancer_dev.errors import BedError
     from kafka_balancer_dev.localbed.provisioning import provisioned_directory
 
     try:

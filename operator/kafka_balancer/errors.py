@@ -6,7 +6,7 @@ The CLI maps the two user-facing families to its documented exit codes:
 * :class:`InputError` — bad input (snapshot, goals, plan, flags): exit 2, one line.
 * :class:`InfeasibleError` — hard goals cannot be satisfied: exit 3, says which and why.
 
-Everything else is an operational failure (Kafka, Prometheus, Kubernetes, Spark, the local test bed).
+Everything else is an operational failure (Kafka, Prometheus, Kubernetes, Spark).
 """
 
 from __future__ import annotations
@@ -42,7 +42,3 @@ class ScoringError(KafkaBalancerError):
 
 class KubernetesError(KafkaBalancerError):
     """A Kubernetes API operation of the operator failed."""
-
-
-class BedError(KafkaBalancerError):
-    """A component of the local test bed could not be provisioned or started."""

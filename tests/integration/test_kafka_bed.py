@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, TopicPartition
 from tests.support.messages import consume_digest
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed.kafka import (
     CONSUMER_PERFORMANCE,
     PRODUCER_PERFORMANCE,

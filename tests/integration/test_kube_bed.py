@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.procs import pid_matches
 

@@ -19,7 +19,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed.kafka import KafkaBed, SecuredAccess
 
 KINDS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "SSL", "SASL_SSL"]

@@ -26,9 +26,9 @@ from typing import Any
 from confluent_kafka import cimpl
 from confluent_kafka.admin import AdminClient
 
-from kafka_balancer.errors import BedError
 from kafka_balancer_dev.demo import view
 from kafka_balancer_dev.demo.traffic import Traffic, read_back
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.ports import answers_ok, free_ports
@@ -325,6 +325,23 @@ class Demo:
             self.kube.stop()
         if self.kafka is not None:
             self.kafka.stop()
+
+
+def run(options: DemoOptions) -> int:
+    """``kafka-balancer demo``, printing as it goes: 0 when the story ran to its end, 1 when something
+    failed (said in one line), 130 when interrupted; everything it started is stopped in every case."""
+    demo = Demo(options, say=lambda line: print(line, flush=True))
+    try:
+        demo.run()
+    except BaseException as err:
+        if demo.interrupted:
+            print("interrupted: everything the demo started is stopped", file=sys.stderr, flush=True)
+            return 130
+        if not isinstance(err, BedError):
+            raise
+        print(f"kafka-balancer demo: {err}", file=sys.stderr, flush=True)
+        return 1
+    return 0
 
 
 def _kafka_libs() -> Path:

@@ -12,7 +12,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 
 Digest = tuple[Counter[str], dict[str, str]]
 

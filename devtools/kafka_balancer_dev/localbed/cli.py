@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import kafka, kube_cli
 
 LIBS_ENV = "KB_KAFKA_LIBS"

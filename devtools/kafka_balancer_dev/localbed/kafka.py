@@ -24,7 +24,7 @@ from confluent_kafka.admin._scram import (
     UserScramCredentialUpsertion,
 )
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import kafka_config as cfg
 from kafka_balancer_dev.localbed.ports import accepts_connections, free_port, free_ports
 from kafka_balancer_dev.localbed.procs import ManagedProcess, wait_until

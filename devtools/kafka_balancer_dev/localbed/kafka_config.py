@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 
 CONTROLLER_ID = 100
 LISTENER = "PLAINTEXT"

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed.ports import LOOPBACK, free_ports
 from kafka_balancer_dev.localbed.procs import ManagedProcess, wait_until
 from kafka_balancer_dev.localbed.state_file import BedStateFile

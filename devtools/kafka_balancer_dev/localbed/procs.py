@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed.ports import LOOPBACK, answers_ok, free_port
 from kafka_balancer_dev.localbed.procs import ManagedProcess, wait_until
 from kafka_balancer_dev.localbed.tls_material import HttpsMaterial

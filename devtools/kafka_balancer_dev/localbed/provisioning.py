@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed.kube import repo_root
 
 

@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_balancer.errors import BedError
+from kafka_balancer_dev.errors import BedError
 
 KEYTOOL_TIMEOUT_S = 60.0
 VALIDITY_DAYS = "2"

@@ -1,9 +1,9 @@
-"""``kafka-balancer demo``: see :mod:`kafka_balancer_dev.demo.scenario`."""
+"""``kafka-balancer demo``: its arguments; the demo itself is :mod:`kafka_balancer_dev.demo.scenario`,
+in the development package, imported only when the command runs."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 
@@ -18,14 +18,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from kafka_balancer_dev.demo.scenario import Demo, DemoOptions
+    from kafka_balancer_dev.demo.scenario import DemoOptions, run
 
-    demo = Demo(DemoOptions(args.work_dir, fast=args.fast), say=lambda line: print(line, flush=True))
-    try:
-        demo.run()
-    except BaseException:
-        if not demo.interrupted:
-            raise
-        print("interrupted: everything the demo started is stopped", file=sys.stderr, flush=True)
-        return 130
-    return 0
+    return run(DemoOptions(args.work_dir, fast=args.fast))
