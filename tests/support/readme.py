@@ -13,7 +13,7 @@ README = (ROOT / "README.md").read_text()
 # `kafka-balancer <command> …` up to the end of the code span, table cell or line.
 _COMMAND = re.compile(r"(?<![\w/.-])kafka-balancer ([a-z]+)(?![\w/-])((?:[^`\n|]|\|(?=[^|]*`))*)")
 _OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
-_PATH = re.compile(r"(?<![\w./-])((?:hack|examples|docs|bench|charts|crds)/[\w./-]*\w)")
+_PATH = re.compile(r"(?<![\w./-])((?:hack|examples|docs|bench|charts|crds|devtools)/[\w./-]*\w)")
 
 
 def commands() -> list[tuple[str, list[str]]]:
