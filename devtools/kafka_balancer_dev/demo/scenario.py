@@ -26,6 +26,7 @@ from typing import Any
 from confluent_kafka import cimpl
 from confluent_kafka.admin import AdminClient
 
+from kafka_balancer_dev.checkout import repo_root
 from kafka_balancer_dev.demo import view
 from kafka_balancer_dev.demo.traffic import Traffic, read_back
 from kafka_balancer_dev.errors import BedError
@@ -124,7 +125,7 @@ class Demo:
         self.kube.start()
         self._record_pids()
         self.say(f"kube-apiserver up at {self.kube.server}; kubeconfig {self.kube.kubeconfig}")
-        crds = kube.repo_root() / "charts" / "kafka-balancer" / "crds"
+        crds = repo_root() / "charts" / "kafka-balancer" / "crds"
         _ok(self.kube.kubectl("apply", "--server-side", "-f", str(crds)))
         for crd in (
             "brokerpools.kafkabalancer.io",
@@ -345,7 +346,7 @@ def run(options: DemoOptions) -> int:
 
 
 def _kafka_libs() -> Path:
-    script = kube.repo_root() / "hack" / "kafka" / "provision.sh"
+    script = repo_root() / "hack" / "kafka" / "provision.sh"
     done = subprocess.run([str(script)], stdout=subprocess.PIPE, text=True, timeout=900, check=False)
     if done.returncode != 0:
         raise BedError(f"{script} failed with exit code {done.returncode} (its messages are above)")

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafka_balancer_dev.checkout import repo_root
 from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed.ports import LOOPBACK, free_ports
 from kafka_balancer_dev.localbed.procs import ManagedProcess, wait_until
@@ -62,17 +63,6 @@ class KubeBinaries:
             if not os.access(path, os.X_OK):
                 raise BedError(f"provisioned binary {path} is missing or not executable")
         return binaries
-
-
-def repo_root() -> Path:
-    """The checkout this package runs from (``KB_ROOT`` wins), where ``hack/`` lives."""
-    env_root = os.environ.get("KB_ROOT")
-    if env_root:
-        return Path(env_root)
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "hack" / "kube" / "provision.sh").exists():
-            return parent
-    raise BedError("cannot find hack/kube/provision.sh above this package; set KB_ROOT to the checkout")
 
 
 def provision(*, timeout_s: float = 7200.0) -> KubeBinaries:

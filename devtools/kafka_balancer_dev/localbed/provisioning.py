@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from kafka_balancer_dev.checkout import repo_root
 from kafka_balancer_dev.errors import BedError
-from kafka_balancer_dev.localbed.kube import repo_root
 
 
 def provisioned_directory(script: str, *, timeout_s: float = 900.0) -> Path:
