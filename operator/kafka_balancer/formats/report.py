@@ -7,7 +7,8 @@ from typing import Any
 from kafka_balancer.goals.base import GoalStatus
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.resources import RESOURCES
-from kafka_balancer.planner.plan import BrokerLoad, Plan
+from kafka_balancer.model.working import BrokerLoad
+from kafka_balancer.planner.plan import Plan
 
 
 def _load(load: BrokerLoad, capacity: tuple[float, ...]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Goal families, their registry, and the goal math shared by the planner and the Spark job."""
+"""Goal families, their registry, and the bands the planner and the Spark job share; built on model/ only."""
 
 from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
 

@@ -13,14 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafka_balancer.goals import math
-from kafka_balancer.goals.math import BoolArray, FloatArray
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
-
-# Quantity columns of a broker: the four resources in ``Resource`` order, then the counts.
-REPLICAS = 4
-LEADERS = 5
-N_QUANTITIES = 6
+from kafka_balancer.model import math
+from kafka_balancer.model.math import BoolArray, FloatArray
+from kafka_balancer.model.quantities import LEADERS, REPLICAS
 
 # A distribution goal being fixed aims for this fraction of its range, so the goals optimised
 # after it keep some room to move without breaking it.

@@ -6,16 +6,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kafka_balancer.goals import math
-from kafka_balancer.goals.band import LEADERS, REPLICAS, GoalBand, goal_band, goal_column
+from kafka_balancer.goals.band import GoalBand, goal_band, goal_column
 from kafka_balancer.goals.base import EPSILON, Goal, GoalStatus
-from kafka_balancer.goals.math import FloatArray
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec
+from kafka_balancer.model import math
+from kafka_balancer.model.math import FloatArray
+from kafka_balancer.model.quantities import LEADERS, REPLICAS
 from kafka_balancer.model.resources import Resource
 
 if TYPE_CHECKING:
-    from kafka_balancer.planner.search import Search
-    from kafka_balancer.planner.state import Candidates, PlanState
+    from kafka_balancer.goals.port import SearchPort
+    from kafka_balancer.model.candidates import Candidates
+    from kafka_balancer.model.working import WorkingModel
 
 # Floating-point safety: planned brokers stay this far (relative to scale) inside a band.
 MARGIN = 1e-6
@@ -56,7 +58,7 @@ class BandGoal(Goal):
         """The target band (where a broker being fixed is aimed) or the veto band."""
         return (self.target_lo, self.target_hi) if target else (self.veto_lo, self.veto_hi)
 
-    def _before(self, state: PlanState, target: bool) -> tuple[FloatArray, FloatArray]:
+    def _before(self, state: WorkingModel, target: bool) -> tuple[FloatArray, FloatArray]:
         """Per-broker quantity and its distance outside a band, cached until the state changes."""
         key = (state.version, target)
         if self._cache_key != key:
@@ -68,14 +70,14 @@ class BandGoal(Goal):
     def affects_leadership(self) -> bool:
         return self.column in (Resource.NETWORK_OUT, Resource.CPU, LEADERS)
 
-    def needs_fix(self, state: PlanState) -> FloatArray:
+    def needs_fix(self, state: WorkingModel) -> FloatArray:
         """Per-broker contract violation (relative); brokers above EPSILON get fixed."""
         if not self.active:
             return np.zeros(state.n_brokers)
         return math.outside_band(state.quantity(self.column), self.lo, self.hi) / self.scale
 
     def evaluate(
-        self, state: PlanState, cands: Candidates, target: bool = False
+        self, state: WorkingModel, cands: Candidates, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         if not self.active:
             return np.zeros(len(cands)), np.zeros((len(cands), state.n_brokers))
@@ -88,7 +90,7 @@ class BandGoal(Goal):
         return (after_src - before[src]) / self.scale[src], (after - before) / self.scale
 
     def evaluate_pairs(
-        self, state: PlanState, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
+        self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         shape = (len(give), len(take))
         if not self.active:
@@ -100,12 +102,12 @@ class BandGoal(Goal):
         dy = math.outside_band(q[y] + dq, lo[y], hi[y]) - math.outside_band(q[y], lo[y], hi[y])
         return dx / self.scale[x], dy / self.scale[y]
 
-    def violation(self, state: PlanState) -> float:
+    def violation(self, state: WorkingModel) -> float:
         if not self.active:
             return 0.0
         return float((math.outside_band(state.quantity(self.column), self.lo, self.hi) / self.scale).sum())
 
-    def status(self, state: PlanState) -> GoalStatus:
+    def status(self, state: WorkingModel) -> GoalStatus:
         fix = self.needs_fix(state)
         worst = self.worst_deviation(state)
         if not (fix > EPSILON).any():
@@ -121,10 +123,10 @@ class BandGoal(Goal):
     def describe(self, value: float, broker: int) -> str:
         return f"{value:.6g}"
 
-    def worst_deviation(self, state: PlanState) -> float:
+    def worst_deviation(self, state: WorkingModel) -> float:
         raise NotImplementedError
 
-    def optimize(self, state: PlanState, search: Search) -> None:
+    def optimize(self, state: WorkingModel, search: SearchPort) -> None:
         for _ in range(64):
             violation = self.needs_fix(state)
             todo = [int(b) for b in np.argsort(-violation, kind="stable") if violation[b] > EPSILON]
@@ -141,13 +143,13 @@ class BandGoal(Goal):
                 return
 
     # Sizing for the search: how far a broker is from its target band, and what it can spare.
-    def excess(self, state: PlanState, broker: int) -> float:
+    def excess(self, state: WorkingModel, broker: int) -> float:
         return float(state.quantity(self.column)[broker] - self.target_hi[broker])
 
-    def deficit(self, state: PlanState, broker: int) -> float:
+    def deficit(self, state: WorkingModel, broker: int) -> float:
         return float(self.target_lo[broker] - state.quantity(self.column)[broker])
 
-    def surplus(self, state: PlanState) -> FloatArray:
+    def surplus(self, state: WorkingModel) -> FloatArray:
         """How much each broker could give before leaving its band, relative to its scale."""
         return (state.quantity(self.column) - self.veto_lo) / self.scale
 
@@ -160,7 +162,7 @@ class CapacityGoal(BandGoal):
             return f"{value:.0f} replicas"
         return f"{100.0 * value / self.scale[broker]:.2f}% of capacity"
 
-    def status(self, state: PlanState) -> GoalStatus:
+    def status(self, state: WorkingModel) -> GoalStatus:
         base = super().status(state)
         if base.satisfied:
             return base
@@ -177,7 +179,7 @@ class CapacityGoal(BandGoal):
             f"broker {int(state.broker_ids[b])} holds {self.describe(q, b)} ({limit})",
         )
 
-    def worst_deviation(self, state: PlanState) -> float:
+    def worst_deviation(self, state: WorkingModel) -> float:
         mask = state.active
         if not mask.any():
             return 0.0
@@ -192,7 +194,7 @@ class DistributionGoal(BandGoal):
     def mean(self) -> float:
         return self.band.mean
 
-    def worst_deviation(self, state: PlanState) -> float:
+    def worst_deviation(self, state: WorkingModel) -> float:
         mask = state.active
         if not mask.any() or self.mean <= 0:
             return 0.0
@@ -205,7 +207,7 @@ class DistributionGoal(BandGoal):
         return f"{100.0 * value / cap:.2f}% utilisation" if cap > 0 else f"{value:.6g}"
 
 
-def band_goal(spec: GoalSpec, state: PlanState) -> BandGoal:
+def band_goal(spec: GoalSpec, state: WorkingModel) -> BandGoal:
     column = goal_column(spec.type)
     capacity = state.capacity[:, column] if column < REPLICAS else None
     band = goal_band(spec, state.quantity(column), capacity, state.share, state.active)

@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kafka_balancer.goals.math import FloatArray
 from kafka_balancer.goals.spec import GoalSpec
+from kafka_balancer.model.math import FloatArray
 
 if TYPE_CHECKING:
-    from kafka_balancer.planner.search import Search
-    from kafka_balancer.planner.state import Candidates, PlanState
+    from kafka_balancer.goals.port import SearchPort
+    from kafka_balancer.model.candidates import Candidates
+    from kafka_balancer.model.working import WorkingModel
 
 # Violations are in relative units (a broker's deviation ÷ its expected value); below this
 # they are rounding noise, not something worth moving bytes for.
@@ -41,7 +42,7 @@ class Goal(abc.ABC):
 
     @abc.abstractmethod
     def evaluate(
-        self, state: PlanState, cands: Candidates, target: bool = False
+        self, state: WorkingModel, cands: Candidates, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         """Change of this goal's violation at each candidate's source ``[K]`` and at every
         possible destination broker ``[K, B]`` if the candidate were applied there.
@@ -51,21 +52,21 @@ class Goal(abc.ABC):
 
     @abc.abstractmethod
     def evaluate_pairs(
-        self, state: PlanState, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
+        self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         """Change of the violation at ``x`` and at ``y`` ``[I, J]`` if ``give[i]`` moves from x to y
         and ``take[j]`` moves from y to x together (a swap)."""
 
     @abc.abstractmethod
-    def violation(self, state: PlanState) -> float:
+    def violation(self, state: WorkingModel) -> float:
         """Total violation (0 when the goal holds with the planner's safety margin)."""
 
     @abc.abstractmethod
-    def status(self, state: PlanState) -> GoalStatus:
+    def status(self, state: WorkingModel) -> GoalStatus:
         """Whether the goal holds by the contract's bands, for reports and hard-goal checks."""
 
     @abc.abstractmethod
-    def optimize(self, state: PlanState, search: Search) -> None:
+    def optimize(self, state: WorkingModel, search: SearchPort) -> None:
         """Apply moves (through ``search``, which enforces vetoes) until satisfied or stuck."""
 
     def affects_leadership(self) -> bool:

@@ -7,16 +7,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kafka_balancer.goals.base import Goal, GoalStatus
-from kafka_balancer.goals.math import FloatArray, IntArray
 from kafka_balancer.goals.spec import GoalSpec
-from kafka_balancer.planner.state import NO_BROKER
+from kafka_balancer.model.candidates import NO_BROKER
+from kafka_balancer.model.math import FloatArray, IntArray
 
 if TYPE_CHECKING:
-    from kafka_balancer.planner.search import Search
-    from kafka_balancer.planner.state import Candidates, PlanState
+    from kafka_balancer.goals.port import SearchPort
+    from kafka_balancer.model.candidates import Candidates
+    from kafka_balancer.model.working import WorkingModel
 
 
-def rack_counts(state: PlanState, parts: IntArray) -> IntArray:
+def rack_counts(state: WorkingModel, parts: IntArray) -> IntArray:
     """``[K, racks]``: replicas of each partition per rack."""
     rows = state.replicas[parts]
     n_racks = len(state.rack_names)
@@ -27,15 +28,15 @@ def rack_counts(state: PlanState, parts: IntArray) -> IntArray:
 
 
 class RackAwareGoal(Goal):
-    def __init__(self, spec: GoalSpec, state: PlanState) -> None:
+    def __init__(self, spec: GoalSpec, state: WorkingModel) -> None:
         super().__init__(spec)
 
-    def excess(self, state: PlanState, parts: IntArray) -> IntArray:
+    def excess(self, state: WorkingModel, parts: IntArray) -> IntArray:
         over = rack_counts(state, parts) - state.rack_limit[parts][:, None]
         return np.asarray(np.maximum(over, 0).sum(axis=1), dtype=np.int64)
 
     def evaluate(
-        self, state: PlanState, cands: Candidates, target: bool = False
+        self, state: WorkingModel, cands: Candidates, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         k = len(cands)
         counts = rack_counts(state, cands.part)
@@ -49,22 +50,22 @@ class RackAwareGoal(Goal):
         return np.zeros(k), np.where(same | ~moves, 0.0, change)
 
     def evaluate_pairs(
-        self, state: PlanState, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
+        self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         # Two different partitions: their rack changes add up.
         gives = self.evaluate(state, give)[1][:, y]
         takes = self.evaluate(state, take)[1][:, x]
         return np.zeros((len(give), len(take))), gives[:, None] + takes[None, :]
 
-    def violating(self, state: PlanState) -> IntArray:
+    def violating(self, state: WorkingModel) -> IntArray:
         """Partitions to fix; an excluded topic's (not movable) are left as they are."""
         parts = np.arange(len(state.rf))
         return np.nonzero((self.excess(state, parts) > 0) & state.movable)[0]
 
-    def violation(self, state: PlanState) -> float:
+    def violation(self, state: WorkingModel) -> float:
         return float(self.excess(state, np.arange(len(state.rf)))[state.movable].sum())
 
-    def status(self, state: PlanState) -> GoalStatus:
+    def status(self, state: WorkingModel) -> GoalStatus:
         bad = self.violating(state)
         if len(bad) == 0:
             return GoalStatus(True, 0.0, "")
@@ -78,7 +79,7 @@ class RackAwareGoal(Goal):
             f"{racks} (at most {int(state.rack_limit[p])} per rack)",
         )
 
-    def optimize(self, state: PlanState, search: Search) -> None:
+    def optimize(self, state: WorkingModel, search: SearchPort) -> None:
         for p in self.violating(state):
             parts = np.array([p], dtype=np.int64)
             while self.excess(state, parts)[0] > 0:

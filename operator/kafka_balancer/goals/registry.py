@@ -11,10 +11,10 @@ from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 
 if TYPE_CHECKING:
-    from kafka_balancer.planner.state import PlanState
+    from kafka_balancer.model.working import WorkingModel
 
 
-def build_goal(spec: GoalSpec, state: PlanState) -> Goal:
+def build_goal(spec: GoalSpec, state: WorkingModel) -> Goal:
     if spec.type is GoalType.RACK_AWARE:
         return RackAwareGoal(spec, state)
     if spec.type is GoalType.TOPIC_REPLICA_DISTRIBUTION:

@@ -6,22 +6,23 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kafka_balancer.goals import math
-from kafka_balancer.goals.band import REPLICAS
 from kafka_balancer.goals.base import EPSILON, Goal, GoalStatus
-from kafka_balancer.goals.math import FloatArray, IntArray
 from kafka_balancer.goals.spec import GoalSpec
+from kafka_balancer.model import math
+from kafka_balancer.model.math import FloatArray, IntArray
+from kafka_balancer.model.quantities import REPLICAS
 
 # Brokers asked for a replica of a topic before giving up on an under-filled broker.
 MAX_SOURCES = 8
 
 if TYPE_CHECKING:
-    from kafka_balancer.planner.search import Search
-    from kafka_balancer.planner.state import Candidates, PlanState
+    from kafka_balancer.goals.port import SearchPort
+    from kafka_balancer.model.candidates import Candidates
+    from kafka_balancer.model.working import WorkingModel
 
 
 class TopicReplicaDistributionGoal(Goal):
-    def __init__(self, spec: GoalSpec, state: PlanState) -> None:
+    def __init__(self, spec: GoalSpec, state: WorkingModel) -> None:
         super().__init__(spec)
         self.range = spec.range_percent / 100.0
         share = state.share
@@ -34,12 +35,12 @@ class TopicReplicaDistributionGoal(Goal):
         self.judged = np.zeros(state.n_topics, dtype=bool)
         self.judged[state.topic[state.movable]] = True
 
-    def per_cell(self, state: PlanState) -> FloatArray:
+    def per_cell(self, state: WorkingModel) -> FloatArray:
         outside = math.outside_band(state.topic_count, self.lo, self.hi) / self.scale
         return np.asarray(np.where(self.judged[:, None], outside, 0.0), dtype=np.float64)
 
     def evaluate(
-        self, state: PlanState, cands: Candidates, target: bool = False
+        self, state: WorkingModel, cands: Candidates, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         t = state.topic[cands.part]
         q = state.topic_count[t].astype(np.float64)
@@ -53,14 +54,14 @@ class TopicReplicaDistributionGoal(Goal):
         after = math.outside_band(q + d[:, None], lo, hi)
         return (src_after - src_before) / scale[k, src], (after - before) / scale
 
-    def _cell_change(self, state: PlanState, topics: IntArray, broker: int, step: float) -> FloatArray:
+    def _cell_change(self, state: WorkingModel, topics: IntArray, broker: int, step: float) -> FloatArray:
         q = state.topic_count[topics, broker].astype(np.float64)
         lo, hi = self.lo[topics, broker], self.hi[topics, broker]
         change = math.outside_band(q + step, lo, hi) - math.outside_band(q, lo, hi)
         return np.asarray(change / self.scale[topics, broker], dtype=np.float64)
 
     def evaluate_pairs(
-        self, state: PlanState, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
+        self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         tg, tt = state.topic[give.part], state.topic[take.part]
         moves = give.delta[:, REPLICAS][:, None] * take.delta[:, REPLICAS][None, :]
@@ -69,10 +70,10 @@ class TopicReplicaDistributionGoal(Goal):
         dy = self._cell_change(state, tg, y, 1.0)[:, None] + self._cell_change(state, tt, y, -1.0)[None, :]
         return np.where(differ, dx, 0.0), np.where(differ, dy, 0.0)
 
-    def violation(self, state: PlanState) -> float:
+    def violation(self, state: WorkingModel) -> float:
         return float(self.per_cell(state).sum())
 
-    def status(self, state: PlanState) -> GoalStatus:
+    def status(self, state: WorkingModel) -> GoalStatus:
         cells = self.per_cell(state)
         active = state.active
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -89,7 +90,7 @@ class TopicReplicaDistributionGoal(Goal):
             f"{int(state.broker_ids[b])}, band {int(self.lo[t, b])}..{int(self.hi[t, b])}",
         )
 
-    def optimize(self, state: PlanState, search: Search) -> None:
+    def optimize(self, state: WorkingModel, search: SearchPort) -> None:
         for _ in range(16):
             cells = self.per_cell(state)
             topics = np.nonzero((cells > EPSILON).any(axis=1))[0]
@@ -101,7 +102,7 @@ class TopicReplicaDistributionGoal(Goal):
             if not progress:
                 return
 
-    def _balance_topic(self, state: PlanState, search: Search, t: int) -> bool:
+    def _balance_topic(self, state: WorkingModel, search: SearchPort, t: int) -> bool:
         progress = False
         of_topic = state.topic == t
         for x in np.argsort(-state.topic_count[t], kind="stable"):
@@ -120,7 +121,7 @@ class TopicReplicaDistributionGoal(Goal):
                 progress = True
         return progress
 
-    def _pull(self, state: PlanState, search: Search, t: int, y: int) -> bool:
+    def _pull(self, state: WorkingModel, search: SearchPort, t: int, y: int) -> bool:
         of_topic = state.topic == t
         surplus = state.topic_count[t] - self.lo[t]
         for x in np.argsort(-surplus, kind="stable")[:MAX_SOURCES]:

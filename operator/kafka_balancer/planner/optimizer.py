@@ -19,9 +19,9 @@ from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.resources import Resource
-from kafka_balancer.planner.plan import GoalOutcome, Plan, broker_loads, bytes_moved_lower_bound, diff
+from kafka_balancer.model.working import WorkingModel
+from kafka_balancer.planner.plan import GoalOutcome, Plan, bytes_moved_lower_bound, diff
 from kafka_balancer.planner.search import Search
-from kafka_balancer.planner.state import PlanState
 
 MAX_PASSES = 6
 
@@ -29,11 +29,11 @@ MAX_PASSES = 6
 def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     """Plan the moves that satisfy ``specs``; InfeasibleError if the hard goals cannot all hold."""
     started = time.perf_counter()
-    state = PlanState(cluster)
+    state = WorkingModel(cluster)
     ordered = priority_order(specs)
     goals = [build_goal(spec, state) for spec in ordered]
     _check_feasible(state, goals)
-    before_loads = broker_loads(state)
+    before_loads = state.broker_loads()
     before = [g.status(state) for g in goals]
     disk_before = state.load[:, Resource.DISK].copy()
 
@@ -73,12 +73,12 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
             for g, b, a in zip(goals, before, after, strict=True)
         ),
         brokers_before=before_loads,
-        brokers_after=broker_loads(state),
+        brokers_after=state.broker_loads(),
         seconds=time.perf_counter() - started,
     )
 
 
-def _check_feasible(state: PlanState, goals: list[Goal]) -> None:
+def _check_feasible(state: WorkingModel, goals: list[Goal]) -> None:
     """Fail fast, with the reason, on what no sequence of moves could fix."""
     n_active = int(state.active.sum())
     if len(state.rf) and int(state.rf.max()) > n_active:
@@ -101,7 +101,7 @@ def _check_feasible(state: PlanState, goals: list[Goal]) -> None:
             )
 
 
-def _drain(state: PlanState, goals: list[Goal]) -> None:
+def _drain(state: WorkingModel, goals: list[Goal]) -> None:
     """Move every replica off draining brokers: same rack first, within every hard goal."""
     hard = [g for g in goals if g.hard]
     search = Search(state, hard, [g for g in goals if not g.hard])
@@ -117,7 +117,7 @@ def _drain(state: PlanState, goals: list[Goal]) -> None:
                 state.pin_to_rack(p, slot)
 
 
-def _drain_blocked(state: PlanState, hard: list[Goal], broker: int, p: int) -> str:
+def _drain_blocked(state: WorkingModel, hard: list[Goal], broker: int, p: int) -> str:
     cands = state.replica_moves(broker, np.array([p], dtype=np.int64))
     holders = state.holds(cands.part)[0]
     open_brokers = np.nonzero(state.active & ~holders)[0]

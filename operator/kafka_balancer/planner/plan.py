@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafka_balancer.goals.base import GoalStatus
-from kafka_balancer.goals.math import FloatArray, IntArray
-from kafka_balancer.planner.state import PlanState
+from kafka_balancer.model.math import FloatArray, IntArray
+from kafka_balancer.model.working import BrokerLoad, WorkingModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,15 +17,6 @@ class Reassignment:
     partition: int
     # Broker ids after the plan; the first is the leader.
     replicas: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerLoad:
-    """One broker's load at one point: resources in snapshot units, then counts."""
-
-    loads: tuple[float, float, float, float]
-    replicas: int
-    leaders: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,18 +52,7 @@ class Plan:
         return not self.reassignments
 
 
-def broker_loads(state: PlanState) -> tuple[BrokerLoad, ...]:
-    return tuple(
-        BrokerLoad(
-            (float(row[0]), float(row[1]), float(row[2]), float(row[3])),
-            int(state.replica_count[b]),
-            int(state.leader_count[b]),
-        )
-        for b, row in enumerate(state.load)
-    )
-
-
-def diff(state: PlanState) -> tuple[tuple[Reassignment, ...], PlanFigures]:
+def diff(state: WorkingModel) -> tuple[tuple[Reassignment, ...], PlanFigures]:
     """Reassignments for every changed partition and the data they move."""
     changed = state.changed_partitions()
     reassignments = []

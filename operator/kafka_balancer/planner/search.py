@@ -15,8 +15,9 @@ import numpy as np
 
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import EPSILON, Goal
-from kafka_balancer.goals.math import BoolArray, FloatArray, IntArray
-from kafka_balancer.planner.state import NO_BROKER, Candidates, PlanState
+from kafka_balancer.model.candidates import NO_BROKER, Candidates
+from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
+from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.vetoes import TOLERANCE, StackedBands
 
 # Candidates are evaluated in growing batches: the preferred few first, most of the time enough.
@@ -76,7 +77,7 @@ class Pool:
 
 @dataclass
 class Search:
-    state: PlanState
+    state: WorkingModel
     vetoes: list[Goal] = field(default_factory=list)
     later: list[Goal] = field(default_factory=list)
     actions: int = 0

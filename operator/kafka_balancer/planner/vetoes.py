@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from kafka_balancer.goals.bands import BandGoal
-from kafka_balancer.goals.math import BoolArray, FloatArray
-from kafka_balancer.planner.state import Candidates, PlanState
+from kafka_balancer.model.candidates import Candidates
+from kafka_balancer.model.math import BoolArray, FloatArray
+from kafka_balancer.model.working import WorkingModel
 
 TOLERANCE = 1e-12
 
@@ -39,14 +40,14 @@ class StackedBands:
     def __bool__(self) -> bool:
         return len(self.columns) > 0
 
-    def _current(self, state: PlanState) -> tuple[FloatArray, FloatArray]:
+    def _current(self, state: WorkingModel) -> tuple[FloatArray, FloatArray]:
         if self._key != state.version:
             self._q = state.quantities()[:, self.columns]
             self._before = _outside(self._q, self.lo, self.hi)
             self._key = state.version
         return self._q, self._before
 
-    def _changes(self, state: PlanState, cands: Candidates) -> tuple[FloatArray, FloatArray]:
+    def _changes(self, state: WorkingModel, cands: Candidates) -> tuple[FloatArray, FloatArray]:
         """Un-normalised change outside the bands at each source ``[K, G]`` and destination ``[K, B, G]``."""
         q, before = self._current(state)
         d = cands.delta[:, self.columns]
@@ -55,14 +56,14 @@ class StackedBands:
         at_dst = _outside(q[None, :, :] + d[:, None, :], self.lo[None], self.hi[None]) - before[None]
         return at_src, at_dst
 
-    def allowed(self, state: PlanState, cands: Candidates) -> BoolArray:
+    def allowed(self, state: WorkingModel, cands: Candidates) -> BoolArray:
         """``[K, B]``: candidate k may go to broker b without worsening any goal on either end."""
         at_src, at_dst = self._changes(state, cands)
         src_ok = np.asarray((at_src <= self.slack[cands.src]).all(axis=1), dtype=bool)
         dst_ok = (at_dst <= self.slack[None]).all(axis=2)
         return np.asarray(src_ok[:, None] & dst_ok, dtype=bool)
 
-    def total_change(self, state: PlanState, cands: Candidates) -> FloatArray:
+    def total_change(self, state: WorkingModel, cands: Candidates) -> FloatArray:
         """``[K, B]``: the goals' summed relative change if candidate k went to broker b."""
         at_src, at_dst = self._changes(state, cands)
         src = (at_src / self.scale[cands.src]).sum(axis=1)

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafka_balancer.goals.band import REPLICAS, goal_band, goal_column
+from kafka_balancer.goals.band import goal_band, goal_column
 from kafka_balancer.goals.base import EPSILON
 from kafka_balancer.goals.registry import priority_order
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
 from kafka_balancer.model.cluster import Cluster
-from kafka_balancer.planner.plan import BrokerLoad, broker_loads
-from kafka_balancer.planner.state import PlanState
+from kafka_balancer.model.quantities import REPLICAS
+from kafka_balancer.model.working import BrokerLoad, WorkingModel
 from kafka_balancer.report.data import BandKind, BrokerRow, GoalBandView, PlanSummary, ReportData
 
 
 def build_report(before: Cluster, after: Cluster, specs: tuple[GoalSpec, ...]) -> ReportData:
     """``after``: ``before`` with the plan applied (same brokers, same partitions in the same order)."""
-    # The planner's own state gives the load model, shares and activity exactly as it plans with them.
-    state_before, state_after = PlanState(before), PlanState(after)
-    loads_before, loads_after = broker_loads(state_before), broker_loads(state_after)
+    # The planner's own working model gives the load model, shares and activity exactly as it plans with them.
+    state_before, state_after = WorkingModel(before), WorkingModel(after)
+    loads_before, loads_after = state_before.broker_loads(), state_after.broker_loads()
     order = sorted(range(len(before.brokers)), key=lambda i: (before.brokers[i].rack, before.brokers[i].id))
     rows = tuple(
         BrokerRow(
@@ -49,7 +49,7 @@ def _percent(
     return d, i, o, c
 
 
-def _band(spec: GoalSpec, before: PlanState, after: PlanState, order: np.ndarray) -> GoalBandView:
+def _band(spec: GoalSpec, before: WorkingModel, after: WorkingModel, order: np.ndarray) -> GoalBandView:
     column = goal_column(spec.type)
     capacity = before.capacity[:, column] if column < REPLICAS else None
     # Moves keep every total (load and counts), so the band of the planned state is this one.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from kafka_balancer.planner.plan import BrokerLoad
+from kafka_balancer.model.working import BrokerLoad
 
 
 @dataclass(frozen=True, slots=True)

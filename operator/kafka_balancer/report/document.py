@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_balancer.model.resources import RESOURCES
-from kafka_balancer.planner.plan import BrokerLoad
+from kafka_balancer.model.working import BrokerLoad
 from kafka_balancer.report.data import BrokerRow, PlanSummary
 from kafka_balancer.report.table import text_table
 

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from kafka_balancer.goals.band import N_QUANTITIES, REPLICAS
+from kafka_balancer.model.quantities import N_QUANTITIES, REPLICAS
 from kafka_balancer.report.data import BandKind, BrokerRow, GoalBandView, ReportData
 
 # Fixed size: 1600 × 1200 pixels whatever the cluster, so the picture fits the same page every time.

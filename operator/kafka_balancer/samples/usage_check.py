@@ -14,8 +14,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 
 from kafka_balancer.model.cluster import Cluster
-from kafka_balancer.planner.plan import broker_loads
-from kafka_balancer.planner.state import PlanState
+from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.samples.broker_usage import BrokerUsage
 
 # Measured above the model by this factor, and by at least this many bytes/s, is worth a line.
@@ -47,7 +46,7 @@ def measured_usage(broker_samples: pa.Table) -> dict[int, BrokerUsage]:
 
 def modelled_network(cluster: Cluster) -> dict[int, tuple[float, float]]:
     """Broker id → (network in, network out) bytes/s under the DESIGN load model."""
-    loads = broker_loads(PlanState(cluster))
+    loads = WorkingModel(cluster).broker_loads()
     return {b.id: (load.loads[1], load.loads[2]) for b, load in zip(cluster.brokers, loads, strict=True)}
 
 

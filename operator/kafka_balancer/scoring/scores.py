@@ -1,6 +1,6 @@
 """Per-broker goal scores and candidate actions over pandas frames (run inside pandas UDFs).
 
-Every band, violation and deviation comes from :mod:`kafka_balancer.goals.math`, the module
+Every band, violation and deviation comes from :mod:`kafka_balancer.model.math`, the module
 the planner uses, so the job and the planner cannot disagree. Rack awareness and topic
 spread are per-partition/per-topic goals and are not scored per broker here.
 """
@@ -13,10 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from kafka_balancer.goals import math
-from kafka_balancer.goals.band import LEADERS, REPLICAS, GoalBand, goal_band, goal_column
-from kafka_balancer.goals.math import BoolArray, FloatArray
+from kafka_balancer.goals.band import GoalBand, goal_band, goal_column
 from kafka_balancer.goals.spec import GoalSpec, GoalType
+from kafka_balancer.model import math
+from kafka_balancer.model.math import BoolArray, FloatArray
+from kafka_balancer.model.quantities import LEADERS, REPLICAS
 from kafka_balancer.model.resources import RESOURCES
 
 # Quantity columns of a broker: the four resources (``Resource`` order), then counts.

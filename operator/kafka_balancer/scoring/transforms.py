@@ -21,7 +21,7 @@ older than the used windows (the collector writes one file per pass, named and s
 model aggregate partitions × windows rows instead of every sample. Both accept raw samples too.
 
 Goal math (broker loads, bands, violations) runs in pandas UDFs calling
-:mod:`kafka_balancer.goals.math` through :mod:`kafka_balancer.scoring.scores`.
+:mod:`kafka_balancer.model.math` through :mod:`kafka_balancer.scoring.scores`.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafka_balancer.goals import math
 from kafka_balancer.goals.spec import GoalSpec
+from kafka_balancer.model import math
 from kafka_balancer.scoring import scores
 
 DEFAULT_FOLLOWER_CPU_FRACTION = 0.2
@@ -188,7 +188,7 @@ def _contribute(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
 
 
 def replica_contributions(replicas: DataFrame) -> DataFrame:
-    """Per replica: the load it adds to its broker (``goals.math.replica_contribution``)."""
+    """Per replica: the load it adds to its broker (``model.math.replica_contribution``)."""
     schema = "broker int, is_leader boolean, " + ", ".join(f"{c} double" for c in scores.CONTRIBUTION_COLUMNS)
     return replicas.select(
         "broker", "is_leader", "disk", "network_in", "network_out", "cpu", "follower_cpu", "rf"
@@ -211,7 +211,7 @@ def broker_loads(contributions: DataFrame, topology: DataFrame) -> DataFrame:
 
 
 def broker_scores(loads: DataFrame, goals: Sequence[GoalSpec]) -> DataFrame:
-    """Per broker per goal: quantity, band lo/hi, violation, deviation (``goals.math``)."""
+    """Per broker per goal: quantity, band lo/hi, violation, deviation (``model.math``)."""
     chosen = tuple(goals)
 
     def score(frame: pd.DataFrame) -> pd.DataFrame:

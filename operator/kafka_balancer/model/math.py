@@ -1,7 +1,7 @@
-"""The goal math: the load model and every band formula, written once.
+"""The load model's math and every band formula, written once.
 
-The planner and the Spark scoring job both call these functions (the job through pandas
-UDFs), so the two can never disagree on what a broker's load or a goal's band is.
+The working model, the goals, the report and the Spark scoring job all call these functions (the
+job through pandas UDFs), so they can never disagree on what a broker's load or a goal's band is.
 All functions are pure and vectorised over numpy arrays.
 """
 
@@ -44,7 +44,7 @@ def replica_contribution(
     return np.stack([disk_arr, n_in, out, core], axis=-1)
 
 
-def broker_loads(replica_broker: IntArray, contributions: FloatArray, n_brokers: int) -> FloatArray:
+def sum_per_broker(replica_broker: IntArray, contributions: FloatArray, n_brokers: int) -> FloatArray:
     """Sum replica contributions ``[n, 4]`` into per-broker loads ``[n_brokers, 4]``."""
     loads = np.zeros((n_brokers, contributions.shape[-1]), dtype=np.float64)
     np.add.at(loads, replica_broker, contributions)

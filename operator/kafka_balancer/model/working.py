@@ -1,6 +1,8 @@
-"""The planner's working copy of a cluster: numpy arrays that moves update in O(1).
+"""The working model: a cluster as numpy arrays that moves update in O(1).
 
-A plan is the diff between the state's original and current replica assignment.
+The planner mutates it, goals measure it, and the report and the usage check read per-broker loads
+from it, so it lives with the cluster model rather than inside the planner. A plan is the diff
+between its original and current replica assignment.
 """
 
 from __future__ import annotations
@@ -9,56 +11,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafka_balancer.goals import math
-from kafka_balancer.goals.band import LEADERS, N_QUANTITIES, REPLICAS
-from kafka_balancer.goals.math import BoolArray, FloatArray, IntArray
+from kafka_balancer.model import math
+from kafka_balancer.model.candidates import NO_BROKER, Candidates
 from kafka_balancer.model.cluster import Cluster
-
-NO_BROKER = -1
-
-
-@dataclass
-class Candidates:
-    """A batch of candidate actions, structure-of-arrays.
-
-    ``dst == NO_BROKER``: move the replica in ``slot`` to any broker. Otherwise a leadership
-    change: the replica in ``slot`` (on broker ``dst``) becomes the leader.
-    ``delta`` is what the action takes from ``src`` and gives to its destination.
-    """
-
-    part: IntArray
-    slot: IntArray
-    src: IntArray
-    dst: IntArray
-    delta: FloatArray
-    cost: FloatArray
-
-    def __len__(self) -> int:
-        return int(self.part.shape[0])
-
-    def take(self, index: IntArray) -> Candidates:
-        return Candidates(
-            self.part[index],
-            self.slot[index],
-            self.src[index],
-            self.dst[index],
-            self.delta[index],
-            self.cost[index],
-        )
-
-    @staticmethod
-    def concat(batches: list[Candidates]) -> Candidates:
-        return Candidates(
-            np.concatenate([b.part for b in batches]),
-            np.concatenate([b.slot for b in batches]),
-            np.concatenate([b.src for b in batches]),
-            np.concatenate([b.dst for b in batches]),
-            np.concatenate([b.delta for b in batches]),
-            np.concatenate([b.cost for b in batches]),
-        )
+from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
+from kafka_balancer.model.quantities import LEADERS, N_QUANTITIES, REPLICAS
 
 
-class PlanState:
+@dataclass(frozen=True, slots=True)
+class BrokerLoad:
+    """One broker's load at one point: resources in snapshot units, then counts."""
+
+    loads: tuple[float, float, float, float]
+    replicas: int
+    leaders: int
+
+
+class WorkingModel:
     """Mutable arrays over brokers (index ``b``) and partitions (index ``p``)."""
 
     def __init__(self, cluster: Cluster) -> None:
@@ -124,7 +93,7 @@ class PlanState:
         brokers = self.replicas[p_idx, s_idx]
         is_leader = self.leader_slot[p_idx] == s_idx
         contrib = np.where(is_leader[:, None], self.leader_load[p_idx], self.follower_load[p_idx])
-        self.load: FloatArray = math.broker_loads(brokers, contrib, self.n_brokers)
+        self.load: FloatArray = math.sum_per_broker(brokers, contrib, self.n_brokers)
         self.replica_count: IntArray = np.bincount(brokers, minlength=self.n_brokers).astype(np.int64)
         self.leader_count: IntArray = np.bincount(brokers[is_leader], minlength=self.n_brokers).astype(
             np.int64
@@ -153,6 +122,17 @@ class PlanState:
             return self.load[:, column]
         counts = self.replica_count if column == REPLICAS else self.leader_count
         return counts.astype(np.float64)
+
+    def broker_loads(self) -> tuple[BrokerLoad, ...]:
+        """Every broker's load as it stands, in broker order."""
+        return tuple(
+            BrokerLoad(
+                (float(row[0]), float(row[1]), float(row[2]), float(row[3])),
+                int(self.replica_count[b]),
+                int(self.leader_count[b]),
+            )
+            for b, row in enumerate(self.load)
+        )
 
     def slot_of(self, parts: IntArray, broker: int) -> IntArray:
         return np.asarray(np.argmax(self.replicas[parts] == broker, axis=1), dtype=np.int64)

@@ -1,0 +1,32 @@
+"""What a goal calls on the search while it optimises, as a protocol.
+
+Goals decide which moves would help; the planner's search decides whether a move is allowed (vetoes)
+and applies it. Typing the goals against this port rather than against ``planner.search.Search``
+keeps goals/ below planner/: the planner's search satisfies it structurally.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from kafka_balancer.goals.bands import BandGoal
+    from kafka_balancer.goals.base import Goal
+    from kafka_balancer.model.candidates import Candidates
+
+
+class SearchPort(Protocol):
+    def place(self, goal: Goal, cands: Candidates, dest: int | None = None) -> int | None:
+        """Apply the first acceptable candidate (in the given order) at its best destination, or at
+        ``dest``; the partition it changed, or None when no candidate is acceptable."""
+        ...
+
+    def shed(self, goal: BandGoal, broker: int) -> bool:
+        """Move load off ``broker`` until it is inside ``goal``'s target band or nothing more can go;
+        whether anything moved."""
+        ...
+
+    def fill(self, goal: BandGoal, broker: int) -> bool:
+        """Move load onto ``broker`` until it is inside ``goal``'s target band or nothing more can
+        come; whether anything moved."""
+        ...
