@@ -8,14 +8,12 @@ optional here because the CLI ignores it; the CRD requires it.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kafka_balancer.goals.spec import GoalSpec, GoalType
-from kafka_balancer.prometheus import settings as prometheus_defaults
-from kafka_balancer.reconcile.quantity import is_quantity
+from kafka_balancer.kube_quantity import is_quantity
 
 GROUP = "kafkabalancer.io"
 VERSION = "v1alpha1"
@@ -240,12 +238,37 @@ class Scoring(_Spec):
         return self
 
 
+# spec.prometheus defaults. The queries follow the naming of the Prometheus JMX exporter with the rules
+# most Kafka deployments use (Strimzi's example): ``process_cpu_seconds_total`` of the broker JVM and
+# the broker-wide ``kafka_server_brokertopicmetrics_*_total`` counters (the series without a ``topic``
+# label). Network counts replication too, as the cluster model does: a broker's network in is what
+# producers and its followers' fetches bring in, its network out what consumers and other brokers'
+# followers fetch.
+CPU_QUERY = "sum by ({label}) (rate(process_cpu_seconds_total[{range}]))"
+# Each counter is rated and summed on its own: rate() drops the metric name, so one selector over
+# both names would give two series with the same labels, which Prometheus refuses.
+NETWORK_IN_QUERY = (
+    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_bytesin_total{{topic=""}}[{range}]))'
+    " + "
+    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_replicationbytesin_total{{topic=""}}[{range}]))'
+)
+NETWORK_OUT_QUERY = (
+    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_bytesout_total{{topic=""}}[{range}]))'
+    " + "
+    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_replicationbytesout_total{{topic=""}}[{range}]))'
+)
+# A Strimzi pod name ends in the broker id: my-cluster-kafka-3, my-cluster-pool-a-3.
+BROKER_ID_PATTERN = r"(\d+)$"
+# Two scrapes at Prometheus' default 15 s interval, with room: rate() needs two samples in range.
+MIN_RANGE_S = 60
+
+
 class PrometheusQueries(_Spec):
     """PromQL templates; ``{label}`` and ``{range}`` are filled in, other braces are written doubled."""
 
-    cpu: str = Field(default=prometheus_defaults.CPU_QUERY, min_length=1)
-    network_in: str = Field(default=prometheus_defaults.NETWORK_IN_QUERY, alias="networkIn", min_length=1)
-    network_out: str = Field(default=prometheus_defaults.NETWORK_OUT_QUERY, alias="networkOut", min_length=1)
+    cpu: str = Field(default=CPU_QUERY, min_length=1)
+    network_in: str = Field(default=NETWORK_IN_QUERY, alias="networkIn", min_length=1)
+    network_out: str = Field(default=NETWORK_OUT_QUERY, alias="networkOut", min_length=1)
 
     @field_validator("cpu", "network_in", "network_out")
     @classmethod
@@ -275,12 +298,8 @@ class PrometheusQuerying(_Spec):
 
     url: str = Field(pattern=URL_PATTERN, max_length=2048)
     broker_label: str = Field(default="pod", alias="brokerLabel", pattern=LABEL_PATTERN)
-    broker_id_pattern: str = Field(
-        default=prometheus_defaults.BROKER_ID_PATTERN, alias="brokerIdPattern", min_length=1
-    )
-    min_range_seconds: int = Field(
-        default=prometheus_defaults.MIN_RANGE_S, alias="minRangeSeconds", ge=1, le=86400
-    )
+    broker_id_pattern: str = Field(default=BROKER_ID_PATTERN, alias="brokerIdPattern", min_length=1)
+    min_range_seconds: int = Field(default=MIN_RANGE_S, alias="minRangeSeconds", ge=1, le=86400)
     queries: PrometheusQueries = Field(default_factory=PrometheusQueries)
 
     @field_validator("broker_id_pattern")
@@ -293,21 +312,6 @@ class PrometheusQuerying(_Spec):
         if compiled.groups < 1:
             raise ValueError("needs a group capturing the broker id, e.g. (\\d+)$")
         return pattern
-
-    def settings(
-        self, *, ca_file: Path | None = None, bearer_token: str | None = None
-    ) -> prometheus_defaults.PrometheusSettings:
-        return prometheus_defaults.PrometheusSettings(
-            url=self.url,
-            broker_label=self.broker_label,
-            broker_id_pattern=re.compile(self.broker_id_pattern),
-            cpu_query=self.queries.cpu,
-            network_in_query=self.queries.network_in,
-            network_out_query=self.queries.network_out,
-            min_range_s=self.min_range_seconds,
-            ca_file=ca_file,
-            bearer_token=bearer_token,
-        )
 
 
 class Prometheus(PrometheusQuerying):

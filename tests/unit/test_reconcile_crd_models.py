@@ -16,7 +16,7 @@ from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.goals.spec import GoalType
 from kafka_balancer.k8s.execution import options_of
 from kafka_balancer.kafka.execution_state import MoveOrder
-from kafka_balancer.reconcile.quantity import QUANTITY_PATTERN
+from kafka_balancer.kube_quantity import QUANTITY_PATTERN
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
 

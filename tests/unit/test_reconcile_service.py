@@ -10,12 +10,12 @@ import pytest
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec, KafkaConnection
 from kafka_balancer.errors import InputError
 from kafka_balancer.goals.spec import GoalType, default_goal_set
+from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.reconcile.approval import Action, decide, plan_id
 from kafka_balancer.reconcile.brokers import ESTABLISHED, Lifecycle, WarmUpPolicy, broker_views
 from kafka_balancer.reconcile.conditions import Condition, merge_conditions, ready
 from kafka_balancer.reconcile.connection import client_properties
 from kafka_balancer.reconcile.pool import LoadSource, PoolInput, StoredPlan, UsageSource, reconcile_pool
-from kafka_balancer.reconcile.quantity import parse_quantity
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 from kafka_balancer.reconcile.warmup import warm_up_point
 

@@ -32,8 +32,8 @@ from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_p
 from kafka_balancer.kafka.plan_input import PlannedPartition
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.throttle import release_brokers, wanted_brokers
+from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.reconcile.pool import StoredPlan, execution_config_map
-from kafka_balancer.reconcile.quantity import parse_quantity
 
 logger = logging.getLogger(__name__)
 # Mirror at most this often while moves run (every commit would be a ConfigMap write per second).

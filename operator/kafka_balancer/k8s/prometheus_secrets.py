@@ -32,7 +32,7 @@ def prometheus_settings(
     field when a referenced Secret or key is missing."""
     token_ref, ca_ref = spec.bearer_token_secret_ref, spec.ca_secret_ref
     if token_ref is None and ca_ref is None:
-        return spec.settings()
+        return PrometheusSettings.from_spec(spec)
     if secrets is None:
         raise InputError("prometheus: Secret references need the operator's access to Kubernetes")
     namespace = pool["namespace"]
@@ -54,7 +54,7 @@ def prometheus_settings(
         ca_file = folder / CA_FILE
         ca_file.touch(mode=0o600)
         ca_file.write_bytes(pem)
-    return spec.settings(ca_file=ca_file, bearer_token=token)
+    return PrometheusSettings.from_spec(spec, ca_file=ca_file, bearer_token=token)
 
 
 def _value(secrets: PoolSecrets, namespace: str, field: str, name: str, key: str) -> bytes:

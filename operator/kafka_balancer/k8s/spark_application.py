@@ -27,7 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from kafka_balancer.api import API_VERSION, Scoring
 from kafka_balancer.errors import InputError, KubernetesError, ScoringError
 from kafka_balancer.k8s.kube import MANAGED_BY, Kube
-from kafka_balancer.reconcile.quantity import parse_quantity
+from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.scoring import remote
 from kafka_balancer.scoring.launch import ScoringRequest, ScoringResult, job_arguments, read_outputs
 

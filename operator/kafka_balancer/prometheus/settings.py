@@ -1,11 +1,7 @@
 """What the Prometheus source asks and how it finds the broker id in an answer.
 
-The default queries follow the naming of the Prometheus JMX exporter with the rules most Kafka
-deployments use (Strimzi's example): ``process_cpu_seconds_total`` of the broker JVM and the
-broker-wide ``kafka_server_brokertopicmetrics_*_total`` counters (the series without a ``topic``
-label). Network counts replication too, as the cluster model does: a broker's network in is what
-producers and its followers' fetches bring in, its network out what consumers and other brokers'
-followers fetch.
+The defaults are ``spec.prometheus``'s (:mod:`kafka_balancer.api` documents the queries), so a pool,
+the CLI's settings file and a bare ``PrometheusSettings(url=...)`` ask the same.
 """
 
 from __future__ import annotations
@@ -14,23 +10,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CPU_QUERY = "sum by ({label}) (rate(process_cpu_seconds_total[{range}]))"
-# Each counter is rated and summed on its own: rate() drops the metric name, so one selector over
-# both names would give two series with the same labels, which Prometheus refuses.
-NETWORK_IN_QUERY = (
-    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_bytesin_total{{topic=""}}[{range}]))'
-    " + "
-    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_replicationbytesin_total{{topic=""}}[{range}]))'
+from kafka_balancer.api import (
+    BROKER_ID_PATTERN,
+    CPU_QUERY,
+    MIN_RANGE_S,
+    NETWORK_IN_QUERY,
+    NETWORK_OUT_QUERY,
+    PrometheusQuerying,
 )
-NETWORK_OUT_QUERY = (
-    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_bytesout_total{{topic=""}}[{range}]))'
-    " + "
-    'sum by ({label}) (rate(kafka_server_brokertopicmetrics_replicationbytesout_total{{topic=""}}[{range}]))'
-)
-# A Strimzi pod name ends in the broker id: my-cluster-kafka-3, my-cluster-pool-a-3.
-BROKER_ID_PATTERN = r"(\d+)$"
-# Two scrapes at Prometheus' default 15 s interval, with room: rate() needs two samples in range.
-MIN_RANGE_S = 60
 
 
 @dataclass(frozen=True)
@@ -52,3 +39,20 @@ class PrometheusSettings:
         """The query for one interval: the range is the interval, at least ``min_range_s``."""
         range_s = max(self.min_range_s, -(-interval_ms // 1000))
         return template.format(label=self.broker_label, range=f"{range_s}s")
+
+    @classmethod
+    def from_spec(
+        cls, spec: PrometheusQuerying, *, ca_file: Path | None = None, bearer_token: str | None = None
+    ) -> PrometheusSettings:
+        """The settings of a pool's ``spec.prometheus`` or of the CLI's settings file."""
+        return cls(
+            url=spec.url,
+            broker_label=spec.broker_label,
+            broker_id_pattern=re.compile(spec.broker_id_pattern),
+            cpu_query=spec.queries.cpu,
+            network_in_query=spec.queries.network_in,
+            network_out_query=spec.queries.network_out,
+            min_range_s=spec.min_range_seconds,
+            ca_file=ca_file,
+            bearer_token=bearer_token,
+        )

@@ -33,7 +33,7 @@ class PrometheusFile(PrometheusQuerying):
             raise InputError(f"prometheus url {chosen!r}: must start with http:// or https://")
         ca_file = Path(self.ca_file) if self.ca_file else None
         with_url = self.model_copy(update={"url": chosen})
-        return with_url.settings(ca_file=ca_file, bearer_token=self._token())
+        return PrometheusSettings.from_spec(with_url, ca_file=ca_file, bearer_token=self._token())
 
     def _token(self) -> str | None:
         if self.bearer_token_file is None:

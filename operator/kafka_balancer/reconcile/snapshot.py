@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kafka_balancer.api import Capacity
+from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
 from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
-from kafka_balancer.reconcile.quantity import parse_quantity
 
 ZERO_LOAD = PartitionLoad(0.0, 0.0, 0.0, 0.0)
 

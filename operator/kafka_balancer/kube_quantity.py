@@ -1,4 +1,8 @@
-"""Kubernetes quantities (``2Ti``, ``125M``, ``7500m``, ``8``) as the CRDs accept them."""
+"""Kubernetes quantities (``2Ti``, ``125M``, ``7500m``, ``8``) as the CRDs accept them.
+
+The CR models (api.py) validate them and reconcile/ and k8s/ read their values, so this module sits
+below all of them and imports nothing of the project.
+"""
 
 from __future__ import annotations
 
