@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kafka_balancer.errors import KafkaOperationError
-from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
+from kafka_balancer.kafka.admin import OngoingReassignment, PartitionState, Tp
 
 
 @dataclass
@@ -77,9 +77,9 @@ class FakeKafkaCluster:
                         sizes[(tp[0], tp[1], broker)] = self.sizes[tp] * done // self.ticks_to_finish
         return sizes
 
-    def reassignments(self) -> dict[Tp, Reassignment]:
+    def reassignments(self) -> dict[Tp, OngoingReassignment]:
         return {
-            tp: Reassignment(target, tuple(b for b in target if b not in self.replicas[tp]), ())
+            tp: OngoingReassignment(target, tuple(b for b in target if b not in self.replicas[tp]), ())
             for tp, (target, _) in self.ongoing.items()
         }
 

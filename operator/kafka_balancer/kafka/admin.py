@@ -40,7 +40,7 @@ class PartitionState:
 
 
 @dataclass(frozen=True)
-class Reassignment:
+class OngoingReassignment:
     """An ongoing reassignment as Kafka lists it."""
 
     replicas: tuple[int, ...]
@@ -293,12 +293,12 @@ class KafkaAdmin:
 
     # -- reassignments -----------------------------------------------------------------------------
 
-    def reassignments(self) -> dict[Tp, Reassignment]:
+    def reassignments(self) -> dict[Tp, OngoingReassignment]:
         listed = self._read_with_kafka_python(
             "listing partition reassignments", lambda kp: kp.list_partition_reassignments()
         )
         return {
-            (tp.topic, tp.partition): Reassignment(
+            (tp.topic, tp.partition): OngoingReassignment(
                 tuple(info["replicas"]), tuple(info["adding_replicas"]), tuple(info["removing_replicas"])
             )
             for tp, info in listed.items()

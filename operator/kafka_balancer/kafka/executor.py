@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kafka_balancer.errors import ExecutionError, InputError, KafkaOperationError
-from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
+from kafka_balancer.kafka.admin import OngoingReassignment, PartitionState, Tp
 from kafka_balancer.kafka.batching import next_batch
 from kafka_balancer.kafka.cancel import restore_order
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveOrder, MoveStatus, save_state
@@ -286,7 +286,7 @@ class Executor:
 def _reconciled(
     move: Move,
     part: PartitionState | None,
-    listed: Reassignment | None,
+    listed: OngoingReassignment | None,
     now: float,
     stepping: tuple[int, Racks],
 ) -> Move:

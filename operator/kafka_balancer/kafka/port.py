@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from kafka_balancer.kafka.admin import PartitionState, Reassignment, Tp
+from kafka_balancer.kafka.admin import OngoingReassignment, PartitionState, Tp
 
 
 class AdminPort(Protocol):
@@ -17,7 +17,7 @@ class AdminPort(Protocol):
 
     def partition_sizes(self, partitions: Iterable[Tp]) -> dict[tuple[str, int, int], int]: ...
 
-    def reassignments(self) -> dict[Tp, Reassignment]: ...
+    def reassignments(self) -> dict[Tp, OngoingReassignment]: ...
 
     def alter_reassignments(self, targets: Mapping[Tp, tuple[int, ...] | None]) -> dict[Tp, str]: ...
 
