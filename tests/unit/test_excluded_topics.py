@@ -39,7 +39,7 @@ def _goals(*specs: dict) -> tuple:
 def _planned(cluster: Cluster, *specs: dict) -> tuple[dict, dict, object]:
     """(snapshot before, plan document, the plan) for ``cluster`` under ``specs``."""
     made = plan(cluster, _goals(*specs))
-    return cluster_to_snapshot(cluster), plan_document(made), made
+    return cluster_to_snapshot(cluster), plan_document(made.reassignments), made
 
 
 def heavy_excluded_topic() -> Cluster:

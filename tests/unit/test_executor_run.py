@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from kafka_balancer.errors import ExecutionError, InputError
+from kafka_balancer.formats.plan_file import read_plan
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import MoveOrder, MoveStatus, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
-from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan, read_plan
+from kafka_balancer.kafka.plan_check import check_plan
 from kafka_balancer.kafka.progress import summary
 from kafka_balancer.kafka.throttle import sync_throttles
+from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
 from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
 
 RATE = "leader.replication.throttled.rate"
@@ -29,11 +31,12 @@ def _cluster(**extra: object) -> FakeKafkaCluster:
     )
 
 
-PLAN = [
-    PlannedPartition("t", 0, (3, 1)),
-    PlannedPartition("t", 1, (2, 4)),
-    PlannedPartition("u", 0, (4, 3)),  # leadership only
-]
+MOVES = (
+    Reassignment("t", 0, (3, 1)),
+    Reassignment("t", 1, (2, 4)),
+    Reassignment("u", 0, (4, 3)),  # leadership only
+)
+PLAN = ReassignmentPlan(MOVES)
 
 
 def _executor(cluster: FakeKafkaCluster, tmp_path: Path, **options: object) -> tuple[Executor, FakeClock]:
@@ -133,7 +136,9 @@ def test_a_move_to_a_broker_that_left_the_cluster_is_cancelled_after_the_dead_br
 ) -> None:
     cluster = _cluster(stuck={("t", 0)})
     executor, clock = _executor(cluster, tmp_path, timeout_per_move_s=600.0, dead_broker_timeout_s=5.0)
-    state = executor.submit(executor.reconcile(new_state(cluster, PLAN[:1], executor.options, clock.time())))
+    state = executor.submit(
+        executor.reconcile(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
+    )
     started = clock.time()
     cluster.brokers = frozenset({1, 2, 4})  # 3, the move's destination, goes away
 
@@ -149,7 +154,9 @@ def test_a_move_to_a_broker_that_left_the_cluster_is_cancelled_after_the_dead_br
 def test_a_destination_broker_back_within_the_dead_broker_timeout_keeps_its_move(tmp_path: Path) -> None:
     cluster = _cluster(stuck={("t", 0)})
     executor, clock = _executor(cluster, tmp_path, timeout_per_move_s=600.0, dead_broker_timeout_s=5.0)
-    state = executor.submit(executor.reconcile(new_state(cluster, PLAN[:1], executor.options, clock.time())))
+    state = executor.submit(
+        executor.reconcile(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
+    )
     cluster.brokers = frozenset({1, 2, 4})
     restarted_at = clock.time() + 3.0
 
@@ -169,7 +176,7 @@ def test_foreign_reassignments_and_under_replication_refuse_the_start_unless_for
     cluster = _cluster()
     cluster.ongoing[("u", 0)] = ((3, 1), 0)
     executor, clock = _executor(cluster, tmp_path)
-    state = new_state(cluster, PLAN[:2], executor.options, clock.time())
+    state = new_state(cluster, ReassignmentPlan(MOVES[:2]), executor.options, clock.time())
     with pytest.raises(ExecutionError, match="not started by this execution"):
         executor.run(state)
     assert cluster.submitted == []
@@ -181,7 +188,7 @@ def test_foreign_reassignments_and_under_replication_refuse_the_start_unless_for
 def test_a_replica_out_of_the_isr_on_a_live_broker_refuses_the_start_unless_forced(tmp_path: Path) -> None:
     cluster = _cluster(out_of_isr={("u", 0): frozenset({4})})  # broker 4 is up but fell behind
     executor, clock = _executor(cluster, tmp_path)
-    state = new_state(cluster, PLAN[:2], executor.options, clock.time())
+    state = new_state(cluster, ReassignmentPlan(MOVES[:2]), executor.options, clock.time())
     with pytest.raises(
         ExecutionError, match=re.escape("1 partition(s) are under-replicated on live brokers (e.g. u-0)")
     ):
@@ -201,7 +208,7 @@ def test_replicas_on_a_dead_broker_do_not_hold_back_the_moves_that_replace_it(tm
     cluster.out_of_isr[("u", 0)] = frozenset({5})  # not in the plan: waits for 5 or a later plan
     executor, clock = _executor(cluster, tmp_path)
     state = executor.run(
-        new_state(cluster, [PlannedPartition("v", 0, (1, 3))], executor.options, clock.time())
+        new_state(cluster, ReassignmentPlan((Reassignment("v", 0, (1, 3)),)), executor.options, clock.time())
     )
     assert [m.status for m in state.moves] == [MoveStatus.DONE]
     assert cluster.replicas[("v", 0)] == (1, 3)
@@ -210,16 +217,16 @@ def test_replicas_on_a_dead_broker_do_not_hold_back_the_moves_that_replace_it(tm
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        (PlannedPartition("nope", 0, (1, 2)), "unknown topic 'nope'"),
-        (PlannedPartition("t", 9, (1, 2)), "unknown partition t-9"),
-        (PlannedPartition("t", 0, (1, 9)), "unknown broker(s) [9]"),
-        (PlannedPartition("t", 0, (1, 2, 3)), "replication factor from 2 to 3"),
+        (Reassignment("nope", 0, (1, 2)), "unknown topic 'nope'"),
+        (Reassignment("t", 9, (1, 2)), "unknown partition t-9"),
+        (Reassignment("t", 0, (1, 9)), "unknown broker(s) [9]"),
+        (Reassignment("t", 0, (1, 2, 3)), "replication factor from 2 to 3"),
     ],
 )
-def test_the_plan_is_checked_against_the_cluster(entry: PlannedPartition, message: str) -> None:
+def test_the_plan_is_checked_against_the_cluster(entry: Reassignment, message: str) -> None:
     cluster = _cluster()
     with pytest.raises(InputError) as err:
-        check_plan([entry], cluster.broker_ids(), cluster.partitions())
+        check_plan(ReassignmentPlan((entry,)), cluster.broker_ids(), cluster.partitions())
     assert message in str(err.value)
 
 
@@ -242,7 +249,7 @@ def test_a_malformed_plan_file_names_the_problem(tmp_path: Path, text: str, mess
 def test_cancel_stops_our_moves_and_removes_our_throttles(tmp_path: Path) -> None:
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path, max_moves=1)
-    state = new_state(cluster, PLAN[:2], executor.options, clock.time())
+    state = new_state(cluster, ReassignmentPlan(MOVES[:2]), executor.options, clock.time())
     state = executor.submit(executor.reconcile(state))
     assert [m.status for m in state.moves] == [MoveStatus.IN_FLIGHT, MoveStatus.PENDING]
     assert any(cluster.configs.values())
@@ -258,7 +265,9 @@ def test_a_cancelled_move_gets_its_original_replica_order_back(tmp_path: Path) -
     cluster = _cluster(reorder_on_cancel=True)
     cluster.replicas[("t", 0)] = (1, 3)
     executor, clock = _executor(cluster, tmp_path)
-    state = new_state(cluster, [PlannedPartition("t", 0, (2, 3))], executor.options, clock.time())
+    state = new_state(
+        cluster, ReassignmentPlan((Reassignment("t", 0, (2, 3)),)), executor.options, clock.time()
+    )
     state = executor.submit(executor.reconcile(state))
 
     state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
@@ -272,7 +281,7 @@ def test_a_cancelled_move_gets_its_original_replica_order_back(tmp_path: Path) -
 def test_status_reports_bytes_moves_and_an_eta(tmp_path: Path) -> None:
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path)
-    state = new_state(cluster, PLAN[:2], executor.options, clock.time())
+    state = new_state(cluster, ReassignmentPlan(MOVES[:2]), executor.options, clock.time())
     moving = replace(state.moves[0], status=MoveStatus.IN_FLIGHT, progress_bytes=250)
     text = summary(state.with_move(moving), clock.time() + 10)
     assert "bytes: 250/600" in text
@@ -283,7 +292,7 @@ def test_status_reports_bytes_moves_and_an_eta(tmp_path: Path) -> None:
 def test_metadata_lagging_behind_a_finished_reassignment_is_not_a_failure(tmp_path: Path) -> None:
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path)
-    state = new_state(cluster, PLAN[:1], executor.options, clock.time())
+    state = new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time())
     state = state.with_move(replace(state.moves[0], status=MoveStatus.IN_FLIGHT, started_at=clock.time()))
     cluster.replicas[("t", 0)] = (3, 1, 2)  # no longer listed, metadata still shows the union
     assert executor.reconcile(state).moves[0].status is MoveStatus.IN_FLIGHT
@@ -312,7 +321,9 @@ def test_a_throttle_still_shown_after_the_settle_timeout_fails_the_verification(
 def test_a_resume_with_a_new_throttle_sets_the_new_rate_on_brokers_already_throttled(tmp_path: Path) -> None:
     cluster = _cluster(ticks_to_finish=50)
     executor, clock = _executor(cluster, tmp_path, max_moves=1)
-    state = executor.submit(executor.reconcile(new_state(cluster, PLAN[:1], executor.options, clock.time())))
+    state = executor.submit(
+        executor.reconcile(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
+    )
     assert {cluster.configs[("broker", b)][RATE] for b in ("1", "2", "3")} == {"1000"}
 
     resumed, _ = _executor(cluster, tmp_path, max_moves=1, throttle=5000)
@@ -326,7 +337,9 @@ def test_a_throttle_on_a_broker_that_died_is_kept_on_record_and_removed_once_it_
 ) -> None:
     cluster = _cluster(stuck={("t", 0)})
     executor, clock = _executor(cluster, tmp_path, timeout_per_move_s=5.0, settle_timeout_s=3.0)
-    state = executor.submit(executor.reconcile(new_state(cluster, PLAN[:1], executor.options, clock.time())))
+    state = executor.submit(
+        executor.reconcile(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
+    )
     assert RATE in cluster.configs[("broker", "3")]
     cluster.brokers = frozenset({1, 2, 4})  # the destination dies mid-move
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import MoveStatus, load_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
-from kafka_balancer.kafka.plan_input import PlannedPartition
 from kafka_balancer.kafka.steps import next_step
+from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
 from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
 
 TP = ("t", 0)
@@ -65,7 +65,9 @@ def test_one_replica_at_a_time_moves_a_whole_partition_in_three_reassignments(tm
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path, at_a_time=1)
     state = executor.run(
-        new_state(cluster, [PlannedPartition("t", 0, (4, 5, 6))], executor.options, clock.time())
+        new_state(
+            cluster, ReassignmentPlan((Reassignment("t", 0, (4, 5, 6)),)), executor.options, clock.time()
+        )
     )
 
     targets = _submitted_targets(cluster)
@@ -83,7 +85,11 @@ def test_one_replica_at_a_time_moves_a_whole_partition_in_three_reassignments(tm
 def test_all_at_once_is_one_reassignment(tmp_path: Path) -> None:
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path, at_a_time=0)
-    executor.run(new_state(cluster, [PlannedPartition("t", 0, (4, 5, 6))], executor.options, clock.time()))
+    executor.run(
+        new_state(
+            cluster, ReassignmentPlan((Reassignment("t", 0, (4, 5, 6)),)), executor.options, clock.time()
+        )
+    )
     assert _submitted_targets(cluster) == [(4, 5, 6)]
 
 
@@ -95,7 +101,9 @@ def _finish_in_flight(cluster: FakeKafkaCluster, clock: FakeClock) -> None:
 def test_progress_counts_the_steps_done_and_the_one_in_flight(tmp_path: Path) -> None:
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path, at_a_time=1)
-    state = new_state(cluster, [PlannedPartition("t", 0, (4, 5, 6))], executor.options, clock.time())
+    state = new_state(
+        cluster, ReassignmentPlan((Reassignment("t", 0, (4, 5, 6)),)), executor.options, clock.time()
+    )
     assert state.bytes_total == 3 * SIZE and state.bytes_done == 0
     state = executor.submit(executor.reconcile(state))
     _finish_in_flight(cluster, clock)
@@ -110,7 +118,9 @@ def test_progress_counts_the_steps_done_and_the_one_in_flight(tmp_path: Path) ->
 def test_a_killed_executor_resumes_between_steps_without_redoing_one(tmp_path: Path) -> None:
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path, at_a_time=1)
-    state = new_state(cluster, [PlannedPartition("t", 0, (4, 5, 6))], executor.options, clock.time())
+    state = new_state(
+        cluster, ReassignmentPlan((Reassignment("t", 0, (4, 5, 6)),)), executor.options, clock.time()
+    )
     state = executor.commit(executor.submit(executor.reconcile(state)))
     _finish_in_flight(cluster, clock)  # the first step finishes while nobody watches
     assert cluster.replicas[TP] == (1, 2, 6)
@@ -124,7 +134,9 @@ def test_a_killed_executor_resumes_between_steps_without_redoing_one(tmp_path: P
 def test_cancel_between_steps_leaves_a_complete_replica_set_and_says_where(tmp_path: Path) -> None:
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path, at_a_time=1)
-    state = new_state(cluster, [PlannedPartition("t", 0, (4, 5, 6))], executor.options, clock.time())
+    state = new_state(
+        cluster, ReassignmentPlan((Reassignment("t", 0, (4, 5, 6)),)), executor.options, clock.time()
+    )
     state = executor.submit(executor.reconcile(state))
     _finish_in_flight(cluster, clock)
     state = executor.submit(executor.reconcile(state))  # the second step in flight
@@ -144,7 +156,11 @@ def test_steps_keep_a_partition_spread_over_its_racks_where_the_plan_allows(tmp_
     executor, clock = _executor(cluster, tmp_path, at_a_time=1)
     # Pairing by position alone would first put 6 (c) beside 1 (a) and 2 (b) only after 3 (c) left
     # for 5 (b): two replicas in rack b while that step copies.
-    executor.run(new_state(cluster, [PlannedPartition("t", 0, (4, 6, 5))], executor.options, clock.time()))
+    executor.run(
+        new_state(
+            cluster, ReassignmentPlan((Reassignment("t", 0, (4, 6, 5)),)), executor.options, clock.time()
+        )
+    )
 
     targets = _submitted_targets(cluster)
     assert len(targets) == 3 and targets[-1] == (4, 6, 5)

@@ -55,7 +55,7 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def plan_of(snap: dict[str, Any]) -> dict[str, Any]:
-    return plan_document(plan(parse_snapshot(snap), default_goal_set()))
+    return plan_document(plan(parse_snapshot(snap), default_goal_set()).reassignments)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,6 +9,7 @@ import pytest
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec, KafkaConnection
 from kafka_balancer.errors import InputError
+from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.goals.spec import GoalType, default_goal_set
 from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.reconcile.approval import Action, decide, plan_id
@@ -259,7 +260,7 @@ def test_dry_run_plans_stores_and_reports_but_never_executes() -> None:
     assert outcome.new_plan is not None
     # Expected replicas per broker 16/3 = 5.33, band floor(5.33*0.9)=4..ceil(5.33*1.1)=6: broker 3 needs >= 4.
     assert outcome.new_plan.moves >= 4
-    assert outcome.new_plan.id == plan_id(outcome.new_plan.document)
+    assert outcome.new_plan.id == plan_id(plan_document(outcome.new_plan.reassignments))
     assert outcome.report is not None and len(outcome.report["brokers"]) == 3
     assert conditions(outcome.status)["Ready"] == ("True", "Reconciled")
     assert conditions(outcome.status)["PlanReady"] == ("True", "Planned")
@@ -272,7 +273,9 @@ def test_dry_run_plans_stores_and_reports_but_never_executes() -> None:
 
 
 def stored_from(outcome_plan: StoredPlan) -> StoredPlan:
-    return StoredPlan(outcome_plan.id, outcome_plan.document, outcome_plan.bytes_to_move, outcome_plan.moves)
+    return StoredPlan(
+        outcome_plan.id, outcome_plan.reassignments, outcome_plan.bytes_to_move, outcome_plan.moves
+    )
 
 
 def test_manual_refuses_a_stale_approval_and_executes_exactly_the_stored_plan() -> None:
@@ -308,7 +311,7 @@ def test_auto_replans_a_stale_stored_plan_but_resumes_an_interrupted_one() -> No
     settled = reconcile_pool(pool_input("Auto")).status
     # A stored plan that a different cluster view produced (it moves partition 0 only).
     stale_document = {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [3, 1]}]}
-    stale = StoredPlan(plan_id(stale_document), stale_document, 10, 1)
+    stale = StoredPlan(plan_id(stale_document), parse_plan(stale_document), 10, 1)
     running = {**settled, "execution": {"planId": stale.id, "phase": "Running", "movesDone": 0}}
 
     replanned = reconcile_pool(pool_input("Auto", status=settled, stored=stale))

@@ -20,6 +20,7 @@ import pytest
 from PIL import Image
 
 from kafka_balancer.cli import main
+from kafka_balancer.formats.plan_file import parse_plan
 from kafka_balancer.formats.report import report_document
 from kafka_balancer.formats.snapshot import cluster_to_snapshot, parse_snapshot
 from kafka_balancer.goals.spec import default_goal_set
@@ -112,9 +113,7 @@ def test_disk_bars_show_the_loads_before_and_after_the_plan(case: Case) -> None:
     """The disk panel's bars, measured in the PNG file, are proportional to the independently
     computed utilisation before and after: drawing the after bars from the before data fails."""
     cluster = parse_snapshot(case.snapshot)
-    after = apply_reassignments(
-        cluster, {(p["topic"], p["partition"]): tuple(p["replicas"]) for p in case.plan["partitions"]}
-    )
+    after = apply_reassignments(cluster, parse_plan(case.plan))
     fig = figure(build_report(cluster, after, default_goal_set()))
     # The file is exactly this figure, so the disk panel's pixel box is where it is drawn here.
     assert png_bytes(fig) == case.png.read_bytes()

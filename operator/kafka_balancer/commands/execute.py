@@ -7,12 +7,12 @@ import time
 from pathlib import Path
 
 from kafka_balancer.errors import ExecutionError, InputError
+from kafka_balancer.formats.plan_file import read_plan
 from kafka_balancer.kafka.admin import KafkaAdmin, check_connection, load_properties
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_lock import StateLock, cancel_marker
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveOrder, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_plan, new_state
-from kafka_balancer.kafka.plan_input import read_plan
 from kafka_balancer.kafka.progress import summary
 
 CANCEL_WAIT_S = 120.0

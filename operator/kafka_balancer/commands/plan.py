@@ -27,7 +27,7 @@ def run_plan(snapshot: Path, goals: Path, output: Path, report: Path | None) -> 
     try:
         if report is not None:
             write_json_atomically(report, report_document(cluster, plan))
-        write_json_atomically(output, plan_document(plan))
+        write_json_atomically(output, plan_document(plan.reassignments))
     except OSError as exc:
         for path in outputs:
             with contextlib.suppress(OSError):

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from kafka_balancer.errors import InputError
 from kafka_balancer.formats.goals_file import read_goals
+from kafka_balancer.formats.plan_file import read_plan
 from kafka_balancer.formats.snapshot import read_snapshot
 from kafka_balancer.goals.spec import default_goal_set
-from kafka_balancer.kafka.plan_input import read_plan
 from kafka_balancer.model.reassign import apply_reassignments
 from kafka_balancer.report.build import build_report
 from kafka_balancer.report.html import render_html
@@ -30,11 +30,7 @@ def run_report(snapshot: Path, plan: Path, goals: Path | None, output: Path) -> 
         output.unlink()
     cluster = read_snapshot(snapshot)
     specs = read_goals(goals) if goals is not None else default_goal_set()
-    try:
-        planned = read_plan(plan)
-    except UnicodeDecodeError:
-        raise InputError(f"plan {plan}: not UTF-8 text") from None
-    after = apply_reassignments(cluster, {(p.topic, p.partition): p.replicas for p in planned})
+    after = apply_reassignments(cluster, read_plan(plan))
     data = build_report(cluster, after, specs)
     png = render_png(data)
     content = png if output.suffix.lower() == ".png" else render_html(data, png).encode("utf-8")

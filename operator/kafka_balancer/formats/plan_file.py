@@ -1,4 +1,8 @@
-"""Kafka's own reassignment JSON, so ``kafka-reassign-partitions.sh --execute`` accepts our plans."""
+"""Kafka's own reassignment JSON, so ``kafka-reassign-partitions.sh --execute`` accepts our plans.
+
+The one reader and writer of the plan contract: ``plan --output`` writes it, ``execute`` and
+``report`` read it, and the operator stores the same document in the pool's plan ConfigMap.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,60 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kafka_balancer.planner.plan import Plan
+from kafka_balancer.errors import InputError
+from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
 
 
-def plan_document(plan: Plan) -> dict[str, Any]:
+def plan_document(plan: ReassignmentPlan) -> dict[str, Any]:
     return {
         "version": 1,
         "partitions": [
-            {"topic": r.topic, "partition": r.partition, "replicas": list(r.replicas)}
-            for r in plan.reassignments
+            {"topic": r.topic, "partition": r.partition, "replicas": list(r.replicas)} for r in plan
         ],
     }
+
+
+def parse_plan(document: Any, source: str = "plan") -> ReassignmentPlan:
+    """Validate a decoded plan document; :class:`InputError` names the offending entry and field."""
+    entries = document.get("partitions") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise InputError(f"{source}: 'partitions' must be a list")
+    plan: list[Reassignment] = []
+    seen: set[tuple[str, int]] = set()
+    for index, entry in enumerate(entries):
+        where = f"plan partitions[{index}]"
+        if not isinstance(entry, dict):
+            raise InputError(f"{where}: must be an object")
+        topic, partition, replicas = entry.get("topic"), entry.get("partition"), entry.get("replicas")
+        if not isinstance(topic, str) or not topic:
+            raise InputError(f"{where}.topic: must be a non-empty string")
+        if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+            raise InputError(f"{where}.partition: must be a non-negative integer")
+        if (
+            not isinstance(replicas, list)
+            or not replicas
+            or not all(isinstance(b, int) and not isinstance(b, bool) for b in replicas)
+        ):
+            raise InputError(f"{where}.replicas: must be a non-empty list of broker ids")
+        if len(set(replicas)) != len(replicas):
+            raise InputError(f"{where}.replicas: duplicate broker in {replicas} for {topic}-{partition}")
+        if (topic, partition) in seen:
+            raise InputError(f"{where}: {topic}-{partition} is listed twice")
+        seen.add((topic, partition))
+        plan.append(Reassignment(topic, partition, tuple(replicas)))
+    return ReassignmentPlan(tuple(plan))
+
+
+def read_plan(path: Path) -> ReassignmentPlan:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise InputError(f"plan {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"plan {path}: not UTF-8 text") from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"plan {path} is not JSON: {err}") from None
+    return parse_plan(document, f"plan {path}")
 
 
 def write_json_atomically(path: Path, document: Any) -> None:

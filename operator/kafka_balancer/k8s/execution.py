@@ -29,7 +29,6 @@ from kafka_balancer.kafka.execution_state import (
     state_from_document,
 )
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_plan, new_state
-from kafka_balancer.kafka.plan_input import PlannedPartition
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.throttle import release_brokers, wanted_brokers
 from kafka_balancer.kube_quantity import parse_quantity
@@ -83,10 +82,7 @@ def run_plan(
     state_path = state_dir / f"{namespace}.{name}.{stored.id}.json"
     state_path.parent.mkdir(parents=True, exist_ok=True)
     config_map = execution_config_map(name)
-    plan = [
-        PlannedPartition(p["topic"], int(p["partition"]), tuple(p["replicas"]))
-        for p in stored.document["partitions"]
-    ]
+    plan = stored.reassignments
     last_mirror = [0.0]
 
     def mirror(state: ExecutionState, final: bool) -> None:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.errors import InputError
 from kafka_balancer.formats.errors import one_line
+from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.k8s import blobs, metrics
 from kafka_balancer.k8s.kube import Kube, json_text
 from kafka_balancer.k8s.source import ClusterSource
@@ -108,8 +109,9 @@ class PoolReconciler:
         if found is None:
             return None
         fields, document = found
+        reassignments = parse_plan(json.loads(document), f"ConfigMap {plan_config_map(pool.name)}")
         return StoredPlan(
-            fields["plan.id"], json.loads(document), int(fields["bytes-to-move"]), int(fields["moves"])
+            fields["plan.id"], reassignments, int(fields["bytes-to-move"]), int(fields["moves"])
         )
 
     def reconcile(
@@ -156,7 +158,7 @@ class PoolReconciler:
                 pool.owner,
                 {"plan.id": plan.id, "moves": str(plan.moves), "bytes-to-move": str(plan.bytes_to_move)},
                 PLAN_KEY,
-                json_text(plan.document).encode(),
+                json_text(plan_document(plan.reassignments)).encode(),
             )
         if outcome.report is not None:
             self.kube.write_config_map(

@@ -17,10 +17,11 @@ from kafka_balancer.kafka.admin import OngoingReassignment, PartitionState, Tp
 from kafka_balancer.kafka.batching import next_batch
 from kafka_balancer.kafka.cancel import restore_order
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveOrder, MoveStatus, save_state
-from kafka_balancer.kafka.plan_input import PlannedPartition, check_plan
+from kafka_balancer.kafka.plan_check import check_plan
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.steps import Racks, next_step
 from kafka_balancer.kafka.throttle import leftover_throttles, sync_throttles, throttles_on_down_brokers
+from kafka_balancer.model.plan import ReassignmentPlan
 
 # A failed verification names this many problems (a plan of thousands could list thousands).
 SHOWN_PROBLEMS = 3
@@ -42,7 +43,7 @@ class ExecuteOptions:
 
 
 def new_state(
-    admin: AdminPort, plan: list[PlannedPartition], options: ExecuteOptions, now: float
+    admin: AdminPort, plan: ReassignmentPlan, options: ExecuteOptions, now: float
 ) -> ExecutionState:
     """Validate the plan against the cluster (raises :class:`InputError`) and build the initial state."""
     partitions = admin.partitions({p.topic for p in plan})
@@ -76,8 +77,8 @@ def new_state(
     )
 
 
-def check_same_plan(state: ExecutionState, plan: list[PlannedPartition], state_path: Path) -> None:
-    if state.plan_targets() != {(p.topic, p.partition): p.replicas for p in plan}:
+def check_same_plan(state: ExecutionState, plan: ReassignmentPlan, state_path: Path) -> None:
+    if state.plan_targets() != plan.targets():
         raise InputError(f"state file {state_path} belongs to a different plan")
 
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 
 from kafka_balancer.errors import InputError
 from kafka_balancer.model.cluster import Cluster
+from kafka_balancer.model.plan import ReassignmentPlan
 
-PartitionKey = tuple[str, int]
 
-
-def apply_reassignments(cluster: Cluster, replicas: Mapping[PartitionKey, tuple[int, ...]]) -> Cluster:
+def apply_reassignments(cluster: Cluster, plan: ReassignmentPlan) -> Cluster:
     """Listed partitions get the new replicas with ``replicas[0]`` as leader (Kafka's reassignment
     JSON); InputError for an unknown partition or broker or a changed replication factor."""
+    replicas = plan.targets()
     known = {(p.topic, p.partition) for p in cluster.partitions}
     brokers = {b.id for b in cluster.brokers}
     for (topic, number), new in replicas.items():

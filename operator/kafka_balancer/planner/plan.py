@@ -8,15 +8,8 @@ import numpy as np
 
 from kafka_balancer.goals.base import GoalStatus
 from kafka_balancer.model.math import FloatArray, IntArray
+from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
 from kafka_balancer.model.working import BrokerLoad, WorkingModel
-
-
-@dataclass(frozen=True, slots=True)
-class Reassignment:
-    topic: str
-    partition: int
-    # Broker ids after the plan; the first is the leader.
-    replicas: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,19 +33,17 @@ class PlanFigures:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    reassignments: tuple[Reassignment, ...]
+    """The planner's answer: the reassignments (what is executed) and what it predicts of them."""
+
+    reassignments: ReassignmentPlan
     figures: PlanFigures
     goals: tuple[GoalOutcome, ...]
     brokers_before: tuple[BrokerLoad, ...]
     brokers_after: tuple[BrokerLoad, ...]
     seconds: float
 
-    @property
-    def empty(self) -> bool:
-        return not self.reassignments
 
-
-def diff(state: WorkingModel) -> tuple[tuple[Reassignment, ...], PlanFigures]:
+def diff(state: WorkingModel) -> tuple[ReassignmentPlan, PlanFigures]:
     """Reassignments for every changed partition and the data they move."""
     changed = state.changed_partitions()
     reassignments = []
@@ -81,7 +72,7 @@ def diff(state: WorkingModel) -> tuple[tuple[Reassignment, ...], PlanFigures]:
         ):
             leader_changes += 1
     figures = PlanFigures(moves, leader_changes, bytes_moved, 0.0, cross_rack)
-    return tuple(reassignments), figures
+    return ReassignmentPlan(tuple(reassignments)), figures
 
 
 def bytes_moved_lower_bound(

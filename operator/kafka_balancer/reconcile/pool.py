@@ -20,6 +20,7 @@ from kafka_balancer.formats.plan_file import plan_document
 from kafka_balancer.formats.report import report_document
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType, default_goal_set
 from kafka_balancer.model.cluster import PartitionLoad
+from kafka_balancer.model.plan import ReassignmentPlan
 from kafka_balancer.planner.optimizer import plan as make_plan
 from kafka_balancer.planner.plan import GoalOutcome, Plan
 from kafka_balancer.reconcile.approval import Action, Decision, decide, plan_id
@@ -40,7 +41,7 @@ class StoredPlan:
     """The plan in the pool's plan ConfigMap: exactly what an approval executes."""
 
     id: str
-    document: dict[str, Any]
+    reassignments: ReassignmentPlan
     bytes_to_move: int
     moves: int
 
@@ -294,7 +295,7 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
         mode=spec.mode,
         paused=spec.paused,
         stored_id=stored.id if stored else None,
-        empty=stored is None or not stored.document["partitions"],
+        empty=stored is None or not stored.reassignments,
         approved=inp.approved,
         executed=executed,
     )
@@ -339,7 +340,7 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
                     mode=spec.mode,
                     paused=spec.paused,
                     stored_id=new_plan.id,
-                    empty=not new_plan.document["partitions"],
+                    empty=not new_plan.reassignments,
                     approved=inp.approved,
                     executed=executed,
                 ),
@@ -353,7 +354,7 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
         conditions.append(
             Condition("PlanReady", TRUE, "Planned", f"plan {current.id}: {current.moves} replica move(s)")
         )
-        balanced = not current.document["partitions"] and all(r.satisfied for r in results)
+        balanced = not current.reassignments and all(r.satisfied for r in results)
         unmet = [r.name or r.type for r in results if not r.satisfied]
         conditions.append(
             Condition("Balanced", TRUE, "GoalsSatisfied", "every goal holds and nothing needs to move")
@@ -400,9 +401,11 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
 def _stored(
     plan: Plan, cluster: Any, goals: Sequence[tuple[str, BalancerGoalSpec]]
 ) -> tuple[StoredPlan, dict[str, Any], tuple[GoalResult, ...]]:
-    document = plan_document(plan)
     stored = StoredPlan(
-        plan_id(document), document, int(plan.figures.bytes_moved), plan.figures.replica_moves
+        plan_id(plan_document(plan.reassignments)),
+        plan.reassignments,
+        int(plan.figures.bytes_moved),
+        plan.figures.replica_moves,
     )
     names = {spec.to_goal(name).label: name for name, spec in goals}
     results = tuple(
@@ -441,7 +444,7 @@ def _finish(
         status["plan"] = {
             "id": current.id,
             "configMap": plan_config_map(inp.name),
-            "partitions": len(current.document["partitions"]),
+            "partitions": len(current.reassignments),
             "movesTotal": current.moves,
             "movesDone": done,
             "movesRemaining": current.moves - done,
