@@ -8,6 +8,9 @@ log "ruff"
 "$KB_VENV/bin/ruff" check operator devtools tests bench
 log "mypy"
 "$KB_VENV/bin/mypy"
+log "import contracts (layers, and which layer may import kopf, the Kafka clients, pyspark)"
+# This checkout's package first, whatever checkout the venv's editable install points at.
+PYTHONPATH="$KB_ROOT/operator${PYTHONPATH:+:$PYTHONPATH}" "$KB_VENV/bin/lint-imports"
 log "kube bed binaries (built once from Go modules, then cached)"
 "$KB_ROOT/hack/kube/provision.sh" >/dev/null
 log "Kafka bed jars (resolved once from Maven Central, then cached)"
