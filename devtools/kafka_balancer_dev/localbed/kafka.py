@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -153,6 +154,7 @@ class KafkaBed:
         self._controller: _Node | None = None
         self._brokers: dict[int, _Node] = {}
         self._stopped: dict[int, _Node] = {}
+        self._frozen: set[int] = set()  # node ids SIGSTOPped by freeze()
         self._last_broker_id = 0
         self.secured = secured
         self._secrets: _Secrets | None = None
@@ -217,10 +219,7 @@ class KafkaBed:
 
     def log_path(self, node_id: int) -> Path:
         """The server log of a broker (or of the controller, node 100)."""
-        node = self._controller if node_id == cfg.CONTROLLER_ID else self._brokers.get(node_id)
-        if node is None:
-            raise BedError(f"no running Kafka node {node_id} in this bed")
-        return node.server_log
+        return self._node(node_id).server_log
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -319,8 +318,37 @@ class KafkaBed:
         self._await_listening(restarted)
         self._await_registered(set(self._brokers))
 
+    def stop_controller(self) -> None:
+        """Stop the KRaft controller (the whole quorum: it is the only voter); brokers keep serving
+        from their metadata, but nothing that needs the controller (reassignments, configs) answers."""
+        self._stop_node(self._controller_node())
+
+    def restart_controller(self) -> None:
+        """Start the controller :meth:`stop_controller` stopped, with its port and metadata; return once
+        every running broker is registered with it again."""
+        node = self._controller_node()
+        if node.process.exit_code() is None:
+            raise BedError("the controller is running (stop_controller first)")
+        self._controller = replace(node, process=self._process(node.node_id, None, node.directory, None))
+        self._write_state()
+        self._await_listening(self._controller)
+        self._await_registered(set(self._brokers))
+
+    def freeze(self, node_id: int) -> None:
+        """SIGSTOP a broker (or the controller, node 100): its sockets stay open and nothing answers,
+        like a host that hangs. :meth:`thaw` resumes it; :meth:`stop` thaws before stopping."""
+        node = self._node(node_id)
+        os.kill(node.process.pid, signal.SIGSTOP)
+        self._frozen.add(node_id)
+
+    def thaw(self, node_id: int) -> None:
+        """SIGCONT a node :meth:`freeze` stopped."""
+        self._thaw(self._node(node_id))
+
     def stop(self) -> None:
         """Stop every process this bed started, brokers first (in parallel), then the controller."""
+        for node in [*self._brokers.values(), *([self._controller] if self._controller else [])]:
+            self._thaw(node)
         brokers = list(self._brokers.values())
         for node in brokers:
             node.process.signal_stop()
@@ -361,6 +389,19 @@ class KafkaBed:
         if self._controller is None:
             raise BedError("the Kafka bed is not started")
         return self._controller
+
+    def _node(self, node_id: int) -> _Node:
+        node = self._controller if node_id == cfg.CONTROLLER_ID else self._brokers.get(node_id)
+        if node is None:
+            raise BedError(f"no running Kafka node {node_id} in this bed")
+        return node
+
+    def _thaw(self, node: _Node) -> None:
+        """SIGCONT if :meth:`freeze` stopped it: a stopped process ignores SIGTERM until continued."""
+        if node.node_id in self._frozen:
+            self._frozen.discard(node.node_id)
+            if node.process.exit_code() is None:
+                os.kill(node.process.pid, signal.SIGCONT)
 
     def _fresh_dir(self, name: str) -> Path:
         directory = self.run_dir / name
@@ -546,6 +587,7 @@ class KafkaBed:
 
     def _stop_node(self, node: _Node | None) -> None:
         if node is not None:
+            self._thaw(node)
             node.process.stop(STOP_GRACE_S)
 
     def _write_state(self) -> None:
