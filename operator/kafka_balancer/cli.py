@@ -113,6 +113,13 @@ def _add_execution_commands(commands: Any) -> None:
         default=30,
         help="seconds a move waits for a destination broker that left the cluster (a restart comes back)",
     )
+    execute.add_argument(
+        "--outage-timeout",
+        type=_positive,
+        default=300,
+        help="seconds the execution rides out Kafka not answering (its controller down, a broker hanging) "
+        "before it stops; a re-run resumes it",
+    )
     execute.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     execute.add_argument("--force", action="store_true", help="start despite under-replicated partitions")
     execute.add_argument(

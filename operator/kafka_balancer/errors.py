@@ -28,6 +28,12 @@ class KafkaOperationError(KafkaBalancerError):
     """Talking to Kafka failed, or Kafka refused or did not complete an operation."""
 
 
+class KafkaUnavailableError(KafkaOperationError):
+    """Kafka did not answer in time: a broker that hangs or left, or the controller (requests brokers
+    forward to it). Worth riding out: the executor retries its round, as its state is committed before
+    every change. ``str()`` names the operation and, for the controller's requests, the controller."""
+
+
 class ExecutionError(KafkaOperationError):
     """A plan's execution was refused, stalled or could not be verified."""
 

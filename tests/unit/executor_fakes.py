@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kafka_balancer.errors import KafkaOperationError
+from kafka_balancer.errors import KafkaOperationError, KafkaUnavailableError
 from kafka_balancer.kafka.admin import OngoingReassignment, PartitionState, Tp
 
 
@@ -31,9 +31,12 @@ class FakeKafkaCluster:
     # KRaft: a broker shows a config change a moment after the controller commits it; reads of a
     # resource show its configs from before the last change this many times.
     stale_config_reads: int = 0
+    # The controller is down for this many ticks: what brokers forward to it gets no answer.
+    controller_down_ticks: int = 0
     _stale: dict[tuple[str, str], tuple[dict[str, str], int]] = field(default_factory=dict)
 
     def tick(self, _seconds: float = 0.0) -> None:
+        self.controller_down_ticks = max(0, self.controller_down_ticks - 1)
         for tp, (target, done) in list(self.ongoing.items()):
             if tp in self.stuck:
                 continue
@@ -65,7 +68,16 @@ class FakeKafkaCluster:
                 found[tp] = PartitionState(shown, self.leader(tp), isr)
         return found
 
-    def partition_sizes(self, partitions: Iterable[Tp]) -> dict[tuple[str, int, int], int]:
+    def _controller(self, what: str) -> None:
+        if self.controller_down_ticks:
+            raise KafkaUnavailableError(f"{what}: no answer within 30s: Kafka's controller did not answer")
+
+    def partition_sizes(
+        self, partitions: Iterable[Tp], brokers: Iterable[int] | None = None
+    ) -> dict[tuple[str, int, int], int]:
+        asked = self.brokers if brokers is None else frozenset(brokers)
+        if asked - self.brokers:
+            raise KafkaUnavailableError(f"describing log dirs: broker {sorted(asked - self.brokers)} is gone")
         sizes = {}
         for tp in partitions:
             for broker in self.replicas[tp]:
@@ -78,12 +90,14 @@ class FakeKafkaCluster:
         return sizes
 
     def reassignments(self) -> dict[Tp, OngoingReassignment]:
+        self._controller("listing partition reassignments")
         return {
             tp: OngoingReassignment(target, tuple(b for b in target if b not in self.replicas[tp]), ())
             for tp, (target, _) in self.ongoing.items()
         }
 
     def alter_reassignments(self, targets: Mapping[Tp, tuple[int, ...] | None]) -> dict[Tp, str]:
+        self._controller("altering partition reassignments")
         self.submitted.append(dict(targets))
         self.throttled_when_submitted.append({k: dict(v) for k, v in self.configs.items() if v})
         for tp, target in targets.items():
@@ -108,6 +122,7 @@ class FakeKafkaCluster:
     def alter_configs(
         self, kind: str, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()
     ) -> None:
+        self._controller(f"altering configs of {kind} {name}")
         if kind == "broker" and int(name) not in self.brokers:
             # KRaft: only the broker itself (or the controller quorum) takes its config.
             raise KafkaOperationError(f"altering configs of broker {name}: broker not available")

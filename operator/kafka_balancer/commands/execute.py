@@ -3,26 +3,38 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 from pathlib import Path
 
-from kafka_balancer.errors import ExecutionError, InputError
+from kafka_balancer.errors import ExecutionError, InputError, KafkaUnavailableError
 from kafka_balancer.formats.plan_file import read_plan
-from kafka_balancer.kafka.admin import KafkaAdmin, check_connection, load_properties
+from kafka_balancer.kafka.admin import TIMEOUT_S, KafkaAdmin, check_connection, load_properties
 from kafka_balancer.kafka.cancel import cancel_execution
-from kafka_balancer.kafka.execution_lock import StateLock, cancel_marker
+from kafka_balancer.kafka.execution_lock import CancelMarker, StateLock
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveOrder, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_plan, new_state
 from kafka_balancer.kafka.progress import summary
 
+# The whole of a cancel, its Kafka calls included.
 CANCEL_WAIT_S = 120.0
 
 
-def _connection(bootstrap: str, command_config: Path | None) -> dict[str, str]:
+def _connection(bootstrap: str, command_config: Path | None, timeout_s: float = TIMEOUT_S) -> dict[str, str]:
     """Client properties just seen to work: bad credentials fail here, in one line, before any lock."""
     props = load_properties(command_config) if command_config else {}
-    check_connection(bootstrap, props)
+    check_connection(bootstrap, props, timeout_s)
     return props
+
+
+def _command(name: str, args: argparse.Namespace, *flags: str) -> str:
+    """The command line that runs ``name`` again on the same state file and cluster."""
+    words = ["kafka-balancer", name]
+    for flag in flags:
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is not None:
+            words += [flag, str(value)]
+    return shlex.join(words)
 
 
 def run_execute(args: argparse.Namespace) -> int:
@@ -34,6 +46,7 @@ def run_execute(args: argparse.Namespace) -> int:
         max_moves=args.max_moves,
         timeout_per_move_s=float(args.timeout_per_move),
         dead_broker_timeout_s=float(args.dead_broker_timeout),
+        outage_timeout_s=float(args.outage_timeout),
         poll_interval_s=args.poll_interval,
         force=args.force,
         replicas_at_a_time=args.replicas_at_a_time,
@@ -43,9 +56,11 @@ def run_execute(args: argparse.Namespace) -> int:
     lock = StateLock(state_path)
     if not lock.try_acquire():
         raise ExecutionError(f"another kafka-balancer process is working on {state_path}")
-    admin = KafkaAdmin(args.bootstrap_server, props)
+    admin = KafkaAdmin(args.bootstrap_server, props, timeout_s=options.request_timeout_s)
+    resume = _command("execute", args, "--plan", "--bootstrap-server", "--command-config")
+    resume += f" --state {shlex.quote(str(state_path))}"
     try:
-        marker = cancel_marker(state_path)
+        marker = CancelMarker(state_path)
         if state_path.exists():
             state = load_state(state_path)
             check_same_plan(state, plan, state_path)
@@ -57,7 +72,8 @@ def run_execute(args: argparse.Namespace) -> int:
             state_path,
             options,
             log=lambda line: print(line, flush=True),
-            cancel_requested=marker.exists,
+            cancel_requested=lambda: marker.requested(lambda line: print(line, flush=True)),
+            resume_hint=f"`{resume}` resumes it safely",
         )
         state = executor.run(state)
         print(summary(state, time.time()), flush=True)
@@ -75,30 +91,50 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_cancel(args: argparse.Namespace) -> int:
-    """Ask a running executor to stop, then cancel whatever it left in flight and remove our throttles."""
+    """Ask a running executor to stop, then cancel whatever it left in flight and remove our throttles,
+    all within :data:`CANCEL_WAIT_S`. A cancel that fails leaves no request to stop behind."""
     if not args.state.exists():
         raise InputError(f"--state {args.state}: no such file")
-    props = _connection(args.bootstrap_server, args.command_config)
+    started = time.monotonic()
+    deadline = started + CANCEL_WAIT_S
+    props = _connection(args.bootstrap_server, args.command_config, min(TIMEOUT_S, CANCEL_WAIT_S))
     lock = StateLock(args.state)
-    marker = cancel_marker(args.state)
-    deadline = time.monotonic() + CANCEL_WAIT_S
-    if not lock.try_acquire():
-        marker.touch()
-        while not lock.try_acquire():
-            if time.monotonic() > deadline:
-                raise ExecutionError(f"the executor on {args.state} did not stop within {CANCEL_WAIT_S:.0f}s")
-            time.sleep(0.2)
-    admin = KafkaAdmin(args.bootstrap_server, props)
+    marker = CancelMarker(args.state)
     try:
+        if not lock.try_acquire():
+            marker.hold()
+            while not lock.try_acquire():
+                if time.monotonic() > deadline:
+                    waited = f"did not stop within {CANCEL_WAIT_S:.0f}s"
+                    raise ExecutionError(f"the executor on {args.state} {waited}; nothing was cancelled")
+                marker.keep()
+                time.sleep(0.2)
+        admin = KafkaAdmin(args.bootstrap_server, props, deadline=deadline)
+        try:
 
-        def commit(state: ExecutionState) -> ExecutionState:
-            save_state(args.state, state)
-            return state
+            def commit(state: ExecutionState) -> ExecutionState:
+                save_state(args.state, state)
+                return state
 
-        state = cancel_execution(admin, load_state(args.state), commit, clock=time.time, sleep=time.sleep)
-        marker.unlink(missing_ok=True)
+            state = cancel_execution(
+                admin,
+                load_state(args.state),
+                commit,
+                clock=time.time,
+                sleep=time.sleep,
+                timeout_s=deadline - time.monotonic(),
+            )
+        except KafkaUnavailableError as err:
+            again = _command("cancel", args, "--state", "--bootstrap-server", "--command-config")
+            raise ExecutionError(
+                f"cancel gave up after {time.monotonic() - started:.0f}s (limit {CANCEL_WAIT_S:.0f}s): "
+                f"{err}; moves may still be in flight and our throttles set: once Kafka answers, "
+                f"`{again}` finishes the cancel and removes them"
+            ) from err
+        finally:
+            admin.close()
         print(summary(state, time.time()))
         return 0
     finally:
-        admin.close()
+        marker.release()
         lock.release()

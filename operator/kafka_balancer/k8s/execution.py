@@ -95,7 +95,7 @@ def run_plan(
         progress(state)
 
     options = options_of(spec)
-    admin = KafkaAdmin(bootstrap, props)
+    admin = KafkaAdmin(bootstrap, props, timeout_s=options.request_timeout_s)
     try:
         settle_unfinished(kube, admin, state_dir, pool, keep=stored.id)
         if not state_path.exists():

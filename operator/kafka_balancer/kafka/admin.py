@@ -20,8 +20,9 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KpTopicPartition
+from kafka import errors as kp_errors
 
-from kafka_balancer.errors import InputError, KafkaOperationError
+from kafka_balancer.errors import InputError, KafkaOperationError, KafkaUnavailableError
 
 TIMEOUT_S = 30.0
 TOPICS_PER_DESCRIBE = 500
@@ -193,50 +194,132 @@ READ_ATTEMPTS = 3
 READ_RETRY_S = 1.0
 
 
-def _fail(what: str, err: BaseException) -> KafkaOperationError:
+# What a request that got no answer in time raises: the future's own timeout, librdkafka's codes,
+# kafka-python's errors (its client-side timeout and a broker's REQUEST_TIMED_OUT share a class).
+_CK_UNANSWERED = {
+    KafkaError._TIMED_OUT,
+    KafkaError._TIMED_OUT_QUEUE,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError.NOT_CONTROLLER,
+}
+_KP_UNANSWERED = (
+    kp_errors.RequestTimedOutError,
+    kp_errors.KafkaTimeoutError,
+    kp_errors.NodeNotReadyError,
+    kp_errors.KafkaConnectionError,
+    kp_errors.NotControllerError,
+)
+# Requests a broker forwards to the KRaft controller: when they go unanswered, the controller is the
+# likely cause (brokers answer metadata and configs from their own cache meanwhile).
+_TO_CONTROLLER = "Kafka's controller did not answer (brokers forward this request to it)"
+
+
+def _unanswered(err: BaseException) -> bool:
+    if isinstance(err, TimeoutError | _KP_UNANSWERED):
+        return True
+    reported = err.args[0] if isinstance(err, KafkaException) and err.args else None
+    return isinstance(reported, KafkaError) and reported.code() in _CK_UNANSWERED
+
+
+def _fail(
+    what: str, err: BaseException, timeout_s: float = 0.0, *, controller: bool = False
+) -> KafkaOperationError:
+    if _unanswered(err):
+        cause = _TO_CONTROLLER if controller else f"{type(err).__name__}"
+        return KafkaUnavailableError(f"{what}: no answer within {timeout_s:.0f}s: {cause}")
     return KafkaOperationError(f"{what} failed: {type(err).__name__}: {err}")
 
 
 class KafkaAdmin:
-    """Typed admin operations of one cluster; see the module docstring."""
+    """Typed admin operations of one cluster; see the module docstring.
 
-    def __init__(self, bootstrap: str, props: Mapping[str, str] | None = None) -> None:
+    Every call waits at most ``timeout_s`` for an answer (the executor passes its dead-broker timeout:
+    a broker that hangs must not hold a read for longer), and nothing past ``deadline`` (a
+    ``time.monotonic()`` value: a command's own time limit). A call that gets no answer raises
+    :class:`KafkaUnavailableError` and the next call uses fresh clients, which do not pick a broker
+    whose connection hangs.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        props: Mapping[str, str] | None = None,
+        *,
+        timeout_s: float = TIMEOUT_S,
+        deadline: float | None = None,
+    ) -> None:
         props = props or {}
-        self._ck = AdminClient(confluent_config(bootstrap, props))
+        self.timeout_s = timeout_s
+        self.deadline = deadline
+        self._ck_config = confluent_config(bootstrap, props)
+        self._ck = AdminClient(self._ck_config)
         self._kp_config = kafka_python_config(bootstrap, props)
         self._kp: KafkaAdminClient | None = None
+        self._kp_timeout_s = 0.0
+
+    def _timeout(self, what: str) -> float:
+        """Seconds ``what`` may wait for an answer."""
+        if self.deadline is None:
+            return self.timeout_s
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise KafkaUnavailableError(f"{what}: not tried, the time limit ran out")
+        return min(self.timeout_s, left)
+
+    def _confluent_failed(
+        self, what: str, err: BaseException, timeout_s: float, *, controller: bool = False
+    ) -> KafkaOperationError:
+        if _unanswered(err):
+            # librdkafka keeps sending to a broker whose connection hangs; a new client does not.
+            self._ck = AdminClient(self._ck_config)
+        return _fail(what, err, timeout_s, controller=controller)
 
     def close(self) -> None:
         if self._kp is not None:
             self._kp.close()
             self._kp = None
 
-    def _kafka_python(self) -> KafkaAdminClient:
+    def _kafka_python(self, timeout_s: float) -> KafkaAdminClient:
+        """The kafka-python client, made anew when a call may wait for less than its timeout (it
+        takes the timeout when it is made)."""
+        if self._kp is not None and self._kp_timeout_s > timeout_s:
+            self._drop_kafka_python()
         if self._kp is None:
+            timeout_ms = int(timeout_s * 1000)
             try:
-                self._kp = KafkaAdminClient(**self._kp_config)
+                config = {
+                    **self._kp_config,
+                    "request_timeout_ms": timeout_ms,
+                    "bootstrap_timeout_ms": timeout_ms,
+                }
+                self._kp = KafkaAdminClient(**config)
             except Exception as err:
-                raise _fail("connecting the reassignment client", err) from err
+                raise _fail("connecting the reassignment client", err, timeout_s) from err
+            self._kp_timeout_s = timeout_s
         return self._kp
 
-    def _read_with_kafka_python(self, what: str, call: Callable[[KafkaAdminClient], T]) -> T:
-        """A read through kafka-python, retried on a fresh client: its cached metadata may still
-        name a broker that just went away (a destination broker dying mid-move)."""
-        for _ in range(READ_ATTEMPTS - 1):
+    def _read_with_kafka_python(
+        self, what: str, call: Callable[[KafkaAdminClient], T], *, controller: bool = False
+    ) -> T:
+        """A read through kafka-python, retried on a fresh client while its time allows: cached
+        metadata may still name a broker that just went away (a destination broker dying mid-move).
+        Every attempt together waits at most the admin's timeout."""
+        timeout_s = self._timeout(what)
+        deadline = time.monotonic() + timeout_s
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            left = deadline - time.monotonic()
             try:
-                return call(self._kafka_python())
+                return call(self._kafka_python(left))
             except KafkaOperationError:
                 raise
-            except Exception:
+            except Exception as err:
                 self._drop_kafka_python()
+                if attempt == READ_ATTEMPTS or deadline - time.monotonic() <= READ_RETRY_S:
+                    raise _fail(what, err, timeout_s, controller=controller) from err
                 time.sleep(READ_RETRY_S)
-        try:
-            return call(self._kafka_python())
-        except KafkaOperationError:
-            raise
-        except Exception as err:
-            self._drop_kafka_python()
-            raise _fail(what, err) from err
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _drop_kafka_python(self) -> None:
         if self._kp is not None:
@@ -250,18 +333,22 @@ class KafkaAdmin:
 
     def broker_racks(self) -> dict[int, str | None]:
         """Each live broker's rack (None where the broker sets no ``broker.rack``)."""
+        what = "describing the cluster"
+        timeout_s = self._timeout(what)
         try:
-            described = self._ck.describe_cluster(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+            described = self._ck.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
         except Exception as err:
-            raise _fail("describing the cluster", err) from err
+            raise self._confluent_failed(what, err, timeout_s) from err
         return {node.id: node.rack for node in described.nodes}
 
     def partitions(self, topics: Iterable[str] | None = None) -> dict[Tp, PartitionState]:
         """Every partition of ``topics`` (all topics if None); unknown topics are simply absent."""
+        what = "reading topic metadata"
+        timeout_s = self._timeout(what)
         try:
-            metadata = self._ck.list_topics(timeout=TIMEOUT_S)
+            metadata = self._ck.list_topics(timeout=timeout_s)
         except KafkaException as err:
-            raise _fail("reading topic metadata", err) from err
+            raise self._confluent_failed(what, err, timeout_s) from err
         wanted = None if topics is None else set(topics)
         found: dict[Tp, PartitionState] = {}
         for name, topic in metadata.topics.items():
@@ -271,15 +358,19 @@ class KafkaAdmin:
                 found[(name, pid)] = PartitionState(tuple(part.replicas), part.leader, frozenset(part.isrs))
         return found
 
-    def partition_sizes(self, partitions: Iterable[Tp]) -> dict[tuple[str, int, int], int]:
-        """(topic, partition, broker) → bytes on that broker's log dirs (incl. future replicas)."""
+    def partition_sizes(
+        self, partitions: Iterable[Tp], brokers: Iterable[int] | None = None
+    ) -> dict[tuple[str, int, int], int]:
+        """(topic, partition, broker) → bytes on that broker's log dirs (incl. future replicas), asking
+        ``brokers`` only (default: every broker), so a broker that hangs holds up only who asks it."""
         by_topic: dict[str, list[int]] = {}
         for topic, pid in partitions:
             by_topic.setdefault(topic, []).append(pid)
-        if not by_topic:
+        asked = None if brokers is None else sorted(set(brokers))
+        if not by_topic or asked == []:
             return {}
         answers = self._read_with_kafka_python(
-            "describing log dirs", lambda kp: kp.describe_log_dirs(topic_partitions=by_topic)
+            "describing log dirs", lambda kp: kp.describe_log_dirs(topic_partitions=by_topic, brokers=asked)
         )
         sizes: dict[tuple[str, int, int], int] = {}
         for answer in answers:
@@ -295,7 +386,7 @@ class KafkaAdmin:
 
     def reassignments(self) -> dict[Tp, OngoingReassignment]:
         listed = self._read_with_kafka_python(
-            "listing partition reassignments", lambda kp: kp.list_partition_reassignments()
+            "listing partition reassignments", lambda kp: kp.list_partition_reassignments(), controller=True
         )
         return {
             (tp.topic, tp.partition): OngoingReassignment(
@@ -311,10 +402,15 @@ class KafkaAdmin:
         request = {
             KpTopicPartition(t, p): (list(r) if r is not None else None) for (t, p), r in targets.items()
         }
+        what = "altering partition reassignments"
+        timeout_s = self._timeout(what)
         try:
-            answer = self._kafka_python().alter_partition_reassignments(request)
+            answer = self._kafka_python(timeout_s).alter_partition_reassignments(request)
+        except KafkaOperationError:
+            raise
         except Exception as err:
-            raise _fail("altering partition reassignments", err) from err
+            self._drop_kafka_python()
+            raise _fail(what, err, timeout_s, controller=True) from err
         return {(tp.topic, tp.partition): str(error) for tp, error in answer.items() if error is not None}
 
     # -- configs -----------------------------------------------------------------------------------
@@ -328,15 +424,16 @@ class KafkaAdmin:
         found: dict[str, dict[str, str]] = {}
         for start in range(0, len(wanted), size):
             batch = [ConfigResource(kind, name) for name in wanted[start : start + size]]
+            what = f"describing configs of {kind} {batch[0].name}"
+            timeout_s = self._timeout(what)
             try:
-                futures = self._ck.describe_configs(batch, request_timeout=TIMEOUT_S)
+                futures = self._ck.describe_configs(batch, request_timeout=timeout_s)
+                answered = [
+                    (resource, future.result(timeout=timeout_s)) for resource, future in futures.items()
+                ]
             except Exception as err:
-                raise _fail(f"describing configs of {kind} {batch[0].name}", err) from err
-            for resource, future in futures.items():
-                try:
-                    entries = future.result(timeout=TIMEOUT_S)
-                except Exception as err:
-                    raise _fail(f"describing configs of {kind} {resource.name}", err) from err
+                raise self._confluent_failed(what, err, timeout_s) from err
+            for resource, entries in answered:
                 found[resource.name] = {
                     entry.name: entry.value
                     for entry in entries.values()
@@ -354,11 +451,13 @@ class KafkaAdmin:
         if not entries:
             return
         resource = ConfigResource(kind, name, incremental_configs=entries)
+        what = f"altering configs of {kind} {name}"
+        timeout_s = self._timeout(what)
         try:
-            for future in self._ck.incremental_alter_configs([resource], request_timeout=TIMEOUT_S).values():
-                future.result(timeout=TIMEOUT_S)
+            for future in self._ck.incremental_alter_configs([resource], request_timeout=timeout_s).values():
+                future.result(timeout=timeout_s)
         except Exception as err:
-            raise _fail(f"altering configs of {kind} {name}", err) from err
+            raise self._confluent_failed(what, err, timeout_s, controller=True) from err
 
     # -- leadership --------------------------------------------------------------------------------
 
@@ -367,10 +466,13 @@ class KafkaAdmin:
         request = [CkTopicPartition(t, p) for t, p in partitions]
         if not request:
             return {}
+        what = "electing preferred leaders"
+        timeout_s = self._timeout(what)
         try:
-            answer = self._ck.elect_leaders(ElectionType.PREFERRED, request).result(timeout=TIMEOUT_S)
+            future = self._ck.elect_leaders(ElectionType.PREFERRED, request, request_timeout=timeout_s)
+            answer = future.result(timeout=timeout_s)
         except Exception as err:
-            raise _fail("electing preferred leaders", err) from err
+            raise self._confluent_failed(what, err, timeout_s, controller=True) from err
         return {
             (tp.topic, tp.partition): str(err)
             for tp, err in answer.items()

@@ -114,6 +114,9 @@ class ExecutionState:
     # At most this many new replicas per partition at once (0: each move is one reassignment).
     replicas_at_a_time: int = 0
     order: MoveOrder = MoveOrder.PLAN
+    # Destination brokers this execution declared gone (left the cluster for the dead-broker
+    # timeout): no move towards them starts again, even if they come back.
+    gone_brokers: frozenset[int] = frozenset()
 
     def with_move(self, move: Move) -> ExecutionState:
         return replace(self, moves=tuple(move if m.tp == move.tp else m for m in self.moves))
@@ -185,6 +188,7 @@ def state_document(state: ExecutionState) -> dict[str, Any]:
         "leadershipDone": state.leadership_done,
         "replicasAtATime": state.replicas_at_a_time,
         "order": state.order.value,
+        "goneBrokers": sorted(state.gone_brokers),
         "bytesDone": state.bytes_done,
         "bytesTotal": state.bytes_total,
         "moves": [_move_doc(m) for m in state.moves],
@@ -206,6 +210,7 @@ def state_from_document(doc: Mapping[str, Any]) -> ExecutionState:
         finished_at=doc.get("finishedAt"),
         replicas_at_a_time=int(doc.get("replicasAtATime", 0)),
         order=MoveOrder(doc.get("order", MoveOrder.PLAN.value)),
+        gone_brokers=frozenset(int(b) for b in doc.get("goneBrokers", ())),
     )
 
 

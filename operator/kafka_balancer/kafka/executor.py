@@ -11,9 +11,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
-from kafka_balancer.errors import ExecutionError, InputError, KafkaOperationError
-from kafka_balancer.kafka.admin import OngoingReassignment, PartitionState, Tp
+from kafka_balancer.errors import ExecutionError, InputError, KafkaOperationError, KafkaUnavailableError
+from kafka_balancer.kafka.admin import TIMEOUT_S, OngoingReassignment, PartitionState, Tp
 from kafka_balancer.kafka.batching import next_batch
 from kafka_balancer.kafka.cancel import restore_order
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveOrder, MoveStatus, save_state
@@ -25,6 +26,9 @@ from kafka_balancer.model.plan import ReassignmentPlan
 
 # A failed verification names this many problems (a plan of thousands could list thousands).
 SHOWN_PROBLEMS = 3
+# While Kafka does not answer, a round is retried after the poll interval, doubling up to this.
+OUTAGE_RETRY_MAX_S = 10.0
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -35,11 +39,19 @@ class ExecuteOptions:
     timeout_per_move_s: float = 600.0
     # A destination broker that left the cluster: waited for this long (a restart comes back).
     dead_broker_timeout_s: float = 30.0
+    # Kafka not answering (its controller down, a broker hanging) is ridden out for this long.
+    outage_timeout_s: float = 300.0
     poll_interval_s: float = 1.0
     settle_timeout_s: float = 120.0
     force: bool = False
     replicas_at_a_time: int = 0
     order: MoveOrder | None = None  # None: the state's (a new one's is the plan's order)
+
+    @property
+    def request_timeout_s(self) -> float:
+        """How long one admin call may wait: a broker that hangs must not stretch the dead-broker
+        timeout to the clients' request timeout."""
+        return min(TIMEOUT_S, self.dead_broker_timeout_s)
 
 
 def new_state(
@@ -95,6 +107,7 @@ class Executor:
         cancel_requested: Callable[[], bool] = lambda: False,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        resume_hint: str = "running the same plan again resumes it safely",
     ) -> None:
         self.admin = admin
         self.state_path = state_path
@@ -103,10 +116,13 @@ class Executor:
         self.cancel_requested = cancel_requested
         self.clock = clock
         self.sleep = sleep
+        self.resume_hint = resume_hint
+        self.committed: ExecutionState | None = None
 
     def commit(self, state: ExecutionState) -> ExecutionState:
         state = replace(state, updated_at=self.clock())
         save_state(self.state_path, state)
+        self.committed = state
         return state
 
     def run(self, state: ExecutionState) -> ExecutionState:
@@ -115,22 +131,68 @@ class Executor:
             state = replace(state, throttle_rate=self.options.throttle)
         if self.options.order is not None:
             state = replace(state, order=self.options.order)
-        state = self.commit(self.reconcile(state))
-        self.preflight(state)
+        state = self.ride_out(lambda s: self.commit(self.reconcile(s)), state)
+        self.ride_out(self.preflight, state)
         while True:
-            if self.cancel_requested():
-                self.commit(state)
-                raise ExecutionError("cancel requested: stopped submitting moves")
-            state = self.commit(self.stop_stuck(self.reconcile(state)))
-            state = self.submit(state)
-            state = sync_throttles(self.admin, state, self.commit)
+            self.stop_if_cancelled(state)
+            state = self.ride_out(self.round, state)
             if not state.by_status(MoveStatus.PENDING) and not state.by_status(MoveStatus.IN_FLIGHT):
                 break
             self.sleep(self.options.poll_interval_s)
+        return self.ride_out(self.finish, state)
+
+    def round(self, state: ExecutionState) -> ExecutionState:
+        """One look at the cluster: settle moves, stop stuck ones, start the next batch, throttle it."""
+        state = self.commit(self.stop_stuck(self.reconcile(state)))
+        state = self.submit(state)
+        return sync_throttles(self.admin, state, self.commit)
+
+    def finish(self, state: ExecutionState) -> ExecutionState:
         restore_order(self.admin, state, clock=self.clock, sleep=self.sleep)
         state = self.apply_leadership(state)
         state = sync_throttles(self.admin, state, self.commit, final=True)
         return self.verify(state)
+
+    def stop_if_cancelled(self, state: ExecutionState) -> None:
+        if self.cancel_requested():
+            self.commit(state)
+            raise ExecutionError("cancel requested: stopped submitting moves")
+
+    def ride_out(self, step: Callable[[ExecutionState], T], state: ExecutionState) -> T:
+        """``step(state)``, retried while Kafka does not answer, for at most the outage timeout.
+
+        A retry starts from the last committed state: what the failed attempt recorded before
+        changing the cluster (a throttle, a move in flight) stays on record. A cancel is obeyed
+        between retries. Past the timeout, one sentence names the cause and how to resume."""
+        since: float | None = None
+        pause = self.options.poll_interval_s
+        while True:
+            try:
+                result = step(state)
+            except KafkaUnavailableError as err:
+                now = self.clock()
+                if since is None:
+                    since = now
+                    limit = self.options.outage_timeout_s
+                    self.log(f"Kafka does not answer ({err}); riding it out for up to {limit:.0f}s")
+                if now - since >= self.options.outage_timeout_s:
+                    raise ExecutionError(self._outage(err, since, now)) from err
+                state = self.committed or state
+                self.stop_if_cancelled(state)
+                self.sleep(pause)
+                pause = min(pause * 2, OUTAGE_RETRY_MAX_S)
+                continue
+            if since is not None:
+                self.log(f"Kafka answers again after {self.clock() - since:.0f}s")
+            return result
+
+    def _outage(self, err: KafkaUnavailableError, since: float, now: float) -> str:
+        started = time.strftime("%H:%M:%S UTC", time.gmtime(since))
+        return (
+            f"Kafka has not answered since {started}, for {now - since:.0f}s, longer than the outage "
+            f"timeout of {self.options.outage_timeout_s:.0f}s ({err}); nothing is lost and every move "
+            f"is recorded in {self.state_path}: once Kafka answers, {self.resume_hint}"
+        )
 
     # -- steps -------------------------------------------------------------------------------------
 
@@ -156,8 +218,9 @@ class Executor:
         moving = [m for m in state.by_status(MoveStatus.IN_FLIGHT) if m.adding]
         if not moving:
             return state
+        destinations = {b for m in moving for b in m.adding}
         try:
-            sizes = self.admin.partition_sizes([m.tp for m in moving])
+            sizes = self.admin.partition_sizes([m.tp for m in moving], destinations)
         except KafkaOperationError as err:  # a broker down: counts as no progress, the timeout decides
             self.log(f"progress unknown this round: {err}")
             return state
@@ -192,17 +255,26 @@ class Executor:
             )
 
     def stop_stuck(self, state: ExecutionState) -> ExecutionState:
-        """Cancel moves without progress for the move timeout, or for the dead-broker timeout when a
-        broker they copy to has left the cluster."""
+        """Cancel moves without progress for the move timeout, and every move towards a broker that
+        has left the cluster once one of them made no progress for the dead-broker timeout: that
+        broker is declared gone for the rest of this execution."""
         now = self.clock()
         in_flight = state.by_status(MoveStatus.IN_FLIGHT)
         live = self.admin.broker_ids() if any(m.adding for m in in_flight) else frozenset()
+        gone = set(state.gone_brokers)
+        for move in in_flight:
+            idle = now - (move.progress_at or move.started_at or now)
+            if idle > self.options.dead_broker_timeout_s:
+                gone.update(b for b in move.adding if b not in live)
+        for broker in sorted(gone - state.gone_brokers):
+            self.log(f"broker {broker} left the cluster: no move towards it starts in this execution")
+        state = replace(state, gone_brokers=frozenset(gone))
         stuck: dict[Tp, tuple[Move, str]] = {}
         for move in in_flight:
             idle = now - (move.progress_at or move.started_at or now)
-            gone = [b for b in move.adding if b not in live]
-            if gone and idle > self.options.dead_broker_timeout_s:
-                left = f"destination broker {', '.join(map(str, gone))} left the cluster"
+            lost = sorted(set(move.adding) & gone)
+            if lost:
+                left = f"destination broker {', '.join(map(str, lost))} left the cluster"
                 reason = f"{left} (no progress for {idle:.0f}s); reassignment cancelled"
                 stuck[move.tp] = (move, reason)
             elif idle > self.options.timeout_per_move_s:
@@ -218,10 +290,18 @@ class Executor:
 
     def submit(self, state: ExecutionState) -> ExecutionState:
         options = self.options
+        now = self.clock()
+        for move in state.by_status(MoveStatus.PENDING):
+            lost = sorted(set(move.adding) & state.gone_brokers)
+            if lost:
+                reason = f"not started: destination broker {', '.join(map(str, lost))} left the cluster"
+                self.log(f"{_name(move)}: failed: {reason}")
+                state = state.with_move(
+                    replace(move, status=MoveStatus.FAILED, reason=reason, finished_at=now)
+                )
         batch = next_batch(state.moves, options.max_moves_per_broker, options.max_moves, state.order)
         if not batch:
             return state
-        now = self.clock()
         for move in batch:
             state = state.with_move(
                 replace(move, status=MoveStatus.IN_FLIGHT, started_at=now, progress_at=now)
