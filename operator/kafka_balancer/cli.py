@@ -144,6 +144,12 @@ def _add_execution_commands(commands: Any) -> None:
     cancel.add_argument("--state", required=True, type=Path, help="the execution's state file")
     cancel.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
     cancel.add_argument("--command-config", type=Path, help="client properties (security, SASL, SSL)")
+    cancel.add_argument(
+        "--timeout",
+        type=_positive,
+        default=120,
+        help="seconds the whole cancel may take, waiting for the executor and Kafka's answers included",
+    )
     cancel.set_defaults(handler=_cancel)
 
 

@@ -8,8 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
+from kafka import errors as kp_errors
 
-from kafka_balancer.errors import ExecutionError
+from kafka_balancer.errors import ExecutionError, KafkaUnavailableError
+from kafka_balancer.kafka.admin import _fail
 from kafka_balancer.kafka.execution_lock import CancelMarker
 from kafka_balancer.kafka.execution_state import MoveStatus, load_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
@@ -205,3 +208,24 @@ def test_a_throttle_recorded_in_a_round_the_controller_broke_off_stays_on_record
 
     assert [m.status for m in done.moves] == [MoveStatus.DONE]
     assert all(not v for v in cluster.configs.values()), cluster.configs
+
+
+@pytest.mark.parametrize(
+    ("error", "unanswered"),
+    [
+        (kp_errors.RequestTimedOutError("Request timed out after 4995 ms"), True),
+        (kp_errors.KafkaConnectionError("Node not connected"), True),
+        (TimeoutError(), True),
+        (KafkaException(KafkaError(KafkaError._TIMED_OUT)), True),
+        (kp_errors.TopicAuthorizationFailedError(), False),
+        (KafkaException(KafkaError(KafkaError.POLICY_VIOLATION)), False),
+    ],
+)
+def test_only_a_request_without_an_answer_is_worth_riding_out(error: BaseException, unanswered: bool) -> None:
+    failed = _fail("listing partition reassignments", error, 5.0, controller=True)
+    assert isinstance(failed, KafkaUnavailableError) is unanswered
+    if unanswered:
+        assert str(failed) == (
+            "listing partition reassignments: no answer within 5s: "
+            "Kafka's controller did not answer (brokers forward this request to it)"
+        )

@@ -16,9 +16,6 @@ from kafka_balancer.kafka.execution_state import ExecutionState, MoveOrder, load
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_plan, new_state
 from kafka_balancer.kafka.progress import summary
 
-# The whole of a cancel, its Kafka calls included.
-CANCEL_WAIT_S = 120.0
-
 
 def _connection(bootstrap: str, command_config: Path | None, timeout_s: float = TIMEOUT_S) -> dict[str, str]:
     """Client properties just seen to work: bad credentials fail here, in one line, before any lock."""
@@ -92,12 +89,13 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_cancel(args: argparse.Namespace) -> int:
     """Ask a running executor to stop, then cancel whatever it left in flight and remove our throttles,
-    all within :data:`CANCEL_WAIT_S`. A cancel that fails leaves no request to stop behind."""
+    all within ``--timeout``. A cancel that fails leaves no request to stop behind."""
     if not args.state.exists():
         raise InputError(f"--state {args.state}: no such file")
+    limit = float(args.timeout)
     started = time.monotonic()
-    deadline = started + CANCEL_WAIT_S
-    props = _connection(args.bootstrap_server, args.command_config, min(TIMEOUT_S, CANCEL_WAIT_S))
+    deadline = started + limit
+    props = _connection(args.bootstrap_server, args.command_config, min(TIMEOUT_S, limit))
     lock = StateLock(args.state)
     marker = CancelMarker(args.state)
     try:
@@ -105,7 +103,7 @@ def run_cancel(args: argparse.Namespace) -> int:
             marker.hold()
             while not lock.try_acquire():
                 if time.monotonic() > deadline:
-                    waited = f"did not stop within {CANCEL_WAIT_S:.0f}s"
+                    waited = f"did not stop within {limit:.0f}s"
                     raise ExecutionError(f"the executor on {args.state} {waited}; nothing was cancelled")
                 marker.keep()
                 time.sleep(0.2)
@@ -127,7 +125,7 @@ def run_cancel(args: argparse.Namespace) -> int:
         except KafkaUnavailableError as err:
             again = _command("cancel", args, "--state", "--bootstrap-server", "--command-config")
             raise ExecutionError(
-                f"cancel gave up after {time.monotonic() - started:.0f}s (limit {CANCEL_WAIT_S:.0f}s): "
+                f"cancel gave up after {time.monotonic() - started:.0f}s (limit {limit:.0f}s): "
                 f"{err}; moves may still be in flight and our throttles set: once Kafka answers, "
                 f"`{again}` finishes the cancel and removes them"
             ) from err

@@ -217,7 +217,7 @@ _TO_CONTROLLER = "Kafka's controller did not answer (brokers forward this reques
 
 
 def _unanswered(err: BaseException) -> bool:
-    if isinstance(err, TimeoutError | _KP_UNANSWERED):
+    if isinstance(err, (TimeoutError, *_KP_UNANSWERED)):
         return True
     reported = err.args[0] if isinstance(err, KafkaException) and err.args else None
     return isinstance(reported, KafkaError) and reported.code() in _CK_UNANSWERED

@@ -1,0 +1,297 @@
+"""The executor under Kafka faults on the real bed: the KRaft controller stopped (shorter and longer
+than the outage timeout, and during a cancel) and a destination broker frozen with SIGSTOP. Every
+test reads every message back and checks that no throttle is left."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support.kafka_checks import (
+    Writer,
+    assert_no_throttle_left,
+    create_topic,
+    delete_topic,
+    extra_broker,
+    ongoing_reassignments,
+    partitions,
+)
+from tests.support.messages import consume_digest
+
+from kafka_balancer.localbed.kafka import KafkaBed
+from kafka_balancer.localbed.procs import wait_until
+
+
+def _write_plan(path: Path, topic: str, targets: dict[int, list[int]]) -> Path:
+    moves = [{"topic": topic, "partition": p, "replicas": r} for p, r in targets.items()]
+    path.write_text(json.dumps({"version": 1, "partitions": moves}))
+    return path
+
+
+def _cli(*args: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "kafka_balancer.cli", *args]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _state(path: Path) -> dict[str, Any]:
+    try:
+        doc: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):  # not written yet
+        return {}
+    return doc
+
+
+def _copying(path: Path) -> bool:
+    return any(m["status"] == "in-flight" and m["progressBytes"] > 0 for m in _state(path).get("moves", []))
+
+
+def _assert_as_planned(bed: KafkaBed, topic: str, targets: dict[int, list[int]]) -> None:
+    actual = partitions(bed, topic)
+    for partition, target in targets.items():
+        replicas, leader, isr = actual[partition]
+        assert (replicas, leader, isr) == (target, target[0], set(target)), (partition, actual[partition])
+
+
+class _Traffic:
+    """Keyed messages written all along (acks=all): what was sent is compared with what is read back."""
+
+    def __init__(self, bed: KafkaBed, topic: str) -> None:
+        self.bed = bed
+        self.writer = Writer(bed, topic)
+        self.writer.write(4_000, 500)
+        self.thread = threading.Thread(target=self.writer.write_until_stopped)
+        self.thread.start()
+
+    def assert_all_read_back(self) -> None:
+        self.writer.stop.set()
+        self.thread.join(timeout=120)
+        sent = self.writer.result()
+        received = consume_digest(self.bed.bootstrap_servers, self.writer.topic, self.writer.sent)
+        assert sum(received[0].values()) == self.writer.sent, "messages lost"
+        assert received == sent
+        print(f"\n{self.writer.sent} messages written, all read back")
+
+
+def _execute(bed: KafkaBed, plan: Path, state: Path, *extra: str) -> list[str]:
+    args = ["execute", "--plan", str(plan), "--bootstrap-server", bed.bootstrap_servers]
+    return [*args, "--state", str(state), "--throttle", "100000", "--poll-interval", "0.3", *extra]
+
+
+def test_a_controller_outage_past_the_outage_timeout_stops_with_the_cause_and_a_rerun_finishes(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    topic = create_topic(kafka_bed, "outage", [[1, 2], [1, 2]])
+    try:
+        traffic = _Traffic(kafka_bed, topic)
+        targets = {0: [3, 1], 1: [4, 2]}
+        plan = _write_plan(tmp_path / "plan.json", topic, targets)
+        state = tmp_path / "state.json"
+        executor = _cli(*_execute(kafka_bed, plan, state, "--outage-timeout", "10"))
+        try:
+            wait_until(
+                lambda: _copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
+            )
+            kafka_bed.stop_controller()
+            stopped = time.monotonic()
+            try:
+                out, err = executor.communicate(timeout=180)
+                took = time.monotonic() - stopped
+            finally:
+                kafka_bed.restart_controller()
+        finally:
+            executor.kill()
+            executor.communicate(timeout=30)
+        print(f"\ncontroller stopped; execute exited {executor.returncode} {took:.1f}s later")
+        assert executor.returncode == 1, (out, err)
+        assert len(err.strip().splitlines()) == 1, err
+        line = err.strip()
+        assert "Traceback" not in err
+        assert "Kafka has not answered since" in line and "longer than the outage timeout of 10s" in line, (
+            line
+        )
+        assert "Kafka's controller did not answer" in line, line
+        assert f"kafka-balancer execute --plan {plan} --bootstrap-server" in line, line
+        assert f"--state {state}` resumes it safely" in line, line
+        assert "riding it out for up to 10s" in out
+        assert 10 <= took <= 10 + 30 + 15, took
+
+        rerun = _cli(*_execute(kafka_bed, plan, state))
+        out, err = rerun.communicate(timeout=300)
+        assert rerun.returncode == 0, (out, err)
+        assert "resuming" in out
+        _assert_as_planned(kafka_bed, topic, targets)
+        assert ongoing_reassignments(kafka_bed, topic) == []
+        assert_no_throttle_left(kafka_bed, topic)
+        traffic.assert_all_read_back()
+    finally:
+        delete_topic(kafka_bed, topic)
+
+
+def test_a_controller_outage_shorter_than_the_outage_timeout_is_ridden_out(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    topic = create_topic(kafka_bed, "brief-outage", [[1, 2], [1, 2]])
+    try:
+        traffic = _Traffic(kafka_bed, topic)
+        targets = {0: [3, 1], 1: [4, 2]}
+        plan = _write_plan(tmp_path / "plan.json", topic, targets)
+        state = tmp_path / "state.json"
+        executor = _cli(*_execute(kafka_bed, plan, state, "--outage-timeout", "60"))
+        try:
+            wait_until(
+                lambda: _copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
+            )
+            kafka_bed.stop_controller()
+            try:
+                # The outage itself: how long the controller stays down is this test's input.
+                time.sleep(15)
+                assert executor.poll() is None, executor.communicate()
+            finally:
+                kafka_bed.restart_controller()
+            out, err = executor.communicate(timeout=300)
+        finally:
+            executor.kill()
+            executor.communicate(timeout=30)
+        assert executor.returncode == 0, (out, err)
+        assert "riding it out for up to 60s" in out and "Kafka answers again after" in out, out
+        _assert_as_planned(kafka_bed, topic, targets)
+        assert ongoing_reassignments(kafka_bed, topic) == []
+        assert_no_throttle_left(kafka_bed, topic)
+        traffic.assert_all_read_back()
+    finally:
+        delete_topic(kafka_bed, topic)
+
+
+def test_a_cancel_while_the_controller_is_down_fails_in_its_time_and_blocks_no_later_execute(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    topic = create_topic(kafka_bed, "cancel-outage", [[1, 2], [1, 2]])
+    try:
+        traffic = _Traffic(kafka_bed, topic)
+        targets = {0: [3, 1], 1: [4, 2]}
+        plan = _write_plan(tmp_path / "plan.json", topic, targets)
+        state = tmp_path / "state.json"
+        marker = tmp_path / "state.json.cancel"
+        executor = _cli(*_execute(kafka_bed, plan, state))
+        try:
+            wait_until(
+                lambda: _copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
+            )
+            kafka_bed.stop_controller()
+            try:
+                started = time.monotonic()
+                cancel = _cli(
+                    "cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers,
+                    "--timeout", "20",
+                )  # fmt: skip
+                out, err = cancel.communicate(timeout=120)
+                took = time.monotonic() - started
+                assert executor.wait(timeout=60) == 1
+            finally:
+                kafka_bed.restart_controller()
+        finally:
+            executor.kill()
+            executor.communicate(timeout=30)
+        print(f"\ncancel with the controller down exited {cancel.returncode} after {took:.1f}s (limit 20s)")
+        assert cancel.returncode == 1, (out, err)
+        assert len(err.strip().splitlines()) == 1, err
+        line = err.strip()
+        assert "cancel gave up after" in line and "(limit 20s)" in line, line
+        assert "Kafka's controller did not answer" in line, line
+        assert f"kafka-balancer cancel --state {state} --bootstrap-server" in line, line
+        assert took <= 20 + 10, took
+        assert not marker.exists()
+
+        # Nothing holds a cancel: the same state file resumes, and clears what the cancel left.
+        rerun = _cli(*_execute(kafka_bed, plan, state))
+        out, err = rerun.communicate(timeout=300)
+        assert rerun.returncode == 0, (out, err)
+        assert "cancel requested" not in out + err
+        _assert_as_planned(kafka_bed, topic, targets)
+        assert_no_throttle_left(kafka_bed, topic)
+        traffic.assert_all_read_back()
+    finally:
+        delete_topic(kafka_bed, topic)
+
+
+def test_a_stale_cancel_marker_does_not_stop_an_execute(kafka_bed: KafkaBed, tmp_path: Path) -> None:
+    topic = create_topic(kafka_bed, "stale-marker", [[1, 2]])
+    try:
+        traffic = _Traffic(kafka_bed, topic)
+        plan = _write_plan(tmp_path / "plan.json", topic, {0: [3, 4]})
+        state = tmp_path / "state.json"
+        marker = tmp_path / "state.json.cancel"
+        marker.write_text("4242\n")  # left by a cancel that was killed: no process holds it
+        run = _cli(*_execute(kafka_bed, plan, state, "--throttle", "1000000"))
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, (out, err)
+        assert f"ignored and removed {marker}: no running cancel holds it" in out, out
+        assert not marker.exists()
+        _assert_as_planned(kafka_bed, topic, {0: [3, 4]})
+        assert_no_throttle_left(kafka_bed, topic)
+        traffic.assert_all_read_back()
+    finally:
+        delete_topic(kafka_bed, topic)
+
+
+def test_a_frozen_destination_broker_is_given_up_after_the_dead_broker_timeout_and_gets_no_more_moves(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    with extra_broker(kafka_bed, "b") as added:
+        topic = create_topic(kafka_bed, "frozen", [[1, 2], [1, 2]])
+        try:
+            traffic = _Traffic(kafka_bed, topic)
+            # One move per broker at a time: the second move to the frozen broker waits for the first.
+            plan = _write_plan(tmp_path / "plan.json", topic, {0: [added, 1], 1: [added, 2]})
+            state = tmp_path / "state.json"
+            executor = _cli(
+                *_execute(kafka_bed, plan, state, "--dead-broker-timeout", "5", "--max-moves-per-broker", "1")
+            )
+            try:
+                wait_until(
+                    lambda: _copying(state) or executor.poll() is not None,
+                    timeout_s=60,
+                    what="a move copying",
+                )
+                kafka_bed.freeze(added)
+                frozen_at = time.time()
+                try:
+                    out, err = executor.communicate(timeout=180)
+                finally:
+                    kafka_bed.thaw(added)
+            finally:
+                executor.kill()
+                executor.communicate(timeout=30)
+            assert executor.returncode == 1, (out, err)
+            moves = {m["partition"]: m for m in _state(state)["moves"]}
+            first, second = moves[0], moves[1]
+            took = first["finishedAt"] - frozen_at
+            print(
+                f"\nmove to the frozen broker cancelled {took:.1f}s after the freeze (dead-broker timeout 5s)"
+            )
+            assert (
+                first["status"] == "failed"
+                and f"destination broker {added} left the cluster" in first["reason"]
+            )
+            assert took <= 5 + 4 + 5 + 3, took  # timeout + the bed's 4 s session timeout + one bounded read
+            assert second["status"] == "failed", second
+            assert second["reason"] == f"not started: destination broker {added} left the cluster"
+            assert second["startedAt"] is None  # never submitted
+            assert f"{topic}-1: [1, 2] -> [{added}, 2]" not in out
+            assert _state(state)["goneBrokers"] == [added]
+            assert ongoing_reassignments(kafka_bed, topic) == []
+            assert [r[0] for r in partitions(kafka_bed, topic).values()] == [[1, 2], [1, 2]]
+
+            # Thawed, the broker is back with the rate nobody could remove while it hung: cancel removes it.
+            cancel = _cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+            out, err = cancel.communicate(timeout=180)
+            assert cancel.returncode == 0, (out, err)
+            assert_no_throttle_left(kafka_bed, topic)
+            traffic.assert_all_read_back()
+        finally:
+            delete_topic(kafka_bed, topic)
