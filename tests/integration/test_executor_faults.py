@@ -118,7 +118,8 @@ def test_a_controller_outage_past_the_outage_timeout_stops_with_the_cause_and_a_
         assert f"kafka-balancer execute --plan {plan} --bootstrap-server" in line, line
         assert f"--state {state}` resumes it safely" in line, line
         assert "riding it out for up to 10s" in out
-        assert 10 <= took <= 10 + 30 + 15, took
+        # The limit counts from the first request that went unanswered, which waits 30 s itself.
+        assert 10 <= took <= 30 + 15, took
 
         rerun = _cli(*_execute(kafka_bed, plan, state))
         out, err = rerun.communicate(timeout=300)
@@ -177,7 +178,8 @@ def test_a_cancel_while_the_controller_is_down_fails_in_its_time_and_blocks_no_l
         plan = _write_plan(tmp_path / "plan.json", topic, targets)
         state = tmp_path / "state.json"
         marker = tmp_path / "state.json.cancel"
-        executor = _cli(*_execute(kafka_bed, plan, state))
+        # Its requests wait at most 5 s: it sees the cancel between two of them, within the cancel's 30 s.
+        executor = _cli(*_execute(kafka_bed, plan, state, "--dead-broker-timeout", "5"))
         try:
             wait_until(
                 lambda: _copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
@@ -187,7 +189,7 @@ def test_a_cancel_while_the_controller_is_down_fails_in_its_time_and_blocks_no_l
                 started = time.monotonic()
                 cancel = _cli(
                     "cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers,
-                    "--timeout", "20",
+                    "--timeout", "30",
                 )  # fmt: skip
                 out, err = cancel.communicate(timeout=120)
                 took = time.monotonic() - started
@@ -197,14 +199,14 @@ def test_a_cancel_while_the_controller_is_down_fails_in_its_time_and_blocks_no_l
         finally:
             executor.kill()
             executor.communicate(timeout=30)
-        print(f"\ncancel with the controller down exited {cancel.returncode} after {took:.1f}s (limit 20s)")
+        print(f"\ncancel with the controller down exited {cancel.returncode} after {took:.1f}s (limit 30s)")
         assert cancel.returncode == 1, (out, err)
         assert len(err.strip().splitlines()) == 1, err
         line = err.strip()
-        assert "cancel gave up after" in line and "(limit 20s)" in line, line
+        assert "cancel gave up after" in line and "(limit 30s)" in line, line
         assert "Kafka's controller did not answer" in line, line
         assert f"kafka-balancer cancel --state {state} --bootstrap-server" in line, line
-        assert took <= 20 + 10, took
+        assert took <= 30 + 5, took
         assert not marker.exists()
 
         # Nothing holds a cancel: the same state file resumes, and clears what the cancel left.

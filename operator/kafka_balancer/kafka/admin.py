@@ -469,8 +469,9 @@ class KafkaAdmin:
         what = "electing preferred leaders"
         timeout_s = self._timeout(what)
         try:
-            future = self._ck.elect_leaders(ElectionType.PREFERRED, request, request_timeout=timeout_s)
-            answer = future.result(timeout=timeout_s)
+            # No request_timeout here: confluent-kafka 2.16 fails parsing it ("more argument specifiers
+            # than keyword list entries"); the wait below bounds the call all the same.
+            answer = self._ck.elect_leaders(ElectionType.PREFERRED, request).result(timeout=timeout_s)
         except Exception as err:
             raise self._confluent_failed(what, err, timeout_s, controller=True) from err
         return {

@@ -167,12 +167,14 @@ class Executor:
         since: float | None = None
         pause = self.options.poll_interval_s
         while True:
+            tried_at = self.clock()
             try:
                 result = step(state)
             except KafkaUnavailableError as err:
                 now = self.clock()
                 if since is None:
-                    since = now
+                    # From when the unanswered request went out: it waited its timeout already.
+                    since = tried_at
                     limit = self.options.outage_timeout_s
                     self.log(f"Kafka does not answer ({err}); riding it out for up to {limit:.0f}s")
                 if now - since >= self.options.outage_timeout_s:
