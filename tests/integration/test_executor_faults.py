@@ -23,8 +23,8 @@ from tests.support.kafka_checks import (
 )
 from tests.support.messages import consume_digest
 
-from kafka_balancer.localbed.kafka import KafkaBed
-from kafka_balancer.localbed.procs import wait_until
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.procs import wait_until
 
 
 def _write_plan(path: Path, topic: str, targets: dict[int, list[int]]) -> Path:
