@@ -117,6 +117,7 @@ class Executor:
         self.clock = clock
         self.sleep = sleep
         self.resume_hint = resume_hint
+        # The state last committed by the step ride_out runs: a retry starts from it.
         self.committed: ExecutionState | None = None
 
     def commit(self, state: ExecutionState) -> ExecutionState:
@@ -166,6 +167,7 @@ class Executor:
         between retries. Past the timeout, one sentence names the cause and how to resume."""
         since: float | None = None
         pause = self.options.poll_interval_s
+        self.committed = None
         while True:
             tried_at = self.clock()
             try:
