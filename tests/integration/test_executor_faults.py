@@ -142,7 +142,11 @@ def test_a_controller_outage_shorter_than_the_outage_timeout_is_ridden_out(
         targets = {0: [3, 1], 1: [4, 2]}
         plan = _write_plan(tmp_path / "plan.json", topic, targets)
         state = tmp_path / "state.json"
-        executor = _cli(*_execute(kafka_bed, plan, state, "--outage-timeout", "60"))
+        # Requests time out after 5 s, so a 15 s outage goes unanswered several times (with the default
+        # 30 s, one request can simply wait the outage out).
+        executor = _cli(
+            *_execute(kafka_bed, plan, state, "--outage-timeout", "60", "--dead-broker-timeout", "5")
+        )
         try:
             wait_until(
                 lambda: _copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
