@@ -33,6 +33,10 @@ class FakeKafkaCluster:
     stale_config_reads: int = 0
     # The controller is down for this many ticks: what brokers forward to it gets no answer.
     controller_down_ticks: int = 0
+    # Brokers' metadata lags the controller: a cancelled reassignment still shows its in-flight
+    # replica set in this many reads of partitions() after Kafka stopped listing it.
+    metadata_lag_reads: int = 0
+    _lagging: dict[Tp, tuple[tuple[int, ...], int]] = field(default_factory=dict)
     _stale: dict[tuple[str, str], tuple[dict[str, str], int]] = field(default_factory=dict)
 
     def tick(self, _seconds: float = 0.0) -> None:
@@ -64,6 +68,10 @@ class FakeKafkaCluster:
                 if tp in self.ongoing:
                     target = self.ongoing[tp][0]
                     shown = target + tuple(b for b in replicas if b not in target)
+                elif tp in self._lagging:
+                    shown, reads_left = self._lagging.pop(tp)
+                    if reads_left > 1:
+                        self._lagging[tp] = (shown, reads_left - 1)
                 isr = frozenset(replicas) - self.out_of_isr.get(tp, frozenset())
                 found[tp] = PartitionState(shown, self.leader(tp), isr)
         return found
@@ -103,8 +111,11 @@ class FakeKafkaCluster:
         for tp, target in targets.items():
             if target is None:
                 cancelled = self.ongoing.pop(tp, None)
+                original = self.replicas[tp]
+                if cancelled is not None and self.metadata_lag_reads:
+                    in_flight = cancelled[0] + tuple(b for b in original if b not in cancelled[0])
+                    self._lagging[tp] = (in_flight, self.metadata_lag_reads)
                 if cancelled is not None and self.reorder_on_cancel:
-                    original = self.replicas[tp]
                     self.replicas[tp] = tuple(b for b in cancelled[0] + original if b in original)
             else:
                 self.ongoing[tp] = (target, 0)

@@ -278,6 +278,24 @@ def test_a_cancelled_move_gets_its_original_replica_order_back(tmp_path: Path) -
     assert cluster.ongoing == {}
 
 
+def test_the_original_order_is_restored_when_metadata_still_shows_the_cancelled_move(tmp_path: Path) -> None:
+    # On a loaded bed a broker's metadata showed the in-flight set a moment after the cancel, and the
+    # order repair skipped the partition: it stayed (3, 1) with broker 3 as the preferred leader.
+    cluster = _cluster(reorder_on_cancel=True, metadata_lag_reads=3)
+    cluster.replicas[("t", 0)] = (1, 3)
+    executor, clock = _executor(cluster, tmp_path)
+    state = new_state(
+        cluster, ReassignmentPlan((Reassignment("t", 0, (2, 3)),)), executor.options, clock.time()
+    )
+    state = executor.submit(executor.reconcile(state))
+
+    state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
+
+    assert [m.status for m in state.moves] == [MoveStatus.CANCELLED]
+    assert cluster.replicas[("t", 0)] == (1, 3)
+    assert cluster.partitions({"t"})[("t", 0)].replicas == (1, 3)
+
+
 def test_status_reports_bytes_moves_and_an_eta(tmp_path: Path) -> None:
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path)

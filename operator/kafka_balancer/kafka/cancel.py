@@ -10,6 +10,10 @@ from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.throttle import Commit, sync_throttles
 
+# How long a cancelled move's partition may still show its in-flight replicas in metadata before
+# its order is judged anyway (KRaft brokers apply the controller's change within milliseconds).
+SETTLE_S = 15.0
+
 
 def cancel_execution(
     admin: AdminPort,
@@ -66,7 +70,18 @@ def restore_order(
     stopped = [m for m in state.moves if m.status in (MoveStatus.CANCELLED, MoveStatus.FAILED)]
     if not stopped:
         return
-    parts = admin.partitions({m.topic for m in stopped})
+    deadline = clock() + timeout_s
+    topics = {m.topic for m in stopped}
+    # A broker's metadata lags the controller: for a moment after Kafka stops listing a cancelled
+    # reassignment it can still show the in-flight replica set, and a partition judged then would
+    # keep the wrong preferred leader. Wait (briefly) until every stopped move shows its original set.
+    settle_deadline = min(deadline, clock() + SETTLE_S)
+    parts = admin.partitions(topics)
+    while clock() < settle_deadline and any(
+        (p := parts.get(m.tp)) is not None and set(p.replicas) != set(m.source) for m in stopped
+    ):
+        sleep(0.5)
+        parts = admin.partitions(topics)
     wrong = {
         m.tp: m.source
         for m in stopped
@@ -75,8 +90,10 @@ def restore_order(
     if not wrong:
         return
     admin.alter_reassignments(wrong)
-    deadline = clock() + timeout_s
-    while set(wrong) & set(admin.reassignments()):
+    while set(wrong) & set(admin.reassignments()) or any(
+        (p := parts.get(tp)) is not None and p.replicas != source for tp, source in wrong.items()
+    ):
         if clock() > deadline:
             raise ExecutionError(f"replica order not restored {timeout_s:.0f}s after asking")
         sleep(0.5)
+        parts = admin.partitions(topics)
