@@ -144,6 +144,10 @@ def test_chart_lints_and_its_manifests_pass_a_server_side_dry_run(kube_bed: kube
     # The chart's own tests (test_chart.py) check the rest (RBAC, Service).
     assert {"Deployment", "ServiceAccount"} <= kinds
 
+    # The rendered peering object needs the chart's CRDs, which `helm template` leaves out (helm
+    # installs crds/ first): without them this test passed only after test_chart.py had applied them.
+    crds = kube_bed.kubectl("apply", "--server-side", "-f", str(CHART / "crds"))
+    assert crds.returncode == 0, crds.stderr
     applied = kube_bed.kubectl("apply", "--dry-run=server", "-f", "-", stdin=rendered.stdout)
 
     assert applied.returncode == 0, applied.stderr
