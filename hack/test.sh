@@ -6,8 +6,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$KB_ROOT"
 log "ruff"
 "$KB_VENV/bin/ruff" check operator devtools tests bench
+"$KB_VENV/bin/ruff" format --check operator devtools tests bench
 log "mypy"
 "$KB_VENV/bin/mypy"
+# The benches are scripts that import each other by file name, so they are checked as files.
+"$KB_VENV/bin/mypy" bench/*.py
 log "import contracts (layers, and which layer may import kopf, the Kafka clients, pyspark)"
 # This checkout's package first, whatever checkout the venv's editable install points at.
 PYTHONPATH="$KB_ROOT/operator${PYTHONPATH:+:$PYTHONPATH}" "$KB_VENV/bin/lint-imports"

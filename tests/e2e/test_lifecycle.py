@@ -123,10 +123,12 @@ def test_auto_mode_balances_a_skewed_topic_under_traffic_without_losing_a_messag
     status = pool_status(kube_bed, namespace)
     assert status["execution"]["phase"] == "Succeeded"
     for name, _ in GOALS:
+
+        def goal_satisfied(name: str = name) -> bool:
+            return condition(get(kube_bed, namespace, "bg", name), "Satisfied").get("status") == "True"
+
         satisfied = wait_for(
-            lambda name=name: (
-                condition(get(kube_bed, namespace, "bg", name), "Satisfied").get("status") == "True"
-            ),
+            goal_satisfied,
             60,
             f"goal {name} to report Satisfied",
             operator,

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 from kafka import KafkaAdminClient, TopicPartition
 from tests.support.messages import consume_digest
 
@@ -78,7 +79,7 @@ def _produce(bed: KafkaBed, topic: str, count: int) -> tuple[Counter[str], dict[
 
     rng = random.Random(7)
     counts: Counter[str] = Counter()
-    digests = defaultdict(hashlib.sha256)
+    digests: defaultdict[str, hashlib._Hash] = defaultdict(hashlib.sha256)
     for i in range(count):
         key = f"key-{i % KEYS}"
         value = rng.randbytes(32 + i % 200)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from tests.fixtures.prometheus_bed import MetricsBeds
@@ -58,8 +58,7 @@ def _scraped_after(beds: MetricsBeds, at_s: float) -> bool:
     """Whether every broker has been scraped after ``at_s`` (so a query at ``at_s`` sees its end)."""
     stamps = beds.prometheus.query('timestamp(up{job="kafka"})')
     return len(stamps) == len(beds.kafka.metrics_endpoints) and all(
-        float(s["value"][1]) > at_s + 1
-        for s in stamps  # type: ignore[index]
+        float(cast(list[str], s["value"])[1]) > at_s + 1 for s in stamps
     )
 
 

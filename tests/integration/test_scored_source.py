@@ -8,7 +8,8 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 from prometheus_client import REGISTRY
 
 from kafka_balancer.api import BrokerPoolSpec

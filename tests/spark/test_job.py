@@ -23,7 +23,8 @@ RACKS = {0: "a", 1: "a", 2: "b", 3: "b"}
 def cluster_samples() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """11 minutes of one-minute samples: 12 partitions (RF 2); broker 0 leads the big ones.
     orders-3 misses its samples between minutes 2 and 6, so window 1 lacks them."""
-    partitions, brokers = [], []
+    partitions: list[dict[str, Any]] = []
+    brokers: list[dict[str, Any]] = []
     for minute in range(11):
         ts = END - (10 - minute) * STEP
         for p in range(12):

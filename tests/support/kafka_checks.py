@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.cimpl import NewTopic
 from kafka import KafkaAdminClient
 
 from kafka_balancer_dev.localbed.kafka import KafkaBed

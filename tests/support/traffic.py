@@ -8,7 +8,8 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from kafka_balancer_dev.localbed.procs import wait_until
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
 import yaml
 
@@ -14,8 +15,10 @@ from kafka_balancer.api import Capacity
 from kafka_balancer.formats.goals_file import parse_goals
 from kafka_balancer.formats.plan_file import plan_document
 from kafka_balancer.formats.snapshot import cluster_to_snapshot, parse_snapshot
+from kafka_balancer.goals.spec import GoalSpec
 from kafka_balancer.model.cluster import Cluster, PartitionLoad
 from kafka_balancer.planner.optimizer import plan
+from kafka_balancer.planner.plan import Plan
 from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, build_cluster
 from tests.unit import checker
@@ -25,18 +28,18 @@ GB = 1.0e9
 EXCLUDED = re.compile(r"__.*")
 
 
-def _cluster(brokers: list[dict], partitions: list[dict]) -> Cluster:
+def _cluster(brokers: list[dict[str, Any]], partitions: list[dict[str, Any]]) -> Cluster:
     """The model the operator builds for a pool with ``excludedTopics: ["__.*"]``."""
     cluster = parse_snapshot(snapshot(brokers, partitions))
     parts = tuple(replace(p, movable=not EXCLUDED.fullmatch(p.topic)) for p in cluster.partitions)
     return replace(cluster, partitions=parts)
 
 
-def _goals(*specs: dict) -> tuple:
+def _goals(*specs: dict[str, Any]) -> tuple[GoalSpec, ...]:
     return parse_goals(list(yaml.safe_load_all(goals_yaml(*specs))))
 
 
-def _planned(cluster: Cluster, *specs: dict) -> tuple[dict, dict, object]:
+def _planned(cluster: Cluster, *specs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], Plan]:
     """(snapshot before, plan document, the plan) for ``cluster`` under ``specs``."""
     made = plan(cluster, _goals(*specs))
     return cluster_to_snapshot(cluster), plan_document(made.reassignments), made
@@ -93,7 +96,7 @@ def test_rack_awareness_an_excluded_topic_breaks_is_left_alone_and_not_infeasibl
         cluster, {"type": "RackAware", "hard": True}, {"type": "TopicReplicaDistribution", "rangePercent": 10}
     )
     assert not [p for p in moves["partitions"] if p["topic"] == "__pinned"]
-    outcomes = {g.type: g.after for g in made.goals}  # type: ignore[attr-defined]
+    outcomes = {g.type: g.after for g in made.goals}
     assert outcomes["RackAware"].satisfied
     # __pinned has replicas on 2 of 4 brokers: outside any band, but not this goal's business.
     assert outcomes["TopicReplicaDistribution"].satisfied, outcomes["TopicReplicaDistribution"].detail

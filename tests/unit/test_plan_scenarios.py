@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ ALL_DISTRIBUTION = goals_yaml(
 )
 
 
-def even_cluster(n_partitions: int = 12) -> dict:
+def even_cluster(n_partitions: int = 12) -> dict[str, Any]:
     brokers = [broker(i, "abc"[i]) for i in range(3)]
     parts = [partition("t", i, [i % 3, (i + 1) % 3, (i + 2) % 3]) for i in range(n_partitions)]
     return snapshot(brokers, parts)
@@ -30,7 +31,7 @@ def test_balanced_cluster_yields_an_empty_plan(tmp_path: Path, capsys: pytest.Ca
     assert run.plan == {"version": 1, "partitions": []}
 
 
-def skewed_cluster() -> dict:
+def skewed_cluster() -> dict[str, Any]:
     # Six brokers in two racks; every partition sits on brokers 0 and 1 (one per rack).
     brokers = [broker(i, "ab"[i % 2]) for i in range(6)]
     parts = [partition("orders", i, [i % 2, 1 - i % 2], disk=(1 + i % 5) * 1.0e9) for i in range(30)]
