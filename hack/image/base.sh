@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds (once, cached by the hash of this script) the base layer of the operator image from Debian's
+# packages: a bookworm minbase root filesystem with Python 3.11 and a Java 17 runtime (embedded Spark),
+# the content of the Containerfile's python:3.11-slim-bookworm base plus its openjdk-17-jre-headless,
+# without a registry. Prints the path of the gzip-compressed layer tar on stdout.
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+SUITE=bookworm
+MIRROR=http://deb.debian.org/debian
+PACKAGES=python3,openjdk-17-jre-headless,ca-certificates
+recipe="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
+home="$KB_CACHE_DIR/image/base-$recipe"
+layer="$home/base.tar.gz"
+if [ -f "$layer" ]; then
+  echo "$layer"
+  exit 0
+fi
+if ! command -v debootstrap >/dev/null 2>&1; then
+  log "installing debootstrap (Debian package): it builds the image's root filesystem"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+fi
+staging="$home.partial"
+rootfs="$staging/rootfs"
+# A crashed run may have left its /proc mounted in the staging root filesystem.
+umount "$rootfs/proc" 2>/dev/null || true
+rm -rf "$staging"
+mkdir -p "$staging"
+log "debootstrap $SUITE ($PACKAGES) into $rootfs (a few minutes)"
+start=$SECONDS
+if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$MIRROR" >"$staging/debootstrap.log" 2>&1; then
+  tail -20 "$staging/debootstrap.log" >&2
+  log "debootstrap failed; its log is $staging/debootstrap.log"
+  exit 1
+fi
+# What a container never uses: documentation, locales, package lists and caches, logs.
+rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian} "$rootfs"/var/lib/apt/lists/* \
+  "$rootfs"/var/cache/apt/* "$rootfs"/var/cache/debconf/*-old "$rootfs"/var/log/* "$rootfs"/debootstrap
+# A container's resolver and hostname come from the runtime.
+: >"$rootfs/etc/resolv.conf"
+: >"$rootfs/etc/hostname"
+tar --sort=name --mtime=@0 --numeric-owner --xattrs -C "$rootfs" -cf - . | gzip -6 -n >"$staging/base.tar.gz"
+mkdir -p "$home"
+mv "$staging/base.tar.gz" "$layer"
+rm -rf "$staging"
+log "built the base layer in $((SECONDS - start))s: $(du -h "$layer" | cut -f1) compressed"
+echo "$layer"

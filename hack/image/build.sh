@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds the operator image here, without Docker or a registry, with the Containerfile's content: the
+# base layer of hack/image/base.sh (Debian's Python 3.11 and Java 17), the package's dependencies and
+# the package itself installed from their wheels into /opt/kafka-balancer, non-root, entrypoint
+# `kafka-balancer`. Writes an OCI archive (`ctr images import`, `docker load`, `podman load`) named as
+# the chart's default image.repository:appVersion, cached by the hash of its inputs (the layers are
+# cached apart: the dependencies change less often than the package).
+# Prints `image=NAME` and `archive=PATH` on stdout; progress goes to stderr.
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+chart="$KB_ROOT/charts/kafka-balancer"
+repository="$(sed -n 's/^  repository: *//p' "$chart/values.yaml" | head -1)"
+tag="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$chart/Chart.yaml")"
+image="$repository:$tag"
+
+base_layer="$("$KB_ROOT/hack/image/base.sh")"
+# Inputs of each layer: the dependency layer depends on the dependency list (and the base it was
+# installed for), the image on that, the package's files, this script and the packer.
+hash_files() { (cd "$KB_ROOT" && sha256sum "$@" | sha256sum | cut -c1-16); }
+deps_key="$(echo "$base_layer $(hash_files pyproject.toml)" | sha256sum | cut -c1-16)"
+mapfile -t package_files < <(cd "$KB_ROOT" && find operator -type f -not -path '*/__pycache__/*' | sort)
+packer=devtools/kafka_balancer_dev/localbed/oci_image.py
+package_key="$(echo "$deps_key $(hash_files README.md hack/image/build.sh "$packer" "${package_files[@]}")" |
+  sha256sum | cut -c1-16)"
+home="$KB_CACHE_DIR/image"
+archive="$home/operator-$package_key.oci.tar"
+if [ ! -f "$archive" ]; then
+  start=$SECONDS
+  work="$home/build-$package_key.partial"
+  # An interrupted build's leftovers (one build at a time per cache directory).
+  rm -rf "$home"/build-*.partial
+  mkdir -p "$work"
+  log "building the kafka-balancer wheel and collecting its dependencies' wheels"
+  # From a copy of what the wheel is made of: pip builds in the source tree, and a build/ directory
+  # left in the checkout would leak stale modules into later wheels.
+  mkdir -p "$work/src"
+  cp -r "$KB_ROOT/pyproject.toml" "$KB_ROOT/README.md" "$KB_ROOT/operator" "$work/src/"
+  find "$work/src" -name __pycache__ -prune -exec rm -rf {} +
+  "$KB_VENV/bin/pip" wheel --quiet --wheel-dir "$work/wheels" "$work/src" >&2
+  wheel="$(ls "$work"/wheels/kafka_balancer-*.whl)"
+  # The image's Python is Debian's /usr/bin/python3 (3.11, the same bytecode as the venv's 3.11).
+  fix_scripts() {
+    find "$1/opt/kafka-balancer/bin" -maxdepth 1 -type f -exec sed -i '1s|^#!.*python.*$|#!/usr/bin/python3|' {} +
+  }
+  deps_layer="$home/deps-$deps_key.tar.gz"
+  if [ ! -f "$deps_layer" ]; then
+    log "installing the dependencies into the dependency layer"
+    "$KB_VENV/bin/pip" install --quiet --no-index --find-links "$work/wheels" \
+      --target "$work/deps/opt/kafka-balancer" "$wheel" >&2
+    # The package itself goes in the layer above.
+    rm -rf "$work"/deps/opt/kafka-balancer/{kafka_balancer,kafka_balancer-*.dist-info,bin/kafka-balancer}
+    fix_scripts "$work/deps"
+    tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/deps" -cf - . |
+      gzip -6 -n >"$deps_layer.partial"
+    mv "$deps_layer.partial" "$deps_layer"
+  fi
+  "$KB_VENV/bin/pip" install --quiet --no-deps --target "$work/package/opt/kafka-balancer" "$wheel" >&2
+  fix_scripts "$work/package"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/package" -cf "$work/package.tar" .
+  log "packing $image"
+  "$KB_VENV/bin/python" -m kafka_balancer_dev.localbed.oci_image --name "$image" \
+    --layer "$base_layer" --layer "$deps_layer" --layer "$work/package.tar" \
+    --entrypoint kafka-balancer --cmd=--help --user 65532:65532 \
+    --env PATH=/opt/kafka-balancer/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env PYTHONPATH=/opt/kafka-balancer --env PYTHONDONTWRITEBYTECODE=1 \
+    --env JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 --env HOME=/tmp \
+    --output "$work/image.oci.tar"
+  mv "$work/image.oci.tar" "$archive"
+  rm -rf "$work"
+  # Each is most of a GiB: keep the newest image and the dependency layer it uses.
+  find "$home" -maxdepth 1 \( -name 'operator-*.oci.tar' -o -name 'deps-*.tar.gz' \) \
+    ! -name "$(basename "$archive")" ! -name "$(basename "$deps_layer")" -delete
+  log "built $image in $((SECONDS - start))s: $(du -h "$archive" | cut -f1) compressed"
+fi
+printf 'image=%s\narchive=%s\n' "$image" "$archive"
