@@ -5,56 +5,15 @@
 # Prints one NAME=PATH line per binary on stdout; progress and build timings go to stderr.
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 source "$KB_ROOT/hack/kube/versions.sh"
+source "$KB_ROOT/hack/kube/gobuild.sh"
 
-# Module and build caches live with the other heavy caches, so a second run is instant.
-export GOMODCACHE="$KB_CACHE_DIR/go/mod" GOCACHE="$KB_CACHE_DIR/go/build"
-# Build with the installed toolchain; never download another one.
-export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
-
-KUBE_BIN="$KB_CACHE_DIR/kube-$KUBE_VERSION/bin"
 ETCD_BIN="$KB_CACHE_DIR/etcd-$ETCD_VERSION/bin"
 HELM_BIN="$KB_CACHE_DIR/helm-$HELM_VERSION/bin"
 
-require_pin() {
-  local module="$1" requirement="$2"
-  if ! grep -Eq "^(require)?[[:space:]]*$requirement( //.*)?\$" "$KB_ROOT/hack/kube/$module/go.mod"; then
-    log "hack/kube/$module/go.mod does not require $requirement (versions.sh): update both together"
-    exit 1
-  fi
-}
 require_pin kubernetes "k8s.io/kubernetes $KUBE_VERSION"
 require_pin etcd "go.etcd.io/etcd/server/v3 $ETCD_VERSION"
 require_pin helm "helm.sh/helm/v3 $HELM_VERSION"
 
-# build MODULE_DIR PACKAGE OUTPUT EXTRA_LDFLAGS: builds into a temporary file first, so an
-# interrupted build never leaves a truncated binary that a later run would take for a cached one.
-build() {
-  local module="$1" package="$2" output="$3" ldflags="-s -w $4"
-  local recipe
-  recipe="$(cd "$KB_ROOT/hack/kube/$module" && shopt -s nullglob &&
-    { echo "$package $ldflags"; cat go.mod go.sum ./*.go; } | sha256sum | cut -d' ' -f1)"
-  if [ -x "$output" ] && [ "$(cat "$output.recipe" 2>/dev/null)" = "$recipe" ]; then
-    return
-  fi
-  mkdir -p "$(dirname "$output")"
-  log "building $(basename "$output") from $package (a cold build takes minutes)"
-  local start=$SECONDS
-  (cd "$KB_ROOT/hack/kube/$module" && go build -trimpath -ldflags="$ldflags" -o "$output.tmp" "$package")
-  mv "$output.tmp" "$output"
-  echo "$recipe" >"$output.recipe"
-  log "built $(basename "$output") in $((SECONDS - start))s"
-}
-
-# The version stamps of Kubernetes' own release build (hack/lib/version.sh), for client-go and
-# component-base alike.
-kube_ldflags=""
-major_minor="${KUBE_VERSION#v}"
-for pair in "gitVersion=$KUBE_VERSION" "gitCommit=$KUBE_GIT_COMMIT" "gitTreeState=clean" \
-  "buildDate=$KUBE_BUILD_DATE" "gitMajor=${major_minor%%.*}" "gitMinor=$(echo "$major_minor" | cut -d. -f2)"; do
-  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-    kube_ldflags+=" -X $pkg.$pair"
-  done
-done
 build kubernetes k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_BIN/kube-apiserver" "$kube_ldflags"
 build kubernetes k8s.io/kubernetes/cmd/kubectl "$KUBE_BIN/kubectl" "$kube_ldflags"
 
