@@ -6,9 +6,14 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.kafka_bed", "tests.fixtures.kube_bed", "tests.fixtures.prometheus_bed"]
+pytest_plugins = [
+    "tests.fixtures.kafka_bed",
+    "tests.fixtures.kube_bed",
+    "tests.fixtures.node_bed",
+    "tests.fixtures.prometheus_bed",
+]
 
-_TIERS = {"unit", "spark", "integration", "e2e"}
+_TIERS = {"unit", "spark", "integration", "e2e", "node"}
 
 
 @pytest.hookimpl(tryfirst=True)

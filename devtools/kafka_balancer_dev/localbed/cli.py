@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kafka_balancer_dev.errors import BedError
-from kafka_balancer_dev.localbed import kafka, kube_cli
+from kafka_balancer_dev.localbed import kafka, kube_cli, node_cli
 
 LIBS_ENV = "KB_KAFKA_LIBS"
 
@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     for sub in (up, down):
         sub.add_argument("--run-dir", type=Path, default=_default_run_dir("kafka"))
     kube_cli.add_parser(components, _default_run_dir("kube"))
+    node_cli.add_parser(components, _default_run_dir("node"))
     return parser
 
 

@@ -38,6 +38,20 @@ SERVICE_CIDR = "10.0.0.0/24"
 
 
 @dataclass(frozen=True)
+class NodeControlPlane:
+    """How the API of a bed with a real node (``localbed.node``) differs from the API-only bed.
+
+    The apiserver binds and advertises ``address`` (the node's bridge) so pods reach it through the
+    ``kubernetes`` Service; the node's components authenticate as the ``users`` (name → groups) and the
+    Node authorizer and ServiceAccount admission are on, since a controller-manager creates the accounts.
+    """
+
+    address: str
+    service_cidr: str
+    users: Mapping[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
 class KubeBinaries:
     """Where the provisioned binaries are."""
 
@@ -108,11 +122,23 @@ def _get(url: str, *, token: str | None = None, ca_file: Path | None = None) -> 
 class KubeBed:
     """Starts and stops etcd and kube-apiserver; see the module docstring."""
 
-    def __init__(self, binaries: KubeBinaries, run_dir: Path, *, start_timeout_s: float = 90.0) -> None:
+    def __init__(
+        self,
+        binaries: KubeBinaries,
+        run_dir: Path,
+        *,
+        start_timeout_s: float = 90.0,
+        node: NodeControlPlane | None = None,
+    ) -> None:
         self.binaries = binaries
         self.run_dir = run_dir.resolve()
         self.start_timeout_s = start_timeout_s
-        self.tokens = {ADMIN: secrets.token_hex(16), DEVELOPER: secrets.token_hex(16)}
+        self.node = node
+        self.address = node.address if node else LOOPBACK
+        self.groups: dict[str, tuple[str, ...]] = {ADMIN: ("system:masters",), DEVELOPER: ()}
+        if node:
+            self.groups.update(node.users)
+        self.tokens = {user: secrets.token_hex(16) for user in self.groups}
         self.api_port = 0
         self._etcd: ManagedProcess | None = None
         self._apiserver: ManagedProcess | None = None
@@ -121,7 +147,7 @@ class KubeBed:
 
     @property
     def server(self) -> str:
-        return f"https://{LOOPBACK}:{self.api_port}"
+        return f"https://{self.address}:{self.api_port}"
 
     @property
     def kubeconfig(self) -> Path:
@@ -159,7 +185,8 @@ class KubeBed:
         (self.run_dir / "logs").mkdir(parents=True)
         (self.run_dir / "pki").mkdir()
         try:
-            etcd_client, etcd_peer, self.api_port = free_ports(3)
+            etcd_client, etcd_peer = free_ports(2)
+            self.api_port = free_ports(1, self.address)[0]
             self._start_etcd(etcd_client, etcd_peer)
             self._start_apiserver(etcd_client)
         except BaseException:
@@ -256,29 +283,35 @@ class KubeBed:
         tokens = pki / "tokens.csv"
         # token,user,uid,"group1,group2"
         tokens.write_text(
-            f'{self.tokens[ADMIN]},{ADMIN},{ADMIN},"system:masters"\n'
-            f"{self.tokens[DEVELOPER]},{DEVELOPER},{DEVELOPER}\n"
+            "".join(
+                f"{self.tokens[user]},{user},{user}" + (f',"{",".join(groups)}"' if groups else "") + "\n"
+                for user, groups in self.groups.items()
+            )
         )
         tokens.chmod(0o600)
         argv = [
             str(self.binaries.kube_apiserver),
             f"--etcd-servers=http://{LOOPBACK}:{etcd_client_port}",
-            f"--bind-address={LOOPBACK}",
-            f"--advertise-address={LOOPBACK}",
+            f"--bind-address={self.address}",
+            f"--advertise-address={self.address}",
             f"--secure-port={self.api_port}",
             # The apiserver writes a self-signed serving certificate (apiserver.crt/.key) here.
             f"--cert-dir={pki}",
             f"--service-account-issuer={self.server}",
             f"--service-account-key-file={public}",
             f"--service-account-signing-key-file={key}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--authorization-mode=RBAC",
+            f"--service-cluster-ip-range={self.node.service_cidr if self.node else SERVICE_CIDR}",
+            f"--authorization-mode={'Node,RBAC' if self.node else 'RBAC'}",
             f"--token-auth-file={tokens}",
-            f"--disable-admission-plugins={DISABLED_ADMISSION}",
             "--allow-privileged=true",
             "--profiling=false",
             "--v=1",
         ]
+        if self.node:
+            # The node's own address, not its hostname: nothing resolves the node's name here.
+            argv.append("--kubelet-preferred-address-types=InternalIP")
+        else:
+            argv.append(f"--disable-admission-plugins={DISABLED_ADMISSION}")
         self._apiserver = apiserver = ManagedProcess("kube-apiserver", argv, self.apiserver_log)
 
         def ready() -> bool:
@@ -292,7 +325,14 @@ class KubeBed:
             ready, timeout_s=self.start_timeout_s, what=f"kube-apiserver /readyz (see {self.apiserver_log})"
         )
 
-    def _write_kubeconfig(self) -> None:
+    def kubeconfig_of(self, user: str) -> Path:
+        """A kubeconfig whose only context is ``user`` (for components that cannot choose a context)."""
+        path = self.run_dir / f"kubeconfig-{user}"
+        self._write_kubeconfig(path, (user,))
+        return path
+
+    def _write_kubeconfig(self, path: Path | None = None, users: Sequence[str] | None = None) -> None:
+        users = list(users or self.tokens)
         config = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -302,13 +342,14 @@ class KubeBed:
                     "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)},
                 }
             ],
-            "users": [{"name": user, "user": {"token": token}} for user, token in self.tokens.items()],
-            "contexts": [{"name": user, "context": {"cluster": "bed", "user": user}} for user in self.tokens],
-            "current-context": ADMIN,
+            "users": [{"name": user, "user": {"token": self.tokens[user]}} for user in users],
+            "contexts": [{"name": user, "context": {"cluster": "bed", "user": user}} for user in users],
+            "current-context": users[0],
         }
+        path = path or self.kubeconfig
         # JSON is YAML, so kubectl and helm read it as is.
-        self.kubeconfig.write_text(json.dumps(config, indent=2) + "\n")
-        self.kubeconfig.chmod(0o600)
+        path.write_text(json.dumps(config, indent=2) + "\n")
+        path.chmod(0o600)
 
     def _write_state(self) -> None:
         marker = str(self.run_dir)

@@ -1,0 +1,65 @@
+"""The operator image on a real node: pods run it under the chart's restricted security context, and
+``helm install`` of the chart with the image built here gives a Ready operator."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kafka_balancer_dev.localbed import node
+from kafka_balancer_dev.localbed.procs import wait_until
+
+# The chart's pod and container security context: what the operator pod runs under.
+RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+
+
+def _json(bed: node.NodeBed, *args: str) -> dict[str, Any]:
+    done = bed.kubectl(*args, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    document: dict[str, Any] = json.loads(done.stdout)
+    return document
+
+
+def test_a_pod_runs_the_operator_image_non_root(
+    node_bed: node.NodeBed, operator_image: node.LocalImage
+) -> None:
+    namespace = "kb-node-pod"
+    node_bed.kubectl("create", "namespace", namespace)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "help", "namespace": namespace},
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": RESTRICTED_POD,
+            "containers": [
+                {
+                    "name": "operator",
+                    "image": operator_image.name,
+                    # Never: the image must come from the archive loaded into the node, not a registry.
+                    "imagePullPolicy": "Never",
+                    "args": ["--help"],
+                    "securityContext": RESTRICTED_CONTAINER,
+                }
+            ],
+        },
+    }
+    created = node_bed.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+    assert created.returncode == 0, created.stderr
+
+    def finished() -> str | None:
+        phase: str = _json(node_bed, "get", "pod", "help", "-n", namespace)["status"].get("phase", "")
+        return phase if phase in ("Succeeded", "Failed") else None
+
+    phase = wait_until(finished, timeout_s=120, what="the pod to finish")
+    logs = node_bed.kubectl("logs", "help", "-n", namespace)
+    assert phase == "Succeeded", logs.stdout + logs.stderr
+    assert "usage: kafka-balancer" in logs.stdout
+    status = _json(node_bed, "get", "pod", "help", "-n", namespace)["status"]["containerStatuses"][0]
+    assert status["state"]["terminated"]["exitCode"] == 0
+    assert status["imageID"], "the container ran no image"
