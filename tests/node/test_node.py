@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from typing import Any
 
 from kafka_balancer_dev.localbed import node
+from kafka_balancer_dev.localbed.ports import answers_ok
 from kafka_balancer_dev.localbed.procs import wait_until
 
+CHART = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer"
 # The chart's pod and container security context: what the operator pod runs under.
 RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}}
 RESTRICTED_CONTAINER = {
@@ -63,3 +67,35 @@ def test_a_pod_runs_the_operator_image_non_root(
     status = _json(node_bed, "get", "pod", "help", "-n", namespace)["status"]["containerStatuses"][0]
     assert status["state"]["terminated"]["exitCode"] == 0
     assert status["imageID"], "the container ran no image"
+
+
+def test_helm_install_gives_a_ready_operator_on_its_own_service_account(
+    node_bed: node.NodeBed, operator_image: node.LocalImage
+) -> None:
+    namespace, release = "kafka-balancer", "kb"
+    deployment = f"{release}-kafka-balancer"
+    started = time.monotonic()
+    # The chart's default image: what hack/image/build.sh builds, so no --set image.* is needed.
+    installed = node_bed.helm(
+        "install", release, str(CHART), "-n", namespace, "--create-namespace", "--wait", "--timeout", "5m"
+    )
+    ready_after_s = time.monotonic() - started
+    assert installed.returncode == 0, installed.stderr
+    print(f"helm install to operator Ready: {ready_after_s:.1f}s")
+
+    (pod,) = _json(node_bed, "get", "pods", "-n", namespace, "-l", "app.kubernetes.io/name=kafka-balancer")[
+        "items"
+    ]
+    assert pod["spec"]["containers"][0]["image"] == operator_image.name
+    # The chart's ServiceAccount and RBAC, not an admin token.
+    assert pod["spec"]["serviceAccountName"] == deployment
+    (status,) = pod["status"]["containerStatuses"]
+    assert status["ready"] is True
+    # The operator reached the apiserver from the pod (Service, kube-proxy, the projected token and CA):
+    # it registered in the chart's peering object under its pod name.
+    peering = _json(node_bed, "get", "clusterkopfpeering", "kafka-balancer")
+    assert any(pod["metadata"]["name"] in peer for peer in peering.get("status", {})), peering
+    # kopf's liveness endpoint answers on the pod's address, where kubelet's probes go.
+    assert answers_ok(f"http://{pod['status']['podIP']}:8080/healthz")
+    logs = node_bed.kubectl("logs", "-n", namespace, pod["metadata"]["name"])
+    assert "Traceback" not in logs.stdout, logs.stdout[-4000:]
