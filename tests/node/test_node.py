@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 from typing import Any
 
 from kafka_balancer_dev.localbed import node
 from kafka_balancer_dev.localbed.ports import answers_ok
 from kafka_balancer_dev.localbed.procs import wait_until
 
-CHART = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer"
+from .conftest import OPERATOR_NAMESPACE, RELEASE
+
 # The chart's pod and container security context: what the operator pod runs under.
 RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}}
 RESTRICTED_CONTAINER = {
@@ -70,22 +69,14 @@ def test_a_pod_runs_the_operator_image_non_root(
 
 
 def test_helm_install_gives_a_ready_operator_on_its_own_service_account(
-    node_bed: node.NodeBed, operator_image: node.LocalImage
+    node_bed: node.NodeBed, operator_image: node.LocalImage, operator_release: float
 ) -> None:
-    namespace, release = "kafka-balancer", "kb"
-    deployment = f"{release}-kafka-balancer"
-    started = time.monotonic()
-    # The chart's default image: what hack/image/build.sh builds, so no --set image.* is needed.
-    installed = node_bed.helm(
-        "install", release, str(CHART), "-n", namespace, "--create-namespace", "--wait", "--timeout", "5m"
-    )
-    ready_after_s = time.monotonic() - started
-    assert installed.returncode == 0, installed.stderr
-    print(f"helm install to operator Ready: {ready_after_s:.1f}s")
+    deployment = f"{RELEASE}-kafka-balancer"
+    print(f"helm install to operator Ready: {operator_release:.1f}s")
 
-    (pod,) = _json(node_bed, "get", "pods", "-n", namespace, "-l", "app.kubernetes.io/name=kafka-balancer")[
-        "items"
-    ]
+    (pod,) = _json(
+        node_bed, "get", "pods", "-n", OPERATOR_NAMESPACE, "-l", "app.kubernetes.io/name=kafka-balancer"
+    )["items"]
     assert pod["spec"]["containers"][0]["image"] == operator_image.name
     # The chart's ServiceAccount and RBAC, not an admin token.
     assert pod["spec"]["serviceAccountName"] == deployment
@@ -97,5 +88,5 @@ def test_helm_install_gives_a_ready_operator_on_its_own_service_account(
     assert any(pod["metadata"]["name"] in peer for peer in peering.get("status", {})), peering
     # kopf's liveness endpoint answers on the pod's address, where kubelet's probes go.
     assert answers_ok(f"http://{pod['status']['podIP']}:8080/healthz")
-    logs = node_bed.kubectl("logs", "-n", namespace, pod["metadata"]["name"])
+    logs = node_bed.kubectl("logs", "-n", OPERATOR_NAMESPACE, pod["metadata"]["name"])
     assert "Traceback" not in logs.stdout, logs.stdout[-4000:]

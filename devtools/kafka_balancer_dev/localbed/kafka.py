@@ -95,6 +95,8 @@ class _Node:
     secured_ports: Mapping[str, int] = field(default_factory=dict)
     # The JMX exporter agent's HTTP port on a bed with broker metrics.
     metrics_port: int | None = None
+    # The listener on the node's bridge on a bed with ``pod_host``.
+    pod_port: int | None = None
 
     @property
     def name(self) -> str:
@@ -138,6 +140,7 @@ class KafkaBed:
         start_timeout_s: float = 120.0,
         secured: bool = False,
         metrics_agent: Path | None = None,
+        pod_host: str | None = None,
     ) -> None:
         if brokers < 1:
             raise BedError(f"a Kafka bed needs at least one broker, got {brokers}")
@@ -161,6 +164,7 @@ class KafkaBed:
         if metrics_agent is not None and not (metrics_agent / METRICS_AGENT_JAR).is_file():
             raise BedError(f"no {METRICS_AGENT_JAR} in {metrics_agent} (run hack/prometheus/provision.sh)")
         self.metrics_agent = metrics_agent
+        self.pod_host = pod_host
 
     # -- what callers read -------------------------------------------------------------------------
 
@@ -168,6 +172,13 @@ class KafkaBed:
     def bootstrap_servers(self) -> str:
         """``host:port`` of every running broker, comma-separated."""
         return ",".join(f"{cfg.HOST}:{node.port}" for node in self._brokers.values())
+
+    @property
+    def pod_bootstrap_servers(self) -> str:
+        """``host:port`` of every running broker's listener on ``pod_host`` (where pods connect)."""
+        if self.pod_host is None:
+            raise BedError("this Kafka bed has no listener for pods (start it with pod_host=...)")
+        return ",".join(f"{self.pod_host}:{node.pod_port}" for node in self._brokers.values())
 
     @property
     def racks(self) -> dict[int, str]:
@@ -432,6 +443,8 @@ class KafkaBed:
                 keystore=self._secrets.tls.keystore,
                 keystore_password=self._secrets.tls.keystore_password,
             )
+        if self.pod_host is not None:
+            props = cfg.with_pod_listener(props, host=self.pod_host, port=free_port(self.pod_host))
         return directory, props
 
     def _make_secrets(self) -> _Secrets:
@@ -528,7 +541,8 @@ class KafkaBed:
     ) -> _Node:
         metrics_port = free_port() if self.metrics_agent is not None and rack is not None else None
         process = self._process(node_id, rack, directory, metrics_port)
-        return _Node(node_id, rack, port, directory, process, _secured_ports(props), metrics_port)
+        pod_port = _listener_ports(props).get(cfg.POD_LISTENER)
+        return _Node(node_id, rack, port, directory, process, _secured_ports(props), metrics_port, pod_port)
 
     def _process(
         self, node_id: int, rack: str | None, directory: Path, metrics_port: int | None
@@ -552,7 +566,8 @@ class KafkaBed:
 
         def listening() -> bool:
             node.process.ensure_running(hint=node.server_log)
-            return all(accepts_connections(port) for port in ports)
+            on_pod_host = node.pod_port is None or accepts_connections(node.pod_port, str(self.pod_host))
+            return on_pod_host and all(accepts_connections(port) for port in ports)
 
         wait_until(
             listening,
@@ -605,11 +620,17 @@ class KafkaBed:
         STATE.write(self.run_dir, state)
 
 
-def _secured_ports(props: Mapping[str, str]) -> dict[str, int]:
-    """Listener name → port of a node's listeners other than PLAINTEXT and CONTROLLER."""
+def _listener_ports(props: Mapping[str, str]) -> dict[str, int]:
+    """Listener name → port of every listener of a node."""
     ports: dict[str, int] = {}
     for listener in props.get("listeners", "").split(","):
         name, _, address = listener.partition("://")
-        if address and name not in (cfg.LISTENER, cfg.CONTROLLER_LISTENER):
+        if address:
             ports[name] = int(address.rsplit(":", 1)[1])
     return ports
+
+
+def _secured_ports(props: Mapping[str, str]) -> dict[str, int]:
+    """Listener name → port of a node's secured listeners (SASL, SSL)."""
+    plain = (cfg.LISTENER, cfg.CONTROLLER_LISTENER, cfg.POD_LISTENER)
+    return {name: port for name, port in _listener_ports(props).items() if name not in plain}

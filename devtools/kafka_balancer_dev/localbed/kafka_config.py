@@ -19,6 +19,8 @@ SASL_LISTENER = "SASL_PLAINTEXT"
 SSL_LISTENER = "SSL"
 SASL_SSL_LISTENER = "SASL_SSL"
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# A bed beside the node (``localbed.node``) also listens on the node's bridge, where pods reach it.
+POD_LISTENER = "PODS"
 
 
 def rack_names(count: int) -> list[str]:
@@ -111,6 +113,19 @@ def broker_properties(
         # 1 s default it idles past the moment the quota allows more (bench/README.md: 80 % → 85 %).
         "replica.fetch.backoff.ms": "100",
         **_HEARTBEATS,
+    }
+
+
+def with_pod_listener(props: Mapping[str, str], *, host: str, port: int) -> dict[str, str]:
+    """``props`` plus a PLAINTEXT listener on ``host:port`` advertised as such: clients that bootstrap
+    there (pods) are told the brokers' addresses on it, clients on 127.0.0.1 keep the loopback ones."""
+    listener = f"{POD_LISTENER}://{host}:{port}"
+    protocols = props["listener.security.protocol.map"]
+    return {
+        **props,
+        "listeners": f"{props['listeners']},{listener}",
+        "advertised.listeners": f"{props['advertised.listeners']},{listener}",
+        "listener.security.protocol.map": f"{protocols},{POD_LISTENER}:PLAINTEXT",
     }
 
 
