@@ -13,10 +13,11 @@ import pytest
 from kafka_balancer.errors import KubernetesError
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.port import PoolId
 from kafka_balancer_dev.localbed import kube
 
 NAMESPACE = "kb-test-blobs"
-OWNER = {"namespace": NAMESPACE, "name": "main", "uid": "0b1c9a52-5a53-4c4e-9d1c-000000000001"}
+OWNER = PoolId(NAMESPACE, "main", "0b1c9a52-5a53-4c4e-9d1c-000000000001")
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from kafka_balancer.k8s.execution import (
     release_returned_brokers,
 )
 from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
 from kafka_balancer.kafka.throttle import BROKER_RATES
@@ -31,7 +32,7 @@ from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 
 NAMESPACE = "kb-test-left-throttles"
-POOL = {"namespace": NAMESPACE, "name": "main", "uid": "0b1c9a52-5a53-4c4e-9d1c-000000000002"}
+POOL = PoolId(NAMESPACE, "main", "0b1c9a52-5a53-4c4e-9d1c-000000000002")
 
 
 @pytest.fixture

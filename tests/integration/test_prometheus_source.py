@@ -21,6 +21,7 @@ from tests.support.traffic import KnownTraffic, create_topic
 
 from kafka_balancer.api import BrokerPoolSpec
 from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.prometheus_secrets import PoolSecrets, prometheus_settings
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.kafka.sample_store import SampleStore
@@ -162,7 +163,7 @@ def test_the_operator_reads_cpu_from_the_pools_prometheus_and_says_when_the_labe
     bootstrap = metrics_beds.kafka.bootstrap_servers
     topic = create_topic(bootstrap, "operator", partitions=3, rf=RF)
     key = "team-m/metrics"
-    pool = {"namespace": "team-m", "name": "metrics", "uid": "0b1c9a52-5a53-4c4e-9d1c-0000000000a1"}
+    pool = PoolId("team-m", "metrics", "0b1c9a52-5a53-4c4e-9d1c-0000000000a1")
 
     def spec(label: str) -> BrokerPoolSpec:
         return BrokerPoolSpec.model_validate(
@@ -208,7 +209,7 @@ def test_the_operator_queries_an_https_prometheus_with_the_ca_and_token_of_the_p
 ) -> None:
     bootstrap = metrics_beds.kafka.bootstrap_servers
     namespace, key = "team-tls", "team-tls/secured"
-    pool = {"namespace": namespace, "name": "secured", "uid": "0b1c9a52-5a53-4c4e-9d1c-0000000000a2"}
+    pool = PoolId(namespace, "secured", "0b1c9a52-5a53-4c4e-9d1c-0000000000a2")
     https = make_https_material(tmp_path / "https")
     secured = PrometheusBed(
         metrics_tools, tmp_path / "prometheus", metrics_beds.kafka.metrics_endpoints, https=https

@@ -13,12 +13,13 @@ from confluent_kafka.cimpl import NewTopic
 from prometheus_client import REGISTRY
 
 from kafka_balancer.api import BrokerPoolSpec
+from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, ScoringSchedule, pass_times
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.scoring.launch import EmbeddedScorer
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 
-POOL = {"namespace": "team-a", "name": "scored", "uid": "uid-scored"}
+POOL = PoolId("team-a", "scored", "uid-scored")
 KEY = "team-a/scored"
 
 

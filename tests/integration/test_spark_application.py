@@ -148,9 +148,7 @@ class StateRecorder:
 
 
 def get_app(scorer: SparkApplicationScorer, name: str) -> Any:
-    return scorer.kube.custom.get_namespaced_custom_object(
-        SPARK_GROUP, SPARK_VERSION, NAMESPACE, SPARK_PLURAL, name
-    )
+    return scorer.kube.read_custom_object(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, NAMESPACE, name)
 
 
 @dataclass(frozen=True)
@@ -222,6 +220,7 @@ def test_a_rerun_of_the_same_run_reuses_the_application(
     name = application_name(NAMESPACE, POOL, "run-ok")
     assert standin.runs[f"{NAMESPACE}/{name}"] == 1
     assert again.snapshot == completed.result.snapshot
+    assert isinstance(scorer.kube, Kube)
     listed: Any = scorer.kube.custom.list_namespaced_custom_object(
         SPARK_GROUP,
         SPARK_VERSION,

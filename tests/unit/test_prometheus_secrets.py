@@ -12,9 +12,10 @@ from pydantic import ValidationError
 
 from kafka_balancer.api import Prometheus
 from kafka_balancer.errors import InputError
+from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.prometheus_secrets import PoolSecrets, prometheus_settings
 
-POOL = {"namespace": "team-a", "name": "main"}
+POOL = PoolId("team-a", "main", "uid-main")
 CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 

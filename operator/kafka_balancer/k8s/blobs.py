@@ -11,10 +11,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 from collections.abc import Mapping
-from typing import Any
 
 from kafka_balancer.errors import KubernetesError
-from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.port import KubePort, PoolId
 
 # Below the apiserver's 1 MiB per ConfigMap, with room for the other keys and the metadata.
 LIMIT = 900 * 1024
@@ -38,10 +37,10 @@ def unpack(chunks: list[bytes], digest: str) -> bytes:
 
 
 def store(
-    kube: Kube,
+    kube: KubePort,
     namespace: str,
     name: str,
-    owner: Mapping[str, Any],
+    owner: PoolId,
     fields: Mapping[str, str],
     key: str,
     payload: bytes,
@@ -59,20 +58,20 @@ def store(
     kube.write_config_map(namespace, name, owner, head, {f"{key}.gz": chunks[0]})
 
 
-def load(kube: Kube, namespace: str, name: str, key: str) -> tuple[dict[str, str], bytes] | None:
+def load(kube: KubePort, namespace: str, name: str, key: str) -> tuple[dict[str, str], bytes] | None:
     """The fields and the document ``store`` wrote; None when absent (KubernetesError if torn)."""
-    found = kube.read_config_map_with_binary(namespace, name)
+    found = kube.read_config_map(namespace, name)
     if found is None:
         return None
-    fields, binary = found
+    fields, binary = dict(found.data), found.binary
     if key in fields:
         return fields, fields.pop(key).encode()
     if f"{key}.gz" not in binary or CHUNKS not in fields:
         return None
     chunks = [binary[f"{key}.gz"]]
     for index in range(1, int(fields[CHUNKS])):
-        part = kube.read_config_map_with_binary(namespace, chunk_name(name, index))
-        if part is None or f"{key}.gz" not in part[1]:
+        part = kube.read_config_map(namespace, chunk_name(name, index))
+        if part is None or f"{key}.gz" not in part.binary:
             raise KubernetesError(f"ConfigMap {namespace}/{chunk_name(name, index)} is missing")
-        chunks.append(part[1][f"{key}.gz"])
+        chunks.append(part.binary[f"{key}.gz"])
     return fields, unpack(chunks, fields[DIGEST])

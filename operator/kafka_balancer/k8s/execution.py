@@ -16,7 +16,8 @@ from typing import Any
 
 from kafka_balancer.api import Execution as ExecutionSpec
 from kafka_balancer.k8s import blobs, metrics
-from kafka_balancer.k8s.kube import Kube, json_text
+from kafka_balancer.k8s.kube import json_text
+from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import (
@@ -66,10 +67,10 @@ def options_of(spec: ExecutionSpec) -> ExecuteOptions:
     )
 
 
-def run_plan(
-    kube: Kube,
+def execute_plan(
+    kube: KubePort,
     state_dir: Path,
-    pool: Mapping[str, Any],
+    pool: PoolId,
     stored: StoredPlan,
     bootstrap: str,
     props: Mapping[str, str],
@@ -78,7 +79,7 @@ def run_plan(
     cancel_requested: Callable[[], bool],
 ) -> ExecutionState:
     """Execute ``stored`` to the end (resuming a previous run of the same plan); raises on failure."""
-    namespace, name = pool["namespace"], pool["name"]
+    namespace, name = pool.namespace, pool.name
     state_path = state_dir / f"{namespace}.{name}.{stored.id}.json"
     state_path.parent.mkdir(parents=True, exist_ok=True)
     config_map = execution_config_map(name)
@@ -91,7 +92,7 @@ def run_plan(
             return
         last_mirror[0] = now
         mirror_state(kube, pool, stored.id, state)
-        metrics.BYTES_MOVED.labels(f"{namespace}/{name}").set(state.bytes_done)
+        metrics.BYTES_MOVED.labels(pool.key).set(state.bytes_done)
         progress(state)
 
     options = options_of(spec)
@@ -119,18 +120,17 @@ def run_plan(
         admin.close()
 
 
-def mirror_state(kube: Kube, pool: Mapping[str, Any], plan: str, state: ExecutionState) -> None:
+def mirror_state(kube: KubePort, pool: PoolId, plan: str, state: ExecutionState) -> None:
     """The executor's state in ``<pool>-execution``, for a new operator pod to resume from."""
-    namespace, name = pool["namespace"], pool["name"]
     document = json_text(state_document(state)).encode()
-    blobs.store(kube, namespace, execution_config_map(name), pool, {"plan.id": plan}, STATE_KEY, document)
+    blobs.store(
+        kube, pool.namespace, execution_config_map(pool.name), pool, {"plan.id": plan}, STATE_KEY, document
+    )
 
 
-def _recorded(
-    kube: Kube, state_dir: Path, pool: Mapping[str, Any]
-) -> tuple[str, Path, ExecutionState] | None:
+def _recorded(kube: KubePort, state_dir: Path, pool: PoolId) -> tuple[str, Path, ExecutionState] | None:
     """The pool's last execution: its plan id, local state path and state (None if it never ran)."""
-    namespace, name = pool["namespace"], pool["name"]
+    namespace, name = pool.namespace, pool.name
     mirrored = blobs.load(kube, namespace, execution_config_map(name), STATE_KEY)
     if mirrored is None:
         return None
@@ -152,7 +152,7 @@ def _file_commit(path: Path) -> Callable[[ExecutionState], ExecutionState]:
 
 
 def settle_unfinished(
-    kube: Kube, admin: AdminPort, state_dir: Path, pool: Mapping[str, Any], keep: str | None = None
+    kube: KubePort, admin: AdminPort, state_dir: Path, pool: PoolId, keep: str | None = None
 ) -> str | None:
     """Cancel the pool's recorded execution if it is unfinished and not plan ``keep``.
 
@@ -166,17 +166,12 @@ def settle_unfinished(
     plan, path, state = recorded
     final = cancel_execution(admin, state, _file_commit(path), clock=time.time, sleep=time.sleep)
     mirror_state(kube, pool, plan, final)
-    logger.info(
-        "pool %s/%s: cancelled unfinished plan %s, removed its throttles",
-        pool["namespace"],
-        pool["name"],
-        plan,
-    )
+    logger.info("pool %s: cancelled unfinished plan %s, removed its throttles", pool.key, plan)
     return plan
 
 
 def release_returned_brokers(
-    kube: Kube, admin: Callable[[], AdminPort], state_dir: Path, pool: Mapping[str, Any]
+    kube: KubePort, admin: Callable[[], AdminPort], state_dir: Path, pool: PoolId
 ) -> list[str]:
     """Remove our rates from brokers the last execution had to leave them on (down at its end) and
     that are back; run at every reconcile, so a throttle outlives its broker's downtime by one
@@ -192,16 +187,15 @@ def release_returned_brokers(
     if released:
         mirror_state(kube, pool, plan, after)
         logger.info(
-            "pool %s/%s: removed throttles plan %s left on broker(s) %s, which are back",
-            pool["namespace"],
-            pool["name"],
+            "pool %s: removed throttles plan %s left on broker(s) %s, which are back",
+            pool.key,
             plan,
             ", ".join(released),
         )
     return released
 
 
-def inherited_throttles(kube: Kube, state_dir: Path, pool: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+def inherited_throttles(kube: KubePort, state_dir: Path, pool: PoolId) -> dict[str, tuple[str, ...]]:
     """Broker throttles an earlier plan could not remove (its brokers were down): a new plan's state
     takes them over, so they are still removed when those brokers come back."""
     recorded = _recorded(kube, state_dir, pool)

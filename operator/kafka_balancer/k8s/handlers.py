@@ -19,9 +19,10 @@ import kopf
 from kafka_balancer.api import GROUP, VERSION
 from kafka_balancer.errors import InputError, KafkaBalancerError, KafkaOperationError
 from kafka_balancer.k8s import metrics
-from kafka_balancer.k8s.execution import release_returned_brokers, run_plan, settle_unfinished
+from kafka_balancer.k8s.execution import execute_plan, release_returned_brokers, settle_unfinished
 from kafka_balancer.k8s.kube import Kube
-from kafka_balancer.k8s.pools import PoolReconciler, PoolRef, failure, parse_goals, parse_spec
+from kafka_balancer.k8s.pools import PoolReconciler, failure, parse_goals, parse_spec
+from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
@@ -79,7 +80,7 @@ async def pool_daemon(
 ) -> None:
     reconciler = Runtime.reconciler
     assert reconciler is not None, "handlers.setup() runs before kopf"
-    pool = PoolRef(namespace, name, uid)
+    pool = PoolId(namespace, name, uid)
     while not stopped:
         seen = (body.meta.get("generation"), body.meta.annotations.get(APPROVE_ANNOTATION))
         await reconcile_once(reconciler, pool, body, goals_by_pool, retry, logger, stopped)
@@ -104,7 +105,7 @@ async def pool_deleted(
     """
     reconciler = Runtime.reconciler
     assert reconciler is not None, "handlers.setup() runs before kopf"
-    pool = PoolRef(namespace, name, uid)
+    pool = PoolId(namespace, name, uid)
     try:
         parsed = parse_spec(spec)
         props = await asyncio.to_thread(reconciler.connection, pool, parsed)
@@ -121,7 +122,7 @@ async def pool_deleted(
         admin = KafkaAdmin(parsed.kafka.bootstrap_servers, props)
         try:
             cancelled = await asyncio.to_thread(
-                settle_unfinished, reconciler.kube, admin, reconciler.state_dir / "executions", pool.owner
+                settle_unfinished, reconciler.kube, admin, reconciler.state_dir / "executions", pool
             )
         finally:
             admin.close()
@@ -135,7 +136,7 @@ async def pool_deleted(
 
 async def reconcile_once(
     reconciler: PoolReconciler,
-    pool: PoolRef,
+    pool: PoolId,
     body: kopf.Body,
     goals_index: kopf.Index[tuple[str, str], dict[str, Any]],
     retry: int,
@@ -197,7 +198,7 @@ async def reconcile_once(
 
 
 def release_left_throttles(
-    reconciler: PoolReconciler, pool: PoolRef, spec: Any, props: dict[str, str]
+    reconciler: PoolReconciler, pool: PoolId, spec: Any, props: dict[str, str]
 ) -> None:
     """Level-based: throttles an execution had to leave on a broker that was down go once it is back."""
     lock = Runtime.executing[pool.key]
@@ -210,7 +211,7 @@ def release_left_throttles(
         return admins[-1]
 
     try:
-        release_returned_brokers(reconciler.kube, admin, reconciler.state_dir / "executions", pool.owner)
+        release_returned_brokers(reconciler.kube, admin, reconciler.state_dir / "executions", pool)
     except KafkaOperationError as err:
         _log.warning("pool %s: left throttles not released yet: %s", pool.key, err)
     finally:
@@ -221,7 +222,7 @@ def release_left_throttles(
 
 async def execute(
     reconciler: PoolReconciler,
-    pool: PoolRef,
+    pool: PoolId,
     body: kopf.Body,
     spec: Any,
     outcome: PoolOutcome,
@@ -264,14 +265,14 @@ async def execute(
 
     def run(*args: Any) -> None:
         with Runtime.executing[pool.key]:
-            run_plan(*args)
+            execute_plan(*args)
 
     try:
         await asyncio.to_thread(
             run,
             kube,
             reconciler.state_dir / "executions",
-            pool.owner,
+            pool,
             stored,
             spec.kafka.bootstrap_servers,
             props,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,8 @@ from kafka_balancer.errors import InputError
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.k8s import blobs, metrics
-from kafka_balancer.k8s.kube import Kube, json_text
+from kafka_balancer.k8s.kube import json_text
+from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
 from kafka_balancer.reconcile.conditions import FALSE, Condition, merge_conditions, ready
@@ -41,21 +41,6 @@ PLAN_KEY = "plan.json"
 PLURAL_GOALS = "balancergoals"
 
 
-@dataclass(frozen=True)
-class PoolRef:
-    namespace: str
-    name: str
-    uid: str
-
-    @property
-    def owner(self) -> dict[str, str]:
-        return {"namespace": self.namespace, "name": self.name, "uid": self.uid}
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
 def parse_spec(spec: Mapping[str, Any]) -> BrokerPoolSpec:
     try:
         return BrokerPoolSpec.model_validate(dict(spec))
@@ -75,12 +60,12 @@ def parse_goals(goals: Sequence[Mapping[str, Any]]) -> list[tuple[str, BalancerG
 
 
 class PoolReconciler:
-    def __init__(self, kube: Kube, source: ClusterSource, state_dir: Path) -> None:
+    def __init__(self, kube: KubePort, source: ClusterSource, state_dir: Path) -> None:
         self.kube = kube
         self.source = source
         self.state_dir = state_dir
 
-    def connection(self, pool: PoolRef, spec: BrokerPoolSpec) -> dict[str, str]:
+    def connection(self, pool: PoolId, spec: BrokerPoolSpec) -> dict[str, str]:
         """Client properties with credentials from the pool's Secrets (files for TLS keys, mode 0600)."""
         kafka = spec.kafka
         sasl = None
@@ -104,7 +89,7 @@ class PoolReconciler:
             tls_files = written
         return client_properties(kafka, sasl, tls_files)
 
-    def stored_plan(self, pool: PoolRef) -> StoredPlan | None:
+    def stored_plan(self, pool: PoolId) -> StoredPlan | None:
         found = blobs.load(self.kube, pool.namespace, plan_config_map(pool.name), PLAN_KEY)
         if found is None:
             return None
@@ -116,7 +101,7 @@ class PoolReconciler:
 
     def reconcile(
         self,
-        pool: PoolRef,
+        pool: PoolId,
         spec: BrokerPoolSpec,
         generation: int,
         status: Mapping[str, Any],
@@ -126,7 +111,7 @@ class PoolReconciler:
         props: Mapping[str, str],
     ) -> PoolOutcome:
         """Blocking: read Kafka (raises KafkaOperationError), plan, write ConfigMaps, status, goal status."""
-        metadata, loads = self.source.read(pool.owner, spec, props, goals)
+        metadata, loads = self.source.read(pool, spec, props, goals)
         started = time.monotonic()
         outcome = reconcile_pool(
             PoolInput(
@@ -155,7 +140,7 @@ class PoolReconciler:
                 self.kube,
                 pool.namespace,
                 plan_config_map(pool.name),
-                pool.owner,
+                pool,
                 {"plan.id": plan.id, "moves": str(plan.moves), "bytes-to-move": str(plan.bytes_to_move)},
                 PLAN_KEY,
                 json_text(plan_document(plan.reassignments)).encode(),
@@ -164,7 +149,7 @@ class PoolReconciler:
             self.kube.write_config_map(
                 pool.namespace,
                 loads_config_map(pool.name),
-                pool.owner,
+                pool,
                 {"report.json": json_text(outcome.report), "report.txt": report_text(outcome.report)},
             )
         self.kube.patch_status(PLURAL_POOLS, pool.namespace, pool.name, outcome.status)
@@ -172,7 +157,7 @@ class PoolReconciler:
         return outcome
 
     def write_goal_statuses(
-        self, pool: PoolRef, outcome: PoolOutcome, previous: Mapping[str, tuple[int, list[Any]]]
+        self, pool: PoolId, outcome: PoolOutcome, previous: Mapping[str, tuple[int, list[Any]]]
     ) -> None:
         """Each named goal's Satisfied condition; ``previous``: name → (generation, conditions)."""
         now = rfc3339(time.time())
@@ -199,7 +184,7 @@ class PoolReconciler:
             )
 
     def report_failure(
-        self, pool: PoolRef, generation: int, status: Mapping[str, Any], condition: Condition
+        self, pool: PoolId, generation: int, status: Mapping[str, Any], condition: Condition
     ) -> None:
         """Write a single failing condition (Kafka unreachable, unusable spec) and the Ready summary."""
         kept = [c for c in status.get("conditions") or [] if c.get("type") not in (condition.type, "Ready")]
@@ -219,4 +204,4 @@ def failure(condition_type: str, reason: str, message: str) -> Condition:
     return Condition(condition_type, FALSE, reason, message)
 
 
-__all__ = ["Event", "PoolReconciler", "PoolRef", "failure", "parse_goals", "parse_spec"]
+__all__ = ["Event", "PoolId", "PoolReconciler", "failure", "parse_goals", "parse_spec"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kafka_balancer.api import Prometheus
 from kafka_balancer.errors import InputError
+from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.prometheus.settings import PrometheusSettings
 
 CA_FILE = "prometheus-ca.crt"
@@ -25,17 +26,15 @@ class PoolSecrets:
     folder: Path
 
 
-def prometheus_settings(
-    spec: Prometheus, pool: Mapping[str, str], secrets: PoolSecrets | None
-) -> PrometheusSettings:
-    """The source settings of ``spec``; ``pool``: namespace and name. :class:`InputError` names the
-    field when a referenced Secret or key is missing."""
+def prometheus_settings(spec: Prometheus, pool: PoolId, secrets: PoolSecrets | None) -> PrometheusSettings:
+    """The source settings of ``spec``. :class:`InputError` names the field when a referenced Secret
+    or key is missing."""
     token_ref, ca_ref = spec.bearer_token_secret_ref, spec.ca_secret_ref
     if token_ref is None and ca_ref is None:
         return PrometheusSettings.from_spec(spec)
     if secrets is None:
         raise InputError("prometheus: Secret references need the operator's access to Kubernetes")
-    namespace = pool["namespace"]
+    namespace = pool.namespace
     token = None
     if token_ref is not None:
         raw = _value(secrets, namespace, "bearerTokenSecretRef", token_ref.name, token_ref.key)
@@ -49,7 +48,7 @@ def prometheus_settings(
     ca_file = None
     if ca_ref is not None:
         pem = _value(secrets, namespace, "caSecretRef", ca_ref.name, ca_ref.key)
-        folder = secrets.folder / f"{namespace}.{pool['name']}"
+        folder = secrets.folder / f"{namespace}.{pool.name}"
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         ca_file = folder / CA_FILE
         ca_file.touch(mode=0o600)

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from kafka_balancer.api import API_VERSION, BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.errors import InputError, KafkaOperationError, MetricsSourceError, ScoringError
-from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.prometheus_secrets import PoolSecrets, prometheus_settings
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, Loads, ScoringSchedule, pass_times, prune
 from kafka_balancer.k8s.spark_application import SparkApplicationScorer, SparkSettings
@@ -58,7 +58,7 @@ class ClusterSource:
         self._secrets = secrets
 
     @classmethod
-    def for_operator(cls, kube: Kube, state_dir: Path) -> ClusterSource:
+    def for_operator(cls, kube: KubePort, state_dir: Path) -> ClusterSource:
         embedded = EmbeddedScorer(state_dir / "scoring")
         spark = SparkSettings.from_env()
 
@@ -77,13 +77,13 @@ class ClusterSource:
 
     def read(
         self,
-        pool: Mapping[str, str],
+        pool: PoolId,
         spec: BrokerPoolSpec,
         props: Mapping[str, str],
         goals: Sequence[tuple[str, BalancerGoalSpec]] = (),
     ) -> tuple[ClusterMetadata, Loads]:
-        """``pool``: namespace, name and uid. Blocking (one Admin API pass); never waits for Spark."""
-        key = f"{pool['namespace']}/{pool['name']}"
+        """Blocking (one Admin API pass); never waits for Spark."""
+        key = pool.key
         bootstrap = spec.kafka.bootstrap_servers
         current = observe_cluster(bootstrap, props)
         previous = self._previous.get(key)
@@ -99,7 +99,7 @@ class ClusterSource:
         loads = loads_from(current, previous, samples)
         if self.scoring is None or self._state_dir is None:
             return metadata, loads
-        store = SampleStore(self._state_dir / "samples" / f"{pool['namespace']}.{pool['name']}")
+        store = SampleStore(self._state_dir / "samples" / f"{pool.namespace}.{pool.name}")
         if samples is not None:
             store.append(current.ts_ms, *samples)
         now_ms = int(self._clock() * 1000)
@@ -118,12 +118,12 @@ class ClusterSource:
         return metadata, merge_loads(metadata, loads, scored)
 
     def _usage(
-        self, pool: Mapping[str, str], spec: BrokerPoolSpec, current: Observation, interval_ms: int
+        self, pool: PoolId, spec: BrokerPoolSpec, current: Observation, interval_ms: int
     ) -> dict[int, BrokerUsage]:
         """Broker cpu and network of the interval ending at ``current`` from ``spec.prometheus``;
         empty without it or when it fails (recorded in ``usage_sources``: the planner goes on with
         cpu unknown). Ids that are no broker of the cluster (a label ending in a port) are dropped."""
-        key = f"{pool['namespace']}/{pool['name']}"
+        key = pool.key
         if spec.prometheus is None:
             self.usage_sources[key] = UsageSource(None)
             return {}
@@ -146,7 +146,7 @@ class ClusterSource:
 
     def _request(
         self,
-        pool: Mapping[str, str],
+        pool: PoolId,
         spec: BrokerPoolSpec,
         goals: Sequence[tuple[str, BalancerGoalSpec]],
         current: Observation,
@@ -155,9 +155,9 @@ class ClusterSource:
     ) -> ScoringRequest:
         assert self.scoring is not None
         return ScoringRequest(
-            namespace=pool["namespace"],
-            pool=pool["name"],
-            pool_uid=pool["uid"],
+            namespace=pool.namespace,
+            pool=pool.name,
+            pool_uid=pool.uid,
             run=f"{newest_ms:013d}",  # names sort by time; the same samples give the same run
             samples=store.root,
             topology=topology_document(current, spec),

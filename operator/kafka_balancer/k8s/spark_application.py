@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from kafka_balancer.api import API_VERSION, Scoring
-from kafka_balancer.errors import InputError, KubernetesError, ScoringError
-from kafka_balancer.k8s.kube import MANAGED_BY, Kube
+from kafka_balancer.errors import InputError, ScoringError
+from kafka_balancer.k8s.kube import MANAGED_BY
+from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.scoring import remote
 from kafka_balancer.scoring.launch import ScoringRequest, ScoringResult, job_arguments, read_outputs
@@ -190,7 +189,7 @@ class SparkApplicationScorer:
 
     def __init__(
         self,
-        kube: Kube,
+        kube: KubePort,
         settings: SparkSettings,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -207,7 +206,7 @@ class SparkApplicationScorer:
         remote.sync_up(request.samples, pool_samples_uri(self.settings, request))
         manifest = application_manifest(self.settings, request)
         name = manifest["metadata"]["name"]
-        owner = {"name": request.pool, "uid": request.pool_uid}
+        owner = PoolId(request.namespace, request.pool, request.pool_uid)
         self.kube.write_config_map(
             request.namespace,
             input_config_map(name),
@@ -215,10 +214,13 @@ class SparkApplicationScorer:
             {"topology.json": json.dumps(request.topology), "goals.json": json.dumps(request.goals)},
         )
         try:
-            self._create(request.namespace, manifest)
+            # Already there: this run was submitted before (a restart, a retry), so it is followed.
+            self.kube.create_custom_object(
+                SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, request.namespace, manifest
+            )
             state, message = self._wait(request.namespace, name, started)
         finally:
-            self._delete_input(request.namespace, input_config_map(name))
+            self.kube.delete_config_map(request.namespace, input_config_map(name))
         where = f"SparkApplication {request.namespace}/{name}"
         if state != COMPLETED:
             raise ScoringError(f"{where} {state}: {message or 'no error message'}")
@@ -226,51 +228,21 @@ class SparkApplicationScorer:
         remote.keep_newest(pool_runs_uri(self.settings, request), 2)
         return result
 
-    def _create(self, namespace: str, manifest: dict[str, Any]) -> None:
-        try:
-            self.kube.custom.create_namespaced_custom_object(
-                SPARK_GROUP, SPARK_VERSION, namespace, SPARK_PLURAL, manifest
-            )
-        except ApiException as err:
-            if err.status == 409:  # this run was submitted before (a restart, a retry): follow it
-                return
-            name = manifest["metadata"]["name"]
-            raise KubernetesError(f"creating SparkApplication {namespace}/{name}: {err.reason}") from err
-
     def _wait(self, namespace: str, name: str, started: float) -> tuple[str, str]:
         deadline = started + self.settings.timeout_s
         state = ""
         while True:
-            try:
-                app: Any = self.kube.custom.get_namespaced_custom_object(
-                    SPARK_GROUP, SPARK_VERSION, namespace, SPARK_PLURAL, name
-                )
-            except ApiException as err:
-                raise KubernetesError(f"reading SparkApplication {namespace}/{name}: {err.reason}") from err
+            app = self.kube.read_custom_object(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, namespace, name)
+            if app is None:
+                raise ScoringError(f"SparkApplication {namespace}/{name} was deleted before it finished")
             app_state = (app.get("status") or {}).get("applicationState") or {}
             state = str(app_state.get("state") or "")
             if state == COMPLETED or state in FAILED_STATES:
                 return state, str(app_state.get("errorMessage") or "")
             if self._clock() >= deadline:
-                self._delete_application(namespace, name)
+                self.kube.delete_custom_object(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, namespace, name)
                 raise ScoringError(
                     f"SparkApplication {namespace}/{name} did not finish within "
                     f"{self.settings.timeout_s:.0f} s (last state {state or 'none'}); deleted it"
                 )
             self._sleep(self.settings.poll_s)
-
-    def _delete_application(self, namespace: str, name: str) -> None:
-        try:
-            self.kube.custom.delete_namespaced_custom_object(
-                SPARK_GROUP, SPARK_VERSION, namespace, SPARK_PLURAL, name
-            )
-        except ApiException as err:
-            if err.status != 404:
-                raise KubernetesError(f"deleting SparkApplication {namespace}/{name}: {err.reason}") from err
-
-    def _delete_input(self, namespace: str, name: str) -> None:
-        try:
-            self.kube.core.delete_namespaced_config_map(name, namespace)
-        except ApiException as err:
-            if err.status != 404:
-                raise KubernetesError(f"deleting ConfigMap {namespace}/{name}: {err.reason}") from err

@@ -1,0 +1,88 @@
+"""The Kubernetes calls the operator's orchestration makes, as a protocol.
+
+:class:`~kafka_balancer.k8s.kube.Kube` provides them against the apiserver; an in-memory fake
+(tests/unit/kube_fake.py) provides them to the unit tests of the orchestration, as
+:class:`~kafka_balancer.kafka.port.AdminPort` does for the executor. Every call is blocking: the
+services run them in a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kafka_balancer.reconcile.pool import Event
+
+
+@dataclass(frozen=True, slots=True)
+class PoolId:
+    """Which BrokerPool object: what owns its ConfigMaps and names it in logs and metrics."""
+
+    namespace: str
+    name: str
+    uid: str
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``: the label of the pool's metrics and log lines."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigMapData:
+    """A ConfigMap as read: ``data``, the decoded ``binaryData``, and the version that was read
+    (the precondition of a conditional write)."""
+
+    data: dict[str, str]
+    binary: dict[str, bytes] = field(default_factory=dict)
+    resource_version: str = ""
+
+
+class KubePort(Protocol):
+    def read_config_map(self, namespace: str, name: str) -> ConfigMapData | None:
+        """None when the ConfigMap does not exist."""
+        ...
+
+    def write_config_map(
+        self,
+        namespace: str,
+        name: str,
+        owner: PoolId,
+        data: Mapping[str, str],
+        binary: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Create or replace; owned by the pool, so deleting the pool deletes it."""
+        ...
+
+    def delete_config_map(self, namespace: str, name: str) -> None:
+        """Gone already is fine."""
+        ...
+
+    def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        """A merge patch of our custom resource's status; an object deleted meanwhile is ignored."""
+        ...
+
+    def read_secret(self, namespace: str, name: str) -> dict[str, bytes] | None:
+        """The Secret's data, decoded; None when it does not exist. Never logged."""
+        ...
+
+    def post_event(self, pool: PoolId, event: Event) -> None:
+        """A Kubernetes Event about the pool (plan ready, execution started/finished/failed, ...)."""
+        ...
+
+    def create_custom_object(
+        self, group: str, version: str, plural: str, namespace: str, manifest: Mapping[str, Any]
+    ) -> bool:
+        """False when an object of that name exists already (it is left as it is)."""
+        ...
+
+    def read_custom_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str
+    ) -> dict[str, Any] | None:
+        """None when it does not exist."""
+        ...
+
+    def delete_custom_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
+        """Gone already is fine."""
+        ...
