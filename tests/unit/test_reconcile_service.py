@@ -16,7 +16,7 @@ from kafka_balancer.reconcile.approval import Action, decide, plan_id
 from kafka_balancer.reconcile.brokers import ESTABLISHED, Lifecycle, WarmUpPolicy, broker_views
 from kafka_balancer.reconcile.conditions import Condition, merge_conditions, ready
 from kafka_balancer.reconcile.connection import client_properties
-from kafka_balancer.reconcile.pool import LoadSource, PoolInput, StoredPlan, UsageSource, reconcile_pool
+from kafka_balancer.reconcile.pool import LoadSource, PoolInput, StoredPlan, UsageSource, decide_pool
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 from kafka_balancer.reconcile.warmup import warm_up_point
 
@@ -151,15 +151,14 @@ def test_plan_id_is_a_short_stable_hash_of_the_plan() -> None:
 
 
 def test_transition_time_moves_only_when_the_status_changes() -> None:
-    first = merge_conditions(
-        [], [Condition("Balanced", "False", "MovesPlanned", "x")], generation=1, now="T1"
-    )
-    same = merge_conditions(
-        first, [Condition("Balanced", "False", "MovesPlanned", "y")], generation=2, now="T2"
-    )
-    flipped = merge_conditions(
-        same, [Condition("Balanced", "True", "GoalsSatisfied", "z")], generation=2, now="T3"
-    )
+    def merged(
+        previous: list[dict[str, Any]], cond: Condition, generation: int, now: str
+    ) -> list[dict[str, Any]]:
+        return [c.to_dict() for c in merge_conditions(previous, [cond], generation=generation, now=now)]
+
+    first = merged([], Condition("Balanced", "False", "MovesPlanned", "x"), 1, "T1")
+    same = merged(first, Condition("Balanced", "False", "MovesPlanned", "y"), 2, "T2")
+    flipped = merged(same, Condition("Balanced", "True", "GoalsSatisfied", "z"), 2, "T3")
 
     assert first[0]["lastTransitionTime"] == "T1"
     assert (same[0]["lastTransitionTime"], same[0]["message"], same[0]["observedGeneration"]) == (
@@ -254,7 +253,7 @@ def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 
 def test_dry_run_plans_stores_and_reports_but_never_executes() -> None:
-    outcome = reconcile_pool(pool_input("DryRun"))
+    outcome = decide_pool(pool_input("DryRun"))
 
     assert outcome.decision.action is Action.PLAN_ONLY
     assert outcome.new_plan is not None
@@ -262,12 +261,12 @@ def test_dry_run_plans_stores_and_reports_but_never_executes() -> None:
     assert outcome.new_plan.moves >= 4
     assert outcome.new_plan.id == plan_id(plan_document(outcome.new_plan.reassignments))
     assert outcome.report is not None and len(outcome.report["brokers"]) == 3
-    assert conditions(outcome.status)["Ready"] == ("True", "Reconciled")
-    assert conditions(outcome.status)["PlanReady"] == ("True", "Planned")
-    assert conditions(outcome.status)["Balanced"] == ("False", "MovesPlanned")
-    assert outcome.status["plan"]["movesRemaining"] == outcome.new_plan.moves
-    assert outcome.status["plan"]["configMap"] == "main-plan"
-    assert all(c["observedGeneration"] == 3 for c in outcome.status["conditions"])
+    assert conditions(outcome.status.to_dict())["Ready"] == ("True", "Reconciled")
+    assert conditions(outcome.status.to_dict())["PlanReady"] == ("True", "Planned")
+    assert conditions(outcome.status.to_dict())["Balanced"] == ("False", "MovesPlanned")
+    assert outcome.status.to_dict()["plan"]["movesRemaining"] == outcome.new_plan.moves
+    assert outcome.status.to_dict()["plan"]["configMap"] == "main-plan"
+    assert all(c["observedGeneration"] == 3 for c in outcome.status.to_dict()["conditions"])
     assert [(r.name, r.satisfied) for r in outcome.goal_results] == [("replicas", False)]
     assert [e.reason for e in outcome.events] == ["PlanReady"]
 
@@ -279,28 +278,32 @@ def stored_from(outcome_plan: StoredPlan) -> StoredPlan:
 
 
 def test_manual_refuses_a_stale_approval_and_executes_exactly_the_stored_plan() -> None:
-    first = reconcile_pool(pool_input("Manual"))
+    first = decide_pool(pool_input("Manual"))
     assert first.decision.action is Action.AWAIT_APPROVAL
     assert first.new_plan is not None
     stored = stored_from(first.new_plan)
 
-    wrong = reconcile_pool(pool_input("Manual", stored=stored, status=first.status, approved="0123456789"))
-    right = reconcile_pool(pool_input("Manual", stored=stored, status=first.status, approved=stored.id))
+    wrong = decide_pool(
+        pool_input("Manual", stored=stored, status=first.status.to_dict(), approved="0123456789")
+    )
+    right = decide_pool(
+        pool_input("Manual", stored=stored, status=first.status.to_dict(), approved=stored.id)
+    )
 
     assert wrong.decision.action is Action.REFUSE
-    assert conditions(wrong.status)["ApprovalValid"] == ("False", "StaleApproval")
-    assert conditions(wrong.status)["Ready"][0] == "False"
+    assert conditions(wrong.status.to_dict())["ApprovalValid"] == ("False", "StaleApproval")
+    assert conditions(wrong.status.to_dict())["Ready"][0] == "False"
     assert "ApprovalRefused" in [e.reason for e in wrong.events]
     assert right.decision.action is Action.EXECUTE
     assert right.new_plan is None  # nothing recomputed: the stored plan is what runs
-    assert right.status["plan"]["id"] == stored.id
+    assert right.status.to_dict()["plan"]["id"] == stored.id
 
 
 def test_auto_executes_only_once_a_second_reconcile_confirms_the_goals() -> None:
-    first = reconcile_pool(pool_input("Auto"))
-    second = reconcile_pool(pool_input("Auto", status=first.status))
+    first = decide_pool(pool_input("Auto"))
+    second = decide_pool(pool_input("Auto", status=first.status.to_dict()))
     other_goals = [("racks", BalancerGoalSpec.model_validate({"type": "RackAware"})), *REPLICAS_GOAL]
-    changed = reconcile_pool(pool_input("Auto", status=first.status, goals=other_goals))
+    changed = decide_pool(pool_input("Auto", status=first.status.to_dict(), goals=other_goals))
 
     assert first.decision.action is Action.PLAN_ONLY and first.decision.reason == "GoalsChanged"
     assert second.decision.action is Action.EXECUTE
@@ -308,46 +311,48 @@ def test_auto_executes_only_once_a_second_reconcile_confirms_the_goals() -> None
 
 
 def test_auto_replans_a_stale_stored_plan_but_resumes_an_interrupted_one() -> None:
-    settled = reconcile_pool(pool_input("Auto")).status
+    settled = decide_pool(pool_input("Auto")).status.to_dict()
     # A stored plan that a different cluster view produced (it moves partition 0 only).
     stale_document = {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [3, 1]}]}
     stale = StoredPlan(plan_id(stale_document), parse_plan(stale_document), 10, 1)
     running = {**settled, "execution": {"planId": stale.id, "phase": "Running", "movesDone": 0}}
 
-    replanned = reconcile_pool(pool_input("Auto", status=settled, stored=stale))
-    resumed = reconcile_pool(pool_input("Auto", status=running, stored=stale))
+    replanned = decide_pool(pool_input("Auto", status=settled, stored=stale))
+    resumed = decide_pool(pool_input("Auto", status=running, stored=stale))
 
     assert replanned.decision.action is Action.EXECUTE
     assert replanned.new_plan is not None and replanned.new_plan.id != stale.id
     assert resumed.decision.action is Action.EXECUTE
-    assert resumed.new_plan is None and resumed.status["plan"]["id"] == stale.id
+    assert resumed.new_plan is None and resumed.status.to_dict()["plan"]["id"] == stale.id
 
 
 def test_where_the_loads_came_from_is_a_condition_that_never_makes_the_pool_unready() -> None:
-    failed = reconcile_pool(pool_input(load_source=LoadSource(False, "score: no samples")))
-    scored = reconcile_pool(pool_input(load_source=LoadSource(True)))
-    unset = reconcile_pool(pool_input())
+    failed = decide_pool(pool_input(load_source=LoadSource(False, "score: no samples")))
+    scored = decide_pool(pool_input(load_source=LoadSource(True)))
+    unset = decide_pool(pool_input())
 
-    assert conditions(failed.status)["LoadsScored"] == ("False", "ScoringFailed")
-    message = next(c["message"] for c in failed.status["conditions"] if c["type"] == "LoadsScored")
+    assert conditions(failed.status.to_dict())["LoadsScored"] == ("False", "ScoringFailed")
+    message = next(c["message"] for c in failed.status.to_dict()["conditions"] if c["type"] == "LoadsScored")
     assert message.endswith("the latest scoring run failed: score: no samples")
-    assert conditions(failed.status)["Ready"][0] == "True"
-    assert conditions(scored.status)["LoadsScored"] == ("True", "Scored")
-    assert "LoadsScored" not in conditions(unset.status)
+    assert conditions(failed.status.to_dict())["Ready"][0] == "True"
+    assert conditions(scored.status.to_dict())["LoadsScored"] == ("True", "Scored")
+    assert "LoadsScored" not in conditions(unset.status.to_dict())
 
 
 def test_an_impossible_drain_moves_nothing_and_says_why() -> None:
     # Every partition has RF 3 on the 3 brokers: without broker 3 there are only 2 brokers left.
     full = ClusterMetadata(RACKS, tuple(PartitionMeta("t", p, (1, 2, 3), 1) for p in range(3)))
 
-    outcome = reconcile_pool(pool_input("Auto", metadata=full, spec={"drain": [3]}))
+    outcome = decide_pool(pool_input("Auto", metadata=full, spec={"drain": [3]}))
 
     assert outcome.new_plan is None
-    assert conditions(outcome.status)["DrainBlocked"] == ("True", "Infeasible")
-    assert conditions(outcome.status)["PlanReady"] == ("False", "Infeasible")
-    message = next(c["message"] for c in outcome.status["conditions"] if c["type"] == "DrainBlocked")
+    assert conditions(outcome.status.to_dict())["DrainBlocked"] == ("True", "Infeasible")
+    assert conditions(outcome.status.to_dict())["PlanReady"] == ("False", "Infeasible")
+    message = next(
+        c["message"] for c in outcome.status.to_dict()["conditions"] if c["type"] == "DrainBlocked"
+    )
     assert message.startswith("drain blocked: ")
-    assert outcome.status["brokers"][2]["state"] == "Draining"
+    assert outcome.status.to_dict()["brokers"][2]["state"] == "Draining"
     assert [e.reason for e in outcome.events] == ["DrainBlocked"]
 
 
@@ -355,9 +360,9 @@ def test_a_finished_drain_reports_the_broker_drained() -> None:
     emptied = ClusterMetadata(RACKS, tuple(PartitionMeta("t", p, (1, 2), 1) for p in range(4)))
     status = {"brokers": [{"id": 3, "rack": "c", "state": "Draining"}]}
 
-    outcome = reconcile_pool(pool_input("Auto", metadata=emptied, spec={"drain": [3]}, status=status))
+    outcome = decide_pool(pool_input("Auto", metadata=emptied, spec={"drain": [3]}, status=status))
 
-    assert outcome.status["brokers"][2]["state"] == "Drained"
+    assert outcome.status.to_dict()["brokers"][2]["state"] == "Drained"
     assert "DrainDone" in [e.reason for e in outcome.events]
 
 
@@ -366,20 +371,22 @@ def test_a_drained_broker_that_left_the_cluster_is_removed_but_an_unknown_one_bl
     left = ClusterMetadata(two, tuple(PartitionMeta("t", p, (1, 2), 1) for p in range(4)))
     drained = {"brokers": [{"id": 3, "rack": "c", "state": "Drained"}]}
 
-    removed = reconcile_pool(pool_input("Auto", metadata=left, spec={"drain": [3]}, status=drained))
-    typo = reconcile_pool(pool_input("Auto", metadata=left, spec={"drain": [3]}))
+    removed = decide_pool(pool_input("Auto", metadata=left, spec={"drain": [3]}, status=drained))
+    typo = decide_pool(pool_input("Auto", metadata=left, spec={"drain": [3]}))
 
-    assert {"id": 3, "state": "Removed"} in removed.status["brokers"]
-    assert conditions(removed.status)["DrainBlocked"] == ("False", "Drained")
-    assert conditions(removed.status)["Ready"][0] == "True"
-    assert conditions(typo.status)["DrainBlocked"] == ("True", "UnknownBroker")
-    assert all(b["id"] != 3 for b in typo.status["brokers"])
+    assert {"id": 3, "state": "Removed"} in removed.status.to_dict()["brokers"]
+    assert conditions(removed.status.to_dict())["DrainBlocked"] == ("False", "Drained")
+    assert conditions(removed.status.to_dict())["Ready"][0] == "True"
+    assert conditions(typo.status.to_dict())["DrainBlocked"] == ("True", "UnknownBroker")
+    assert all(b["id"] != 3 for b in typo.status.to_dict()["brokers"])
 
 
 def test_a_pool_without_goals_is_planned_with_the_default_set() -> None:
-    outcome = reconcile_pool(pool_input(goals=[]))
+    outcome = decide_pool(pool_input(goals=[]))
 
-    assert [g["name"] for g in outcome.status["goals"]] == [t.value for t in priority_sorted_catalog()]
+    assert [g["name"] for g in outcome.status.to_dict()["goals"]] == [
+        t.value for t in priority_sorted_catalog()
+    ]
     assert all(r.name == "" for r in outcome.goal_results)  # no BalancerGoal to write status to
 
 
@@ -388,10 +395,10 @@ def priority_sorted_catalog() -> list[GoalType]:
 
 
 def test_an_invalid_excluded_topic_regex_is_a_condition_not_a_crash() -> None:
-    outcome = reconcile_pool(pool_input(spec={"excludedTopics": ["orders-("]}))
+    outcome = decide_pool(pool_input(spec={"excludedTopics": ["orders-("]}))
 
-    assert conditions(outcome.status)["SpecValid"] == ("False", "InvalidExcludedTopics")
-    assert conditions(outcome.status)["Ready"][0] == "False"
+    assert conditions(outcome.status.to_dict())["SpecValid"] == ("False", "InvalidExcludedTopics")
+    assert conditions(outcome.status.to_dict())["Ready"][0] == "False"
     assert outcome.new_plan is None
 
 
@@ -400,10 +407,10 @@ def test_a_new_broker_warms_up_and_its_step_is_an_event() -> None:
         "brokers": [{"id": 1, "rack": "a", "state": "Active"}, {"id": 2, "rack": "b", "state": "Active"}]
     }
 
-    outcome = reconcile_pool(pool_input(status=status))
+    outcome = decide_pool(pool_input(status=status))
 
-    assert outcome.status["brokers"][2]["state"] == "Warming"
-    assert outcome.status["brokers"][2]["warmUpShare"] == "25%"
+    assert outcome.status.to_dict()["brokers"][2]["state"] == "Warming"
+    assert outcome.status.to_dict()["brokers"][2]["warmUpShare"] == "25%"
     assert "WarmUpStep" in [e.reason for e in outcome.events]
 
 
@@ -420,10 +427,10 @@ def test_whether_broker_cpu_is_measured_is_a_condition_that_never_makes_the_pool
         UsageSource(url, brokers=3): ("True", "Prometheus"),
     }
     for source, expected in cases.items():
-        status = reconcile_pool(pool_input(usage_source=source)).status
+        status = decide_pool(pool_input(usage_source=source)).status.to_dict()
         assert conditions(status)["CpuMeasured"] == expected, source
         assert conditions(status)["Ready"][0] == "True", source
-    without = reconcile_pool(pool_input(usage_source=UsageSource(None))).status
+    without = decide_pool(pool_input(usage_source=UsageSource(None))).status.to_dict()
     message = next(c["message"] for c in without["conditions"] if c["type"] == "CpuMeasured")
     assert "cpu goals (CpuCapacity, CpuDistribution) hold trivially" in message
-    assert "CpuMeasured" not in conditions(reconcile_pool(pool_input()).status)
+    assert "CpuMeasured" not in conditions(decide_pool(pool_input()).status.to_dict())

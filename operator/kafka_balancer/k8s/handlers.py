@@ -186,10 +186,11 @@ async def reconcile_once(
     logger.info("pool %s reconciled: %s", pool.key, outcome.decision.message)
     for event in outcome.events:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)
-    plan = outcome.status.get("plan") or {}
-    metrics.PLAN_MOVES.labels(pool.key).set(plan.get("movesTotal", 0))
-    metrics.PLAN_BYTES.labels(pool.key).set(plan.get("bytesToMove", 0))
-    balanced = any(c["type"] == "Balanced" and c["status"] == "True" for c in outcome.status["conditions"])
+    plan = outcome.status.plan
+    metrics.PLAN_MOVES.labels(pool.key).set(plan.moves_total if plan else 0)
+    metrics.PLAN_BYTES.labels(pool.key).set(plan.bytes_to_move if plan else 0)
+    balanced_condition = outcome.status.condition("Balanced")
+    balanced = balanced_condition is not None and balanced_condition.status == "True"
     metrics.BALANCED.labels(pool.key).set(1 if balanced else 0)
     if outcome.decision.action is Action.EXECUTE:
         await execute(reconciler, pool, body, spec, outcome, props, logger, stopped)

@@ -29,9 +29,9 @@ from kafka_balancer.reconcile.pool import (
     PoolInput,
     PoolOutcome,
     StoredPlan,
+    decide_pool,
     loads_config_map,
     plan_config_map,
-    reconcile_pool,
     rfc3339,
 )
 from kafka_balancer.report.document import report_text
@@ -113,7 +113,7 @@ class PoolReconciler:
         """Blocking: read Kafka (raises KafkaOperationError), plan, write ConfigMaps, status, goal status."""
         metadata, loads = self.source.read(pool, spec, props, goals)
         started = time.monotonic()
-        outcome = reconcile_pool(
+        outcome = decide_pool(
             PoolInput(
                 name=pool.name,
                 spec=spec,
@@ -152,7 +152,7 @@ class PoolReconciler:
                 pool,
                 {"report.json": json_text(outcome.report), "report.txt": report_text(outcome.report)},
             )
-        self.kube.patch_status(PLURAL_POOLS, pool.namespace, pool.name, outcome.status)
+        self.kube.patch_status(PLURAL_POOLS, pool.namespace, pool.name, outcome.status.to_dict())
         self.write_goal_statuses(pool, outcome, previous_goal_conditions)
         return outcome
 

@@ -17,6 +17,8 @@ class Lifecycle(enum.Enum):
     WARMING = "Warming"
     DRAINING = "Draining"
     DRAINED = "Drained"
+    # Status only: a broker of spec.drain that was Drained and has since left the cluster.
+    REMOVED = "Removed"
 
 
 @dataclass(frozen=True, slots=True)

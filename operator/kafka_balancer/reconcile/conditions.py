@@ -6,11 +6,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_balancer.reconcile.status import ConditionStatus
+
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 
 
 @dataclass(frozen=True, slots=True)
 class Condition:
+    """A condition as a pass finds it; :func:`merge_conditions` dates it into a :class:`ConditionStatus`."""
+
     type: str
     status: str
     reason: str
@@ -19,24 +23,25 @@ class Condition:
 
 def merge_conditions(
     previous: Sequence[Mapping[str, Any]], current: Sequence[Condition], *, generation: int, now: str
-) -> list[dict[str, Any]]:
-    """The conditions to write: ``lastTransitionTime`` is kept unless the status changed."""
+) -> tuple[ConditionStatus, ...]:
+    """The conditions to write: ``lastTransitionTime`` is kept unless the status changed.
+    ``previous``: the conditions as the apiserver holds them."""
     before = {c.get("type"): c for c in previous}
     merged = []
     for cond in current:
         old = before.get(cond.type)
         changed = old is None or old.get("status") != cond.status
         merged.append(
-            {
-                "type": cond.type,
-                "status": cond.status,
-                "reason": cond.reason,
-                "message": cond.message,
-                "observedGeneration": generation,
-                "lastTransitionTime": now if changed or old is None else old.get("lastTransitionTime", now),
-            }
+            ConditionStatus(
+                cond.type,
+                cond.status,
+                cond.reason,
+                cond.message,
+                generation,
+                now if changed or old is None else str(old.get("lastTransitionTime", now)),
+            )
         )
-    return merged
+    return tuple(merged)
 
 
 # Conditions whose False means the pool is not under control (Balanced=False is just work to do).

@@ -1,7 +1,9 @@
-"""One reconcile of a BrokerPool, pure: observed cluster + spec + previous status → status, plan, events.
+"""The decisions of one pass over a BrokerPool, pure: observed cluster + spec + previous status → status,
+plan, events.
 
-The kopf handlers feed it what they read (Kafka metadata and loads, the pool, its goals, the stored
-plan) and write back what it returns; it never talks to Kafka or Kubernetes and gets time as input.
+The pool service (k8s/pools.py) feeds it what it read (Kafka metadata and loads, the pool, its goals,
+the stored plan) and writes back what it returns; it never talks to Kafka or Kubernetes and gets time
+as input.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ from kafka_balancer.reconcile.approval import Action, Decision, decide, plan_id
 from kafka_balancer.reconcile.brokers import ESTABLISHED, BrokerView, Lifecycle, WarmUpPolicy, broker_views
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, build_cluster
+from kafka_balancer.reconcile.status import (
+    BrokerStatus,
+    ExecutionPhase,
+    ExecutionStatus,
+    GoalStatus,
+    PlanStatus,
+    PoolStatus,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,17 +103,13 @@ class PoolInput:
 
 @dataclass(frozen=True, slots=True)
 class PoolOutcome:
-    status: dict[str, Any]
+    status: PoolStatus
     decision: Decision
     # A new plan to store (replacing ``stored``), with its report (before/after loads); None: keep.
     new_plan: StoredPlan | None = None
     report: dict[str, Any] | None = None
     goal_results: tuple[GoalResult, ...] = ()
     events: tuple[Event, ...] = field(default=())
-
-
-# Status of a broker listed in spec.drain that was Drained and then left the cluster.
-REMOVED = "Removed"
 
 
 def rfc3339(ts: float) -> str:
@@ -126,18 +132,18 @@ def execution_config_map(pool: str) -> str:
     return f"{pool}-execution"
 
 
-def executing_condition(execution: Mapping[str, Any]) -> Condition:
-    """From ``status.execution`` (phase Running | Paused | Succeeded | Failed, planId, message)."""
-    phase, plan, message = execution.get("phase"), execution.get("planId"), execution.get("message", "")
-    if phase == "Running":
+def executing_condition(execution: ExecutionStatus | None) -> Condition:
+    """From the ``status.execution`` a previous pass or the execution wrote."""
+    if execution is None:
+        return Condition("Executing", FALSE, "Idle", "no execution has run")
+    plan, message = execution.plan_id, execution.message or ""
+    if execution.phase is ExecutionPhase.RUNNING:
         return Condition("Executing", TRUE, "Running", f"executing plan {plan}: {message}".rstrip(": "))
-    if phase == "Failed":
+    if execution.phase is ExecutionPhase.FAILED:
         return Condition("Executing", FALSE, "ExecutionFailed", f"plan {plan} failed: {message}")
-    if phase == "Paused":
+    if execution.phase is ExecutionPhase.PAUSED:
         return Condition("Executing", FALSE, "Paused", f"plan {plan} paused by spec.paused: {message}")
-    if phase == "Succeeded":
-        return Condition("Executing", FALSE, "Finished", f"plan {plan} executed and verified")
-    return Condition("Executing", FALSE, "Idle", "no execution has run")
+    return Condition("Executing", FALSE, "Finished", f"plan {plan} executed and verified")
 
 
 def loads_condition(source: LoadSource) -> Condition:
@@ -216,13 +222,17 @@ def _first_seen(status: Mapping[str, Any]) -> dict[int, float] | None:
     }
 
 
-def _broker_status(view: BrokerView) -> dict[str, Any]:
-    doc: dict[str, Any] = {"id": view.id, "rack": view.rack, "state": view.state.value}
-    if view.first_seen != ESTABLISHED:
-        doc["firstSeen"] = rfc3339(view.first_seen)
-    if view.state is Lifecycle.WARMING:
-        doc.update(warmUpStep=view.step, warmUpSteps=view.steps, warmUpShare=f"{view.share * 100:.0f}%")
-    return doc
+def _broker_status(view: BrokerView) -> BrokerStatus:
+    warming = view.state is Lifecycle.WARMING
+    return BrokerStatus(
+        view.id,
+        view.state.value,
+        view.rack,
+        first_seen=None if view.first_seen == ESTABLISHED else rfc3339(view.first_seen),
+        warm_up_step=view.step if warming else None,
+        warm_up_steps=view.steps if warming else None,
+        warm_up_share=f"{view.share * 100:.0f}%" if warming else None,
+    )
 
 
 def _lifecycle_events(previous: Mapping[str, Any], views: Sequence[BrokerView]) -> list[Event]:
@@ -244,8 +254,52 @@ def _lifecycle_events(previous: Mapping[str, Any], views: Sequence[BrokerView]) 
     return events
 
 
-def reconcile_pool(inp: PoolInput) -> PoolOutcome:
-    """Observe, plan, decide. Never raises for a user error: that becomes a condition."""
+@dataclass(frozen=True, slots=True)
+class _Brokers:
+    """The pool's brokers this pass, and the drain ids Kafka never had."""
+
+    views: tuple[BrokerView, ...]
+    statuses: tuple[BrokerStatus, ...]
+    unknown_drained: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """What planning added: conditions, events, the decision on the new plan, the plan itself."""
+
+    conditions: tuple[Condition, ...]
+    events: tuple[Event, ...]
+    decision: Decision
+    # False when the spec or infeasible goals stopped the pass before a plan was settled on.
+    complete: bool = True
+    planned: bool = False  # a plan was made this pass (its goals are reported)
+    new_plan: StoredPlan | None = None
+    report: dict[str, Any] | None = None
+    results: tuple[GoalResult, ...] = ()
+
+
+def decide_pool(inp: PoolInput) -> PoolOutcome:
+    """Observe, plan, decide: one pass's decisions. Never raises for a user error: that becomes a
+    condition."""
+    brokers = observe_brokers(inp)
+    decision = judge_stored_plan(inp)
+    if decision.action is Action.EXECUTE or inp.spec.paused:
+        # The plan that runs (or waits) is the stored one: nothing is replanned under it.
+        planned = _Planned((Condition("SpecValid", TRUE, "Valid", "the spec is usable"),), (), decision)
+    else:
+        planned = replan(inp, brokers.views, decision)
+    conditions = [*observation_conditions(inp), *planned.conditions]
+    if planned.complete:
+        conditions += unknown_drain_conditions(brokers.unknown_drained)
+    events = [*_lifecycle_events(inp.status, brokers.views), *planned.events]
+    return finish(inp, brokers, conditions, events, planned)
+
+
+def observe_brokers(inp: PoolInput) -> _Brokers:
+    """Each broker's lifecycle (warming, draining, ...) from the metadata and what status recorded.
+
+    A drained broker that has since left the cluster (the scale-down finished) is Removed, not an
+    error; a listed broker Kafka never had (a typo) blocks the drain."""
     spec = inp.spec
     views = broker_views(
         inp.metadata.brokers,
@@ -255,147 +309,148 @@ def reconcile_pool(inp: PoolInput) -> PoolOutcome:
         WarmUpPolicy(spec.warm_up.seconds, spec.warm_up.steps, frozenset(spec.warm_up.brokers)),
         inp.now,
     )
+    was_drained = {
+        int(b["id"])
+        for b in inp.status.get("brokers") or []
+        if b.get("state") in (Lifecycle.DRAINED.value, Lifecycle.REMOVED.value)
+    }
+    gone = sorted(set(spec.drain) - set(inp.metadata.brokers))
+    removed = tuple(BrokerStatus(b, Lifecycle.REMOVED.value) for b in gone if b in was_drained)
+    return _Brokers(
+        tuple(views),
+        (*(_broker_status(v) for v in views), *removed),
+        tuple(b for b in gone if b not in was_drained),
+    )
+
+
+def observation_conditions(inp: PoolInput) -> list[Condition]:
+    """Kafka answered; where the loads and the broker cpu came from (informational)."""
     conditions = [Condition("KafkaReachable", TRUE, "Connected", "metadata read from the bootstrap servers")]
     if inp.load_source is not None:
         conditions.append(loads_condition(inp.load_source))
     if inp.usage_source is not None:
         conditions.append(usage_condition(inp.usage_source))
-    events = _lifecycle_events(inp.status, views)
-    status: dict[str, Any] = {
-        "observedGeneration": inp.generation,
-        "brokerCount": len(views),
-        "brokers": [_broker_status(v) for v in views],
-    }
-    # A drained broker that has since left the cluster (the scale-down finished) is Removed, not an
-    # error; a listed broker Kafka never had (a typo) blocks the drain.
-    was_drained = {
-        int(b["id"])
-        for b in inp.status.get("brokers") or []
-        if b.get("state") in (Lifecycle.DRAINED.value, REMOVED)
-    }
-    gone = sorted(set(spec.drain) - set(inp.metadata.brokers))
-    missing = [b for b in gone if b not in was_drained]
-    status["brokers"] += [{"id": b, "state": REMOVED} for b in gone if b in was_drained]
-    previous_plan = dict(inp.status.get("plan") or {})
-    executed = previous_plan.get("executedId")
+    return conditions
 
-    # Approval is judged against the STORED plan before anything is replanned: an approval executes
-    # exactly the plan the user read. Auto mode executes a stored plan only to resume it; anything
-    # else it replans, so it never acts on a plan made from an older view of the cluster.
-    execution = inp.status.get("execution") or {}
+
+def judge_stored_plan(inp: PoolInput) -> Decision:
+    """The approval is judged against the STORED plan before anything is replanned: an approval
+    executes exactly the plan the user read. Auto mode executes a stored plan only to resume it;
+    anything else it replans, so it never acts on a plan made from an older view of the cluster."""
+    execution = ExecutionStatus.from_dict(inp.status.get("execution"))
     stored = inp.stored
     resuming = (
         stored is not None
-        and execution.get("planId") == stored.id
-        and execution.get("phase") in ("Running", "Paused")
+        and execution is not None
+        and execution.plan_id == stored.id
+        and execution.phase.resumable
     )
-    if spec.mode == "Auto" and not resuming:
+    if inp.spec.mode == "Auto" and not resuming:
         stored = None
-    decision = decide(
-        mode=spec.mode,
-        paused=spec.paused,
+    return decide(
+        mode=inp.spec.mode,
+        paused=inp.spec.paused,
         stored_id=stored.id if stored else None,
         empty=stored is None or not stored.reassignments,
         approved=inp.approved,
-        executed=executed,
+        executed=_executed_id(inp),
     )
-    goal_set = goal_set_id(inp.goals)
-    status["goalSet"] = goal_set
-    new_plan: StoredPlan | None = None
-    report: dict[str, Any] | None = None
-    results: tuple[GoalResult, ...] = ()
-    if decision.action is Action.EXECUTE or spec.paused:
-        conditions.append(Condition("SpecValid", TRUE, "Valid", "the spec is usable"))
-    else:
-        try:
-            cluster = build_cluster(inp.metadata, views, spec.capacity, spec.excluded_topics, inp.loads)
-        except re.error as err:
-            conditions.append(
-                Condition("SpecValid", FALSE, "InvalidExcludedTopics", f"spec.excludedTopics: {err}")
-            )
-            return _finish(inp, status, conditions, decision, events)
-        conditions.append(Condition("SpecValid", TRUE, "Valid", "the spec is usable"))
-        try:
-            plan = make_plan(cluster, goal_specs(inp.goals))
-        except InfeasibleError as err:
-            conditions.append(Condition("PlanReady", FALSE, "Infeasible", str(err)))
-            if spec.drain:
-                conditions.append(Condition("DrainBlocked", TRUE, "Infeasible", f"drain blocked: {err}"))
-                events.append(Event("Warning", "DrainBlocked", f"drain blocked: {err}"))
-            conditions.append(Condition("Balanced", FALSE, "Infeasible", str(err)))
-            return _finish(inp, status, conditions, decision, events)
-        new_plan, report, results = _stored(plan, cluster, inp.goals)
-        changed = inp.stored is None or new_plan.id != inp.stored.id
-        if changed:
-            events.append(
-                Event(
-                    "Normal",
-                    "PlanReady",
-                    f"plan {new_plan.id}: {new_plan.moves} replica move(s), {new_plan.bytes_to_move} bytes",
-                )
-            )
-        if changed or spec.mode == "Auto":
-            decision = settled(
-                decide(
-                    mode=spec.mode,
-                    paused=spec.paused,
-                    stored_id=new_plan.id,
-                    empty=not new_plan.reassignments,
-                    approved=inp.approved,
-                    executed=executed,
-                ),
-                new_plan.id,
-                goals_changed=inp.status.get("goalSet") != goal_set,
-            )
-        if not changed:
-            new_plan = None
-        current = new_plan or inp.stored
-        assert current is not None
-        conditions.append(
-            Condition("PlanReady", TRUE, "Planned", f"plan {current.id}: {current.moves} replica move(s)")
+
+
+def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _Planned:
+    """Plan the cluster as it is now; a changed plan (or Auto mode) is decided on afresh."""
+    try:
+        cluster = build_cluster(inp.metadata, views, inp.spec.capacity, inp.spec.excluded_topics, inp.loads)
+    except re.error as err:
+        invalid = Condition("SpecValid", FALSE, "InvalidExcludedTopics", f"spec.excludedTopics: {err}")
+        return _Planned((invalid,), (), decision, complete=False)
+    valid = Condition("SpecValid", TRUE, "Valid", "the spec is usable")
+    try:
+        plan = make_plan(cluster, goal_specs(inp.goals))
+    except InfeasibleError as err:
+        blocked, warnings = infeasible(inp, err)
+        return _Planned((valid, *blocked), warnings, decision, complete=False)
+    new_plan, report, results = _stored(plan, cluster, inp.goals)
+    changed = inp.stored is None or new_plan.id != inp.stored.id
+    events: tuple[Event, ...] = ()
+    if changed:
+        ready_message = (
+            f"plan {new_plan.id}: {new_plan.moves} replica move(s), {new_plan.bytes_to_move} bytes"
         )
-        balanced = not current.reassignments and all(r.satisfied for r in results)
-        unmet = [r.name or r.type for r in results if not r.satisfied]
-        conditions.append(
-            Condition("Balanced", TRUE, "GoalsSatisfied", "every goal holds and nothing needs to move")
-            if balanced
-            else Condition(
-                "Balanced",
-                FALSE,
-                "MovesPlanned",
-                f"plan {current.id} moves {current.moves} replica(s)"
-                + (f"; goals not met now: {', '.join(unmet)}" if unmet else ""),
-            )
-        )
-        status["goals"] = [
-            {
-                "name": r.name or r.type,
-                "type": r.type,
-                "hard": r.hard,
-                "satisfied": r.satisfied,
-                "worstDeviation": r.worst_deviation,
-            }
-            for r in results
-        ]
-        if spec.drain:
-            draining = [v.id for v in views if v.state is Lifecycle.DRAINING]
-            conditions.append(
-                Condition("DrainBlocked", FALSE, "DrainPlanned", f"drain of brokers {draining} is planned")
-                if draining
-                else Condition(
-                    "DrainBlocked", FALSE, "Drained", f"brokers {list(spec.drain)} hold no replica"
-                )
-            )
-    if missing:
-        conditions.append(
-            Condition(
-                "DrainBlocked",
-                TRUE,
-                "UnknownBroker",
-                f"spec.drain lists brokers {missing} Kafka does not know",
-            )
-        )
-    return _finish(inp, status, conditions, decision, events, new_plan, report, results)
+        events = (Event("Normal", "PlanReady", ready_message),)
+    if changed or inp.spec.mode == "Auto":
+        decision = decide_new_plan(inp, new_plan)
+    current = new_plan if changed else inp.stored
+    assert current is not None
+    conditions = (
+        valid,
+        Condition("PlanReady", TRUE, "Planned", f"plan {current.id}: {current.moves} replica move(s)"),
+        balanced_condition(current, results),
+        *drain_conditions(inp, views),
+    )
+    return _Planned(conditions, events, decision, True, True, new_plan if changed else None, report, results)
+
+
+def decide_new_plan(inp: PoolInput, new_plan: StoredPlan) -> Decision:
+    """The mode and approval applied to a plan just made (Auto waits for goals to settle)."""
+    return settled(
+        decide(
+            mode=inp.spec.mode,
+            paused=inp.spec.paused,
+            stored_id=new_plan.id,
+            empty=not new_plan.reassignments,
+            approved=inp.approved,
+            executed=_executed_id(inp),
+        ),
+        new_plan.id,
+        goals_changed=inp.status.get("goalSet") != goal_set_id(inp.goals),
+    )
+
+
+def infeasible(inp: PoolInput, err: InfeasibleError) -> tuple[tuple[Condition, ...], tuple[Event, ...]]:
+    """Hard goals cannot hold: nothing is planned, and a drain says it is blocked."""
+    conditions = [Condition("PlanReady", FALSE, "Infeasible", str(err))]
+    events: tuple[Event, ...] = ()
+    if inp.spec.drain:
+        conditions.append(Condition("DrainBlocked", TRUE, "Infeasible", f"drain blocked: {err}"))
+        events = (Event("Warning", "DrainBlocked", f"drain blocked: {err}"),)
+    conditions.append(Condition("Balanced", FALSE, "Infeasible", str(err)))
+    return tuple(conditions), events
+
+
+def balanced_condition(current: StoredPlan, results: Sequence[GoalResult]) -> Condition:
+    if not current.reassignments and all(r.satisfied for r in results):
+        return Condition("Balanced", TRUE, "GoalsSatisfied", "every goal holds and nothing needs to move")
+    unmet = [r.name or r.type for r in results if not r.satisfied]
+    return Condition(
+        "Balanced",
+        FALSE,
+        "MovesPlanned",
+        f"plan {current.id} moves {current.moves} replica(s)"
+        + (f"; goals not met now: {', '.join(unmet)}" if unmet else ""),
+    )
+
+
+def drain_conditions(inp: PoolInput, views: Sequence[BrokerView]) -> tuple[Condition, ...]:
+    """With a drain: planned while a listed broker holds replicas, Drained once none does."""
+    if not inp.spec.drain:
+        return ()
+    draining = [v.id for v in views if v.state is Lifecycle.DRAINING]
+    if draining:
+        return (Condition("DrainBlocked", FALSE, "DrainPlanned", f"drain of brokers {draining} is planned"),)
+    return (Condition("DrainBlocked", FALSE, "Drained", f"brokers {list(inp.spec.drain)} hold no replica"),)
+
+
+def unknown_drain_conditions(unknown: Sequence[int]) -> list[Condition]:
+    if not unknown:
+        return []
+    message = f"spec.drain lists brokers {list(unknown)} Kafka does not know"
+    return [Condition("DrainBlocked", TRUE, "UnknownBroker", message)]
+
+
+def _executed_id(inp: PoolInput) -> str | None:
+    executed = (inp.status.get("plan") or {}).get("executedId")
+    return str(executed) if executed else None
 
 
 def _stored(
@@ -423,42 +478,71 @@ def _stored(
     return stored, report_document(cluster, plan), results
 
 
-def _finish(
-    inp: PoolInput,
-    status: dict[str, Any],
-    conditions: list[Condition],
-    decision: Decision,
-    events: list[Event],
-    new_plan: StoredPlan | None = None,
-    report: dict[str, Any] | None = None,
-    results: tuple[GoalResult, ...] = (),
-) -> PoolOutcome:
-    current = new_plan or inp.stored
-    execution = dict(inp.status.get("execution") or {})
-    conditions.append(executing_condition(execution))
-    if current is not None:
-        executed = (inp.status.get("plan") or {}).get("executedId")
-        done = int(execution.get("movesDone", 0)) if execution.get("planId") == current.id else 0
-        if executed == current.id:
-            done = current.moves
-        status["plan"] = {
-            "id": current.id,
-            "configMap": plan_config_map(inp.name),
-            "partitions": len(current.reassignments),
-            "movesTotal": current.moves,
-            "movesDone": done,
-            "movesRemaining": current.moves - done,
-            "bytesToMove": current.bytes_to_move,
-            **({"executedId": executed} if executed else {}),
-        }
+def plan_status(inp: PoolInput, current: StoredPlan, execution: ExecutionStatus | None) -> PlanStatus:
+    """``status.plan`` of the current plan: moves done by its execution, all once it was executed."""
+    executed = _executed_id(inp)
+    done = execution.done if execution is not None and execution.plan_id == current.id else 0
+    if executed == current.id:
+        done = current.moves
+    return PlanStatus(
+        current.id,
+        plan_config_map(inp.name),
+        len(current.reassignments),
+        current.moves,
+        done,
+        current.bytes_to_move,
+        executed,
+    )
+
+
+def _goal_status(result: GoalResult) -> GoalStatus:
+    return GoalStatus(
+        result.name or result.type, result.type, result.hard, result.satisfied, result.worst_deviation
+    )
+
+
+def approval_conditions(inp: PoolInput, decision: Decision) -> tuple[list[Condition], list[Event]]:
+    """Manual mode says whether the approval annotation is usable; a stale one is also an event."""
     if decision.action is Action.REFUSE:
-        conditions.append(Condition("ApprovalValid", FALSE, decision.reason, decision.message))
-        events.append(Event("Warning", "ApprovalRefused", decision.message))
-    elif inp.spec.mode == "Manual":
-        conditions.append(Condition("ApprovalValid", TRUE, decision.reason, decision.message))
+        return [Condition("ApprovalValid", FALSE, decision.reason, decision.message)], [
+            Event("Warning", "ApprovalRefused", decision.message)
+        ]
+    if inp.spec.mode == "Manual":
+        return [Condition("ApprovalValid", TRUE, decision.reason, decision.message)], []
+    return [], []
+
+
+def finish(
+    inp: PoolInput,
+    brokers: _Brokers,
+    conditions: list[Condition],
+    events: list[Event],
+    planned: _Planned,
+) -> PoolOutcome:
+    """The status to write: plan, execution and approval conditions, and Ready over them all."""
+    current = planned.new_plan or inp.stored
+    execution = ExecutionStatus.from_dict(inp.status.get("execution"))
+    approval, refused = approval_conditions(inp, planned.decision)
+    conditions = [*conditions, executing_condition(execution), *approval]
+    # A later condition of a type replaces an earlier one, in the earlier one's place.
     by_type: dict[str, Condition] = {c.type: c for c in conditions}
     ordered = [ready(list(by_type.values())), *by_type.values()]
-    status["conditions"] = merge_conditions(
-        inp.status.get("conditions") or [], ordered, generation=inp.generation, now=rfc3339(inp.now)
+    status = PoolStatus(
+        observed_generation=inp.generation,
+        conditions=merge_conditions(
+            inp.status.get("conditions") or [], ordered, generation=inp.generation, now=rfc3339(inp.now)
+        ),
+        broker_count=len(brokers.views),
+        brokers=brokers.statuses,
+        goal_set=goal_set_id(inp.goals),
+        plan=None if current is None else plan_status(inp, current, execution),
+        goals=tuple(
+            GoalStatus(r.name or r.type, r.type, r.hard, r.satisfied, r.worst_deviation)
+            for r in planned.results
+        )
+        if planned.planned
+        else None,
     )
-    return PoolOutcome(status, decision, new_plan, report, results, tuple(events))
+    return PoolOutcome(
+        status, planned.decision, planned.new_plan, planned.report, planned.results, (*events, *refused)
+    )
