@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from kafka_balancer.k8s.executions import execution_progress
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
-from kafka_balancer.kafka.progress import progress_status
 
 STARTED = 1_000.0
+
+
+def progress_status(state: ExecutionState, now: float) -> dict[str, Any]:
+    """``status.execution``'s progress fields and message, as the merge patch writes them."""
+    progress, message = execution_progress(state, now)
+    return {**progress.to_dict(), "message": message}
 
 
 def _state() -> ExecutionState:

@@ -16,6 +16,7 @@ from kafka_balancer.errors import ScoringError
 from kafka_balancer.formats.goals_file import parse_goals
 from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, ScoringSchedule, pass_times, prune
+from kafka_balancer.k8s.settings import spark_settings
 from kafka_balancer.k8s.source import goals_document, merge_loads, topology_document
 from kafka_balancer.k8s.spark_application import (
     SparkSettings,
@@ -102,8 +103,8 @@ def test_kubernetes_memory_becomes_spark_mebibytes(quantity: str, spark: str) ->
 
 
 def test_settings_come_from_the_charts_environment() -> None:
-    assert SparkSettings.from_env({}) is None
-    settings = SparkSettings.from_env(
+    assert spark_settings({}) is None
+    settings = spark_settings(
         {
             "KAFKA_BALANCER_SCORING_STORAGE": "s3a://b/p",
             "KAFKA_BALANCER_SPARK_TTL_SECONDS": "60",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from kafka_balancer.errors import InputError
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-dir",
         type=Path,
-        default=Path("/tmp/kafka-balancer"),
+        default=Path("/tmp/kafka-balancer"),  # k8s/settings.py's DEFAULT_STATE_DIR
         help="where execution state files and TLS keys are kept (default: /tmp/kafka-balancer)",
     )
 
@@ -40,18 +41,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_run(args: argparse.Namespace) -> int:
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise InputError(f"--kubeconfig {args.kubeconfig}: no such file")
-    from kafka_balancer.k8s.main import OperatorOptions, run_operator
+    from kafka_balancer.k8s.main import run_operator
+    from kafka_balancer.k8s.settings import OperatorSettings
 
-    run_operator(
-        OperatorOptions(
-            kubeconfig=args.kubeconfig,
-            namespaces=tuple(args.namespaces),
-            peering=args.peering,
-            standalone=args.standalone,
-            priority=args.priority,
-            liveness=args.liveness,
-            metrics_port=args.metrics_port,
-            state_dir=args.state_dir,
-        )
+    # The environment (the chart's scoring values) first, the flags over it.
+    settings = replace(
+        OperatorSettings.from_env(),
+        kubeconfig=args.kubeconfig,
+        namespaces=tuple(args.namespaces),
+        peering=args.peering,
+        standalone=args.standalone,
+        priority=args.priority,
+        liveness=args.liveness,
+        metrics_port=args.metrics_port,
+        state_dir=args.state_dir,
     )
+    run_operator(settings)
     return 0

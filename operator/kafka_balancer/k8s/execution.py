@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,6 @@ from kafka_balancer.api import Execution as ExecutionSpec
 from kafka_balancer.k8s import blobs, metrics
 from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.port import KubePort, PoolId
-from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import (
     ExecutionState,
@@ -36,8 +35,6 @@ from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.reconcile.pool import StoredPlan, execution_config_map
 
 logger = logging.getLogger(__name__)
-# Mirror at most this often while moves run (every commit would be a ConfigMap write per second).
-MIRROR_EVERY_S = 5.0
 STATE_KEY = "state.json"
 
 Progress = Callable[[ExecutionState], None]
@@ -54,7 +51,7 @@ class _MirroredExecutor(Executor):
         return state
 
 
-def options_of(spec: ExecutionSpec) -> ExecuteOptions:
+def options_of(spec: ExecutionSpec, poll_interval_s: float = 2.0) -> ExecuteOptions:
     return ExecuteOptions(
         throttle=int(parse_quantity(spec.throttle_bytes_per_second)),
         max_moves_per_broker=spec.max_moves_per_broker,
@@ -63,61 +60,64 @@ def options_of(spec: ExecutionSpec) -> ExecuteOptions:
         order=MoveOrder.SMALLEST_FIRST if spec.order == "SmallestFirst" else MoveOrder.PLAN,
         timeout_per_move_s=float(spec.move_timeout_seconds),
         dead_broker_timeout_s=float(spec.dead_broker_timeout_seconds),
-        poll_interval_s=2.0,
+        poll_interval_s=poll_interval_s,
     )
 
 
 def execute_plan(
     kube: KubePort,
+    admin: AdminPort,
     state_dir: Path,
     pool: PoolId,
     stored: StoredPlan,
-    bootstrap: str,
-    props: Mapping[str, str],
-    spec: ExecutionSpec,
+    options: ExecuteOptions,
     progress: Progress,
     cancel_requested: Callable[[], bool],
+    *,
+    mirror_every_s: float,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> ExecutionState:
     """Execute ``stored`` to the end (resuming a previous run of the same plan); raises on failure."""
-    namespace, name = pool.namespace, pool.name
-    state_path = state_dir / f"{namespace}.{name}.{stored.id}.json"
+    state_path = state_dir / f"{pool.namespace}.{pool.name}.{stored.id}.json"
     state_path.parent.mkdir(parents=True, exist_ok=True)
-    config_map = execution_config_map(name)
     plan = stored.reassignments
-    last_mirror = [0.0]
+    last_mirror = [-mirror_every_s]
 
     def mirror(state: ExecutionState, final: bool) -> None:
         now = time.monotonic()
-        if not final and now - last_mirror[0] < MIRROR_EVERY_S:
+        if not final and now - last_mirror[0] < mirror_every_s:
             return
         last_mirror[0] = now
         mirror_state(kube, pool, stored.id, state)
         metrics.BYTES_MOVED.labels(pool.key).set(state.bytes_done)
         progress(state)
 
-    options = options_of(spec)
-    admin = KafkaAdmin(bootstrap, props, timeout_s=options.request_timeout_s)
-    try:
-        settle_unfinished(kube, admin, state_dir, pool, keep=stored.id)
-        if not state_path.exists():
-            mirrored = blobs.load(kube, namespace, config_map, STATE_KEY)
-            if mirrored is not None and mirrored[0].get("plan.id") == stored.id:
-                state_path.write_bytes(mirrored[1])
-        if state_path.exists():
-            state = load_state(state_path)
-            check_same_plan(state, plan, state_path)
-            logger.info("resuming plan %s of pool %s/%s", stored.id, namespace, name)
-        else:
-            state = new_state(admin, plan, options, time.time())
-            state = replace(state, throttled_brokers=inherited_throttles(kube, state_dir, pool))
-        executor = _MirroredExecutor(
-            admin, state_path, options, log=logger.info, mirror=mirror, cancel_requested=cancel_requested
-        )
-        final = executor.run(state)
-        mirror(final, True)
-        return final
-    finally:
-        admin.close()
+    settle_unfinished(kube, admin, state_dir, pool, keep=stored.id, clock=clock, sleep=sleep)
+    if not state_path.exists():
+        mirrored = blobs.load(kube, pool.namespace, execution_config_map(pool.name), STATE_KEY)
+        if mirrored is not None and mirrored[0].get("plan.id") == stored.id:
+            state_path.write_bytes(mirrored[1])
+    if state_path.exists():
+        state = load_state(state_path)
+        check_same_plan(state, plan, state_path)
+        logger.info("resuming plan %s of pool %s", stored.id, pool.key)
+    else:
+        state = new_state(admin, plan, options, clock())
+        state = replace(state, throttled_brokers=inherited_throttles(kube, state_dir, pool))
+    executor = _MirroredExecutor(
+        admin,
+        state_path,
+        options,
+        log=logger.info,
+        mirror=mirror,
+        cancel_requested=cancel_requested,
+        clock=clock,
+        sleep=sleep,
+    )
+    final = executor.run(state)
+    mirror(final, True)
+    return final
 
 
 def mirror_state(kube: KubePort, pool: PoolId, plan: str, state: ExecutionState) -> None:
@@ -152,7 +152,14 @@ def _file_commit(path: Path) -> Callable[[ExecutionState], ExecutionState]:
 
 
 def settle_unfinished(
-    kube: KubePort, admin: AdminPort, state_dir: Path, pool: PoolId, keep: str | None = None
+    kube: KubePort,
+    admin: AdminPort,
+    state_dir: Path,
+    pool: PoolId,
+    keep: str | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> str | None:
     """Cancel the pool's recorded execution if it is unfinished and not plan ``keep``.
 
@@ -164,7 +171,7 @@ def settle_unfinished(
     if recorded is None or recorded[0] == keep or recorded[2].finished_at is not None:
         return None
     plan, path, state = recorded
-    final = cancel_execution(admin, state, _file_commit(path), clock=time.time, sleep=time.sleep)
+    final = cancel_execution(admin, state, _file_commit(path), clock=clock, sleep=sleep)
     mirror_state(kube, pool, plan, final)
     logger.info("pool %s: cancelled unfinished plan %s, removed its throttles", pool.key, plan)
     return plan

@@ -1,44 +1,102 @@
-"""One reconcile pass of a BrokerPool: read (Kafka, Kubernetes), call reconcile.pool, write back.
+"""The pool service: one sync of a BrokerPool — read (Kafka, Kubernetes), decide (reconcile/), write back,
+and run the plan when the decision says so — and the cleanup of a deleted pool.
 
-Everything blocking runs in a worker thread; kopf itself (events) is only touched by handlers.py.
+Its two async methods are the only boundary between kopf's event loop and blocking work: each runs
+one whole sync (or cleanup) in a worker thread. kopf itself is only touched by handlers.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.errors import InputError
+from kafka_balancer.errors import InputError, KafkaOperationError
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.k8s import blobs, metrics
+from kafka_balancer.k8s.executions import ExecutionService, Liveness
 from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.port import KubePort, PoolId
-from kafka_balancer.k8s.source import ClusterSource
-from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
-from kafka_balancer.reconcile.conditions import FALSE, Condition, merge_conditions, ready
+from kafka_balancer.k8s.scored_loads import Loads
+from kafka_balancer.k8s.settings import Timings
+from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, Action
+from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
 from kafka_balancer.reconcile.connection import client_properties
 from kafka_balancer.reconcile.pool import (
-    Event,
+    LoadSource,
     PoolInput,
     PoolOutcome,
     StoredPlan,
+    UsageSource,
     decide_pool,
     loads_config_map,
     plan_config_map,
     rfc3339,
 )
+from kafka_balancer.reconcile.snapshot import ClusterMetadata
+from kafka_balancer.reconcile.status import BalancerGoalStatus, PoolStatus
 from kafka_balancer.report.document import report_text
 
 PLURAL_POOLS = "brokerpools"
 PLAN_KEY = "plan.json"
 PLURAL_GOALS = "balancergoals"
+_log = logging.getLogger(__name__)
+
+
+class ClusterReader(Protocol):
+    """Where a sync reads the cluster from: :class:`~kafka_balancer.k8s.source.ClusterSource`."""
+
+    # What the last read of each pool (namespace/name) used: scored or collected loads, broker cpu.
+    load_sources: dict[str, LoadSource]
+    usage_sources: dict[str, UsageSource]
+
+    def read(
+        self,
+        pool: PoolId,
+        spec: BrokerPoolSpec,
+        props: Mapping[str, str],
+        goals: Sequence[tuple[str, BalancerGoalSpec]] = (),
+    ) -> tuple[ClusterMetadata, Loads]: ...
+
+
+@dataclass(frozen=True)
+class GoalObject:
+    """A BalancerGoal as kopf's index holds it."""
+
+    name: str
+    spec: Mapping[str, Any]
+    generation: int
+    conditions: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class PoolObject:
+    """A BrokerPool as one sync sees it, with the goals that name it."""
+
+    id: PoolId
+    generation: int
+    spec: Mapping[str, Any]
+    status: Mapping[str, Any]
+    annotations: Mapping[str, str]
+    goals: tuple[GoalObject, ...] = ()
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """How a sync ended: ``retry_after`` seconds when Kafka could not be reached (kopf backs off)."""
+
+    outcome: PoolOutcome | None = None
+    retry_after: float | None = None
+    message: str = ""
 
 
 def parse_spec(spec: Mapping[str, Any]) -> BrokerPoolSpec:
@@ -48,22 +106,92 @@ def parse_spec(spec: Mapping[str, Any]) -> BrokerPoolSpec:
         raise InputError(one_line(err, "spec")) from None
 
 
-def parse_goals(goals: Sequence[Mapping[str, Any]]) -> list[tuple[str, BalancerGoalSpec]]:
-    """Goals as the index holds them; one the apiserver accepted but we cannot read is skipped by name."""
+def parse_goals(goals: Sequence[GoalObject]) -> list[tuple[str, BalancerGoalSpec]]:
+    """Goals as the index holds them; one the apiserver accepted but we cannot read is named."""
     parsed = []
-    for goal in sorted(goals, key=lambda g: str(g["name"])):
+    for goal in sorted(goals, key=lambda g: g.name):
         try:
-            parsed.append((str(goal["name"]), BalancerGoalSpec.model_validate(dict(goal["spec"]))))
+            parsed.append((goal.name, BalancerGoalSpec.model_validate(dict(goal.spec))))
         except ValidationError as err:
-            raise InputError(f"BalancerGoal {goal['name']}: {one_line(err, 'spec')}") from None
+            raise InputError(f"BalancerGoal {goal.name}: {one_line(err, 'spec')}") from None
     return parsed
 
 
-class PoolReconciler:
-    def __init__(self, kube: KubePort, source: ClusterSource, state_dir: Path) -> None:
+def failure(condition_type: str, reason: str, message: str) -> Condition:
+    return Condition(condition_type, FALSE, reason, message)
+
+
+class PoolService:
+    """One per operator process; created at startup and shared through kopf's memo."""
+
+    def __init__(
+        self,
+        kube: KubePort,
+        source: ClusterReader,
+        executions: ExecutionService,
+        state_dir: Path,
+        timings: Timings,
+    ) -> None:
         self.kube = kube
         self.source = source
+        self.executions = executions
         self.state_dir = state_dir
+        self.timings = timings
+
+    # -- the boundary: kopf's event loop awaits these ---------------------------------------------
+
+    async def sync(self, pool: PoolObject, retry: int, live: Liveness) -> SyncResult:
+        return await asyncio.to_thread(self.sync_blocking, pool, retry, live)
+
+    async def clean_up(self, pool: PoolId, spec: Mapping[str, Any]) -> str | None:
+        return await asyncio.to_thread(self.clean_up_blocking, pool, spec)
+
+    # -- the work, in a worker thread ---------------------------------------------------------------
+
+    def sync_blocking(self, pool: PoolObject, retry: int, live: Liveness) -> SyncResult:
+        """Read, decide, write the pool's status, ConfigMaps and goal statuses; execute when decided."""
+        key = pool.id.key
+        try:
+            spec = parse_spec(pool.spec)
+            goals = parse_goals(pool.goals)
+            props = self.connection(pool.id, spec)
+        except InputError as err:
+            # An unusable spec or Secret: say so; the next spec change (or interval) tries again.
+            self.report_failure(pool, failure("SpecValid", "InvalidSpec", str(err)))
+            metrics.RECONCILES.labels(key, "invalid").inc()
+            return SyncResult()
+        try:
+            outcome = self.decide_and_write(pool, spec, goals, props)
+        except KafkaOperationError as err:
+            message = str(err)  # names the bootstrap servers and what failed (login, TLS, timeout)
+            self.report_failure(pool, failure("KafkaReachable", "Unreachable", message))
+            metrics.RECONCILES.labels(key, "unreachable").inc()
+            return SyncResult(retry_after=self.timings.backoff(retry), message=message)
+        metrics.RECONCILES.labels(key, "ok").inc()
+        _log.info("pool %s reconciled: %s", key, outcome.decision.message)
+        for event in outcome.events:
+            self.kube.post_event(pool.id, event)
+        self.record_metrics(pool.id, outcome.status)
+        if outcome.decision.action is Action.EXECUTE:
+            stored = outcome.new_plan or self.stored_plan(pool.id)
+            if stored is not None:
+                self.executions.execute(pool.id, stored, spec, props, live)
+        else:
+            self.executions.release_left_throttles(pool.id, spec, props)
+        return SyncResult(outcome)
+
+    def clean_up_blocking(self, pool: PoolId, spec: Mapping[str, Any]) -> str | None:
+        """The pool's finalizer: our moves still in flight are cancelled and our throttles removed.
+        Returns the plan cancelled; raises KafkaOperationError or ExecutionBusy to be retried."""
+        try:
+            parsed = parse_spec(spec)
+            props = self.connection(pool, parsed)
+        except InputError as err:
+            _log.warning(
+                "pool %s deleted; its Kafka connection is unusable, nothing cleaned: %s", pool.key, err
+            )
+            return None
+        return self.executions.settle_deleted(pool, parsed, props)
 
     def connection(self, pool: PoolId, spec: BrokerPoolSpec) -> dict[str, str]:
         """Client properties with credentials from the pool's Secrets (files for TLS keys, mode 0600)."""
@@ -99,109 +227,102 @@ class PoolReconciler:
             fields["plan.id"], reassignments, int(fields["bytes-to-move"]), int(fields["moves"])
         )
 
-    def reconcile(
+    def decide_and_write(
         self,
-        pool: PoolId,
+        pool: PoolObject,
         spec: BrokerPoolSpec,
-        generation: int,
-        status: Mapping[str, Any],
-        annotations: Mapping[str, str],
         goals: list[tuple[str, BalancerGoalSpec]],
-        previous_goal_conditions: Mapping[str, tuple[int, list[Any]]],
         props: Mapping[str, str],
     ) -> PoolOutcome:
-        """Blocking: read Kafka (raises KafkaOperationError), plan, write ConfigMaps, status, goal status."""
-        metadata, loads = self.source.read(pool, spec, props, goals)
+        """Read Kafka (raises KafkaOperationError), decide, write ConfigMaps, status, goal status."""
+        metadata, loads = self.source.read(pool.id, spec, props, goals)
         started = time.monotonic()
         outcome = decide_pool(
             PoolInput(
-                name=pool.name,
+                name=pool.id.name,
                 spec=spec,
-                generation=generation,
-                status=status,
-                approved=annotations.get(APPROVE_ANNOTATION),
+                generation=pool.generation,
+                status=pool.status,
+                approved=pool.annotations.get(APPROVE_ANNOTATION),
                 goals=goals,
                 metadata=metadata,
                 loads=loads,
-                stored=self.stored_plan(pool),
-                load_source=self.source.load_sources.get(pool.key),
-                usage_source=self.source.usage_sources.get(pool.key),
+                stored=self.stored_plan(pool.id),
+                load_source=self.source.load_sources.get(pool.id.key),
+                usage_source=self.source.usage_sources.get(pool.id.key),
                 now=time.time(),
             )
         )
-        metrics.PLAN_SECONDS.labels(pool.key).observe(time.monotonic() - started)
+        metrics.PLAN_SECONDS.labels(pool.id.key).observe(time.monotonic() - started)
         for result in outcome.goal_results:
             goal = result.name or result.type
-            metrics.GOAL_SATISFIED.labels(pool.key, goal).set(1 if result.satisfied else 0)
-            metrics.GOAL_DEVIATION.labels(pool.key, goal).set(result.deviation)
+            metrics.GOAL_SATISFIED.labels(pool.id.key, goal).set(1 if result.satisfied else 0)
+            metrics.GOAL_DEVIATION.labels(pool.id.key, goal).set(result.deviation)
+        self.write(pool, outcome)
+        return outcome
+
+    def write(self, pool: PoolObject, outcome: PoolOutcome) -> None:
+        """The new plan and its report into the pool's ConfigMaps, then the pool's and goals' status."""
+        owner = pool.id
         if outcome.new_plan is not None:
             plan = outcome.new_plan
             blobs.store(
                 self.kube,
-                pool.namespace,
-                plan_config_map(pool.name),
-                pool,
+                owner.namespace,
+                plan_config_map(owner.name),
+                owner,
                 {"plan.id": plan.id, "moves": str(plan.moves), "bytes-to-move": str(plan.bytes_to_move)},
                 PLAN_KEY,
                 json_text(plan_document(plan.reassignments)).encode(),
             )
         if outcome.report is not None:
             self.kube.write_config_map(
-                pool.namespace,
-                loads_config_map(pool.name),
-                pool,
+                owner.namespace,
+                loads_config_map(owner.name),
+                owner,
                 {"report.json": json_text(outcome.report), "report.txt": report_text(outcome.report)},
             )
-        self.kube.patch_status(PLURAL_POOLS, pool.namespace, pool.name, outcome.status.to_dict())
-        self.write_goal_statuses(pool, outcome, previous_goal_conditions)
-        return outcome
+        self.kube.patch_status(PLURAL_POOLS, owner.namespace, owner.name, outcome.status.to_dict())
+        self.write_goal_statuses(pool, outcome)
 
-    def write_goal_statuses(
-        self, pool: PoolId, outcome: PoolOutcome, previous: Mapping[str, tuple[int, list[Any]]]
-    ) -> None:
-        """Each named goal's Satisfied condition; ``previous``: name → (generation, conditions)."""
+    def write_goal_statuses(self, pool: PoolObject, outcome: PoolOutcome) -> None:
+        """Each named goal's Satisfied condition."""
         now = rfc3339(time.time())
+        previous = {goal.name: goal for goal in pool.goals}
         for result in outcome.goal_results:
-            if not result.name or result.name not in previous:
+            goal = previous.get(result.name) if result.name else None
+            if goal is None:
                 continue
-            generation, conditions = previous[result.name]
             condition = Condition(
                 "Satisfied",
-                "True" if result.satisfied else "False",
+                TRUE if result.satisfied else FALSE,
                 "GoalHolds" if result.satisfied else "GoalViolated",
                 result.detail
                 or ("the goal holds after the plan" if result.satisfied else "the goal is not met"),
             )
-            self.kube.patch_status(
-                PLURAL_GOALS,
-                pool.namespace,
-                result.name,
-                {
-                    "observedGeneration": generation,
-                    "worstDeviation": result.worst_deviation,
-                    "conditions": merge_conditions(conditions, [condition], generation=generation, now=now),
-                },
+            status = BalancerGoalStatus(
+                goal.generation,
+                result.worst_deviation,
+                merge_conditions(goal.conditions, [condition], generation=goal.generation, now=now),
             )
+            self.kube.patch_status(PLURAL_GOALS, pool.id.namespace, result.name, status.to_dict())
 
-    def report_failure(
-        self, pool: PoolId, generation: int, status: Mapping[str, Any], condition: Condition
-    ) -> None:
+    def report_failure(self, pool: PoolObject, condition: Condition) -> None:
         """Write a single failing condition (Kafka unreachable, unusable spec) and the Ready summary."""
-        kept = [c for c in status.get("conditions") or [] if c.get("type") not in (condition.type, "Ready")]
-        current = [ready([condition]), condition]
+        previous = pool.status.get("conditions") or []
         merged = merge_conditions(
-            status.get("conditions") or [], current, generation=generation, now=rfc3339(time.time())
+            previous, [ready([condition]), condition], generation=pool.generation, now=rfc3339(time.time())
         )
-        self.kube.patch_status(
-            PLURAL_POOLS,
-            pool.namespace,
-            pool.name,
-            {"observedGeneration": generation, "conditions": [*merged, *kept]},
-        )
+        # The other conditions are kept as they were: a list is replaced whole by a merge patch.
+        kept = [c for c in previous if c.get("type") not in (condition.type, "Ready")]
+        status = PoolStatus(pool.generation, merged).to_dict()
+        status["conditions"] += kept
+        self.kube.patch_status(PLURAL_POOLS, pool.id.namespace, pool.id.name, status)
 
-
-def failure(condition_type: str, reason: str, message: str) -> Condition:
-    return Condition(condition_type, FALSE, reason, message)
-
-
-__all__ = ["Event", "PoolId", "PoolReconciler", "failure", "parse_goals", "parse_spec"]
+    @staticmethod
+    def record_metrics(pool: PoolId, status: PoolStatus) -> None:
+        plan = status.plan
+        metrics.PLAN_MOVES.labels(pool.key).set(plan.moves_total if plan else 0)
+        metrics.PLAN_BYTES.labels(pool.key).set(plan.bytes_to_move if plan else 0)
+        balanced = status.condition("Balanced")
+        metrics.BALANCED.labels(pool.key).set(1 if balanced is not None and balanced.status == TRUE else 0)

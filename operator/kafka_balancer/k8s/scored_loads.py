@@ -8,7 +8,6 @@ loads of the last two collector passes instead.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -29,7 +28,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ScoringSchedule:
-    """No BrokerPool field sets these yet; the environment can (``KAFKA_BALANCER_SCORING_*``).
+    """No BrokerPool field sets these yet; the environment can (``KAFKA_BALANCER_SCORING_*``, read by
+    k8s/settings.py).
 
     A Spark run costs a JVM and tens of seconds of CPU, so pools are scored at most every
     ``interval_s`` (default 5 minutes); the job averages the newest ``windows`` complete windows of
@@ -49,15 +49,6 @@ class ScoringSchedule:
         """Scored loads are used while their newest sample is this recent: two failed runs in a row
         (or a run slower than the windows) do not throw them away, a long outage does."""
         return self.retention_ms + int(2 * self.interval_s * 1000)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> ScoringSchedule:
-        default = cls()
-        return cls(
-            interval_s=float(env.get("KAFKA_BALANCER_SCORING_INTERVAL_SECONDS") or default.interval_s),
-            window_ms=int(env.get("KAFKA_BALANCER_SCORING_WINDOW_MS") or default.window_ms),
-            windows=int(env.get("KAFKA_BALANCER_SCORING_WINDOWS") or default.windows),
-        )
 
 
 def pass_times(store: Path) -> list[int]:

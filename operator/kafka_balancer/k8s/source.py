@@ -21,8 +21,9 @@ from kafka_balancer.api import API_VERSION, BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.errors import InputError, KafkaOperationError, MetricsSourceError, ScoringError
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.prometheus_secrets import PoolSecrets, prometheus_settings
-from kafka_balancer.k8s.scored_loads import BackgroundScoring, Loads, ScoringSchedule, pass_times, prune
-from kafka_balancer.k8s.spark_application import SparkApplicationScorer, SparkSettings
+from kafka_balancer.k8s.scored_loads import BackgroundScoring, Loads, pass_times, prune
+from kafka_balancer.k8s.settings import OperatorSettings
+from kafka_balancer.k8s.spark_application import SparkApplicationScorer
 from kafka_balancer.kafka.collector import Observation, observe_cluster, samples_between
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, build_snapshot
@@ -58,9 +59,10 @@ class ClusterSource:
         self._secrets = secrets
 
     @classmethod
-    def for_operator(cls, kube: KubePort, state_dir: Path) -> ClusterSource:
+    def for_operator(cls, kube: KubePort, settings: OperatorSettings) -> ClusterSource:
+        state_dir = settings.state_dir
         embedded = EmbeddedScorer(state_dir / "scoring")
-        spark = SparkSettings.from_env()
+        spark = settings.spark
 
         def scorer_for(engine: str) -> Scorer:
             if engine != "SparkOnKubernetes":
@@ -72,7 +74,7 @@ class ClusterSource:
                 )
             return SparkApplicationScorer(kube, spark)
 
-        scoring = BackgroundScoring(scorer_for, ScoringSchedule.from_env())
+        scoring = BackgroundScoring(scorer_for, settings.scoring)
         return cls(state_dir, scoring, secrets=PoolSecrets(kube.read_secret, state_dir / "tls"))
 
     def read(

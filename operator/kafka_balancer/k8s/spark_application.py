@@ -5,8 +5,8 @@ volume mounted at the same path): the operator uploads its sample store there be
 reads ``manifest.json`` and ``snapshot.json`` back when the application is COMPLETED. The brokers and
 goals go in a ConfigMap mounted into the driver (``spec.driver.configMaps``).
 
-Settings come from the chart (environment of the operator's container); the image and resources from
-the pool's ``spec.scoring``.
+Settings come from the chart (environment of the operator's container, read by k8s/settings.py); the
+image and resources from the pool's ``spec.scoring``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -36,12 +35,11 @@ COMPLETED = "COMPLETED"
 FAILED_STATES = frozenset({"FAILED", "SUBMISSION_FAILED"})
 # Per Spark pod when the pool sets no resources: the job's embedded defaults.
 DEFAULT_CORES, DEFAULT_MEMORY = 1, "1g"
-_ENV = "KAFKA_BALANCER_"
 
 
 @dataclass(frozen=True)
 class SparkSettings:
-    """The chart's ``scoring`` values, as the operator's environment carries them."""
+    """The chart's ``scoring`` values, as the operator's environment carries them (k8s/settings.py)."""
 
     storage: str  # URI the driver and the operator share, e.g. s3a://bucket/kafka-balancer
     service_account: str = "spark"
@@ -51,27 +49,6 @@ class SparkSettings:
     timeout_s: float = 1800.0
     poll_s: float = 2.0
     spark_conf: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> SparkSettings | None:
-        """None when no storage is configured (then SparkOnKubernetes pools cannot be scored)."""
-        storage = env.get(_ENV + "SCORING_STORAGE", "")
-        if not storage:
-            return None
-        try:
-            conf = json.loads(env.get(_ENV + "SPARK_CONF", "") or "{}")
-            defaults = cls(storage)
-            return cls(
-                storage=storage,
-                service_account=env.get(_ENV + "SPARK_SERVICE_ACCOUNT") or defaults.service_account,
-                main_application_file=env.get(_ENV + "SPARK_MAIN_FILE") or defaults.main_application_file,
-                spark_version=env.get(_ENV + "SPARK_VERSION") or defaults.spark_version,
-                ttl_seconds=int(env.get(_ENV + "SPARK_TTL_SECONDS") or defaults.ttl_seconds),
-                timeout_s=float(env.get(_ENV + "SPARK_TIMEOUT_SECONDS") or defaults.timeout_s),
-                spark_conf={str(k): str(v) for k, v in dict(conf).items()},
-            )
-        except (ValueError, TypeError) as err:
-            raise InputError(f"scoring settings in the environment ({_ENV}*): {err}") from None
 
 
 def application_name(namespace: str, pool: str, run: str) -> str:

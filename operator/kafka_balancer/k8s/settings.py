@@ -1,0 +1,112 @@
+"""Every setting of the operator process in one place: the flags of ``kafka-balancer run``, the
+``KAFKA_BALANCER_*`` environment variables the chart sets, and the timings the loops run on.
+
+Read once at startup (:meth:`OperatorSettings.load`) and handed to the services through kopf's memo;
+nothing else in the operator reads the environment. What a pool can choose lives in its spec instead.
+The README's "Operator settings" table lists them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka_balancer.errors import InputError
+from kafka_balancer.k8s.scored_loads import ScoringSchedule
+from kafka_balancer.k8s.spark_application import SparkSettings
+
+ENV_PREFIX = "KAFKA_BALANCER_"
+DEFAULT_STATE_DIR = Path("/tmp/kafka-balancer")
+DEFAULT_PEERING = "kafka-balancer"
+
+
+@dataclass(frozen=True)
+class Timings:
+    """How often the loops look and how long they wait; not configurable, documented here."""
+
+    # Between passes a pool's daemon re-checks for a spec change or an approval this often.
+    wake_s: float = 2.0
+    # Backoff after Kafka could not be reached: 10 s, 20 s, 40 s, ... at most 5 min.
+    backoff_s: float = 10.0
+    backoff_max_s: float = 300.0
+    # The execution's state is mirrored into <pool>-execution at most this often while moves run
+    # (every commit would be a ConfigMap write per second).
+    mirror_every_s: float = 5.0
+    # The executor polls Kafka for the progress of its moves this often.
+    execution_poll_s: float = 2.0
+    # A deleted pool waits this long for its execution thread to stop before kopf retries.
+    deletion_wait_s: float = 120.0
+
+    def backoff(self, retry: int) -> float:
+        return min(self.backoff_max_s, self.backoff_s * 2.0**retry)
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    """The operator process's settings (flags of ``kafka-balancer run`` and the environment)."""
+
+    kubeconfig: Path | None = None  # --kubeconfig; None: in-cluster
+    namespaces: tuple[str, ...] = ()  # --namespace (repeatable); empty: every namespace
+    peering: str = DEFAULT_PEERING  # --peering: kopf's peering object
+    standalone: bool = False  # --standalone: no peering (a single local run only)
+    # --priority; None: the start time in ms. Equal priorities make kopf freeze every replica, and a
+    # dead replica's peering record lingers for its lifetime, so a fresh process must outrank it.
+    priority: int | None = None
+    liveness: str | None = None  # --liveness endpoint
+    metrics_port: int | None = None  # --metrics-port
+    state_dir: Path = DEFAULT_STATE_DIR  # --state-dir: execution state files, TLS keys, samples
+    scoring: ScoringSchedule = field(default_factory=ScoringSchedule)  # KAFKA_BALANCER_SCORING_*
+    spark: SparkSettings | None = None  # KAFKA_BALANCER_SCORING_STORAGE, KAFKA_BALANCER_SPARK_*
+    timings: Timings = field(default_factory=Timings)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> OperatorSettings:
+        """The settings the environment carries; the flags of ``kafka-balancer run`` go over them
+        (``dataclasses.replace``). :class:`InputError` names a variable that cannot be read."""
+        return cls(scoring=scoring_schedule(env), spark=spark_settings(env))
+
+
+def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float], default: float) -> float:
+    text = env.get(ENV_PREFIX + name) or ""
+    if not text:
+        return default
+    try:
+        return float(kind(text))
+    except ValueError:
+        raise InputError(f"{ENV_PREFIX}{name}: {text!r} is not a number") from None
+
+
+def scoring_schedule(env: Mapping[str, str]) -> ScoringSchedule:
+    """``KAFKA_BALANCER_SCORING_INTERVAL_SECONDS``, ``_WINDOW_MS``, ``_WINDOWS`` (chart: ``scoring.*``)."""
+    default = ScoringSchedule()
+    return ScoringSchedule(
+        interval_s=float(_number(env, "SCORING_INTERVAL_SECONDS", float, default.interval_s)),
+        window_ms=int(_number(env, "SCORING_WINDOW_MS", int, default.window_ms)),
+        windows=int(_number(env, "SCORING_WINDOWS", int, default.windows)),
+    )
+
+
+def spark_settings(env: Mapping[str, str]) -> SparkSettings | None:
+    """The chart's ``scoring.*`` values for SparkOnKubernetes; None when no storage is configured
+    (then SparkOnKubernetes pools cannot be scored)."""
+    storage = env.get(ENV_PREFIX + "SCORING_STORAGE", "")
+    if not storage:
+        return None
+    defaults = SparkSettings(storage)
+    try:
+        conf = json.loads(env.get(ENV_PREFIX + "SPARK_CONF", "") or "{}")
+        spark_conf = {str(k): str(v) for k, v in dict(conf).items()}
+    except (ValueError, TypeError) as err:
+        raise InputError(f"{ENV_PREFIX}SPARK_CONF: {err}") from None
+    return SparkSettings(
+        storage=storage,
+        service_account=env.get(ENV_PREFIX + "SPARK_SERVICE_ACCOUNT") or defaults.service_account,
+        main_application_file=env.get(ENV_PREFIX + "SPARK_MAIN_FILE") or defaults.main_application_file,
+        spark_version=env.get(ENV_PREFIX + "SPARK_VERSION") or defaults.spark_version,
+        ttl_seconds=int(_number(env, "SPARK_TTL_SECONDS", int, defaults.ttl_seconds)),
+        timeout_s=float(_number(env, "SPARK_TIMEOUT_SECONDS", float, defaults.timeout_s)),
+        spark_conf=spark_conf,
+    )
