@@ -1,0 +1,99 @@
+"""An in-memory fake of the operator's KubePort, for the unit tests of the k8s orchestration only.
+
+It keeps what the apiserver would: ConfigMaps with their owner and a resourceVersion, each custom
+resource's status with merge-patch semantics (a None removes a field, lists are replaced whole),
+Secrets, and the Events posted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_balancer.k8s.port import ConfigMapData, PoolId
+from kafka_balancer.reconcile.pool import Event
+
+
+def merge_patch(target: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """RFC 7386, as the apiserver applies ``application/merge-patch+json``."""
+    merged = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, Mapping):
+            merged[key] = merge_patch(merged.get(key) or {}, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+@dataclass
+class FakeKube:
+    config_maps: dict[tuple[str, str], ConfigMapData] = field(default_factory=dict)
+    owners: dict[tuple[str, str], PoolId] = field(default_factory=dict)
+    # (plural, namespace, name) → status
+    statuses: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    secrets: dict[tuple[str, str], dict[str, bytes]] = field(default_factory=dict)
+    events: list[tuple[PoolId, Event]] = field(default_factory=list)
+    custom_objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    _version: int = 0
+
+    def read_config_map(self, namespace: str, name: str) -> ConfigMapData | None:
+        found = self.config_maps.get((namespace, name))
+        if found is None:
+            return None
+        return ConfigMapData(dict(found.data), dict(found.binary), found.resource_version)
+
+    def write_config_map(
+        self,
+        namespace: str,
+        name: str,
+        owner: PoolId,
+        data: Mapping[str, str],
+        binary: Mapping[str, bytes] | None = None,
+    ) -> None:
+        self._version += 1
+        self.config_maps[(namespace, name)] = ConfigMapData(
+            dict(data), dict(binary or {}), str(self._version)
+        )
+        self.owners[(namespace, name)] = owner
+
+    def delete_config_map(self, namespace: str, name: str) -> None:
+        self.config_maps.pop((namespace, name), None)
+
+    def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        key = (plural, namespace, name)
+        self.statuses[key] = merge_patch(self.statuses.get(key, {}), status)
+
+    def read_secret(self, namespace: str, name: str) -> dict[str, bytes] | None:
+        found = self.secrets.get((namespace, name))
+        return None if found is None else dict(found)
+
+    def post_event(self, pool: PoolId, event: Event) -> None:
+        self.events.append((pool, event))
+
+    def create_custom_object(
+        self, group: str, version: str, plural: str, namespace: str, manifest: Mapping[str, Any]
+    ) -> bool:
+        key = (plural, namespace, manifest["metadata"]["name"])
+        if key in self.custom_objects:
+            return False
+        self.custom_objects[key] = dict(manifest)
+        return True
+
+    def read_custom_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str
+    ) -> dict[str, Any] | None:
+        return self.custom_objects.get((plural, namespace, name))
+
+    def delete_custom_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
+        self.custom_objects.pop((plural, namespace, name), None)
+
+    # -- what tests read ------------------------------------------------------------------------------
+
+    def pool_status(self, pool: PoolId) -> dict[str, Any]:
+        return self.statuses.get(("brokerpools", pool.namespace, pool.name), {})
+
+    def reasons(self) -> list[str]:
+        return [event.reason for _, event in self.events]

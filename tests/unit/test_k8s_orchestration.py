@@ -1,0 +1,354 @@
+"""The operator's orchestration (k8s/pools.py, k8s/executions.py, k8s/execution.py) against in-memory
+Kubernetes and Kafka: what a user sees in the pool's status, its Events and ConfigMaps, and what
+Kafka is asked to do. The real apiserver and Kafka are exercised by the e2e tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
+from kafka_balancer.errors import KafkaOperationError
+from kafka_balancer.k8s.executions import ExecutionService, Liveness
+from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
+from kafka_balancer.k8s.port import PoolId
+from kafka_balancer.k8s.scored_loads import Loads
+from kafka_balancer.k8s.settings import Timings
+from kafka_balancer.kafka.execution_state import MoveStatus, state_from_document
+from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
+from kafka_balancer.reconcile.pool import LoadSource, UsageSource
+from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
+from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
+from tests.unit.kube_fake import FakeKube
+
+POOL = PoolId("kafka", "main", "uid-main")
+RACKS = {1: "a", 2: "b", 3: "c"}
+# 8 partitions RF 2, all on brokers 1 and 2: broker 3 (rack c) holds nothing.
+REPLICAS = {("orders", p): (1, 2) if p % 2 else (2, 1) for p in range(8)}
+GOAL = GoalObject(
+    "replicas", {"type": "ReplicaDistribution", "rangePercent": 10, "poolRef": {"name": "main"}}, 2, ()
+)
+SPEC = {
+    "kafka": {"bootstrapServers": "k:9092"},
+    "capacity": {"disk": "1Ti", "networkIn": "100M", "networkOut": "100M", "cpu": 8},
+}
+# Every mirror write and progress patch happens (the operator's 5 s would skip the fake's fast steps).
+TIMINGS = Timings(mirror_every_s=0.0, execution_poll_s=1.0)
+RUNNING = Liveness(stopping=lambda: False, paused=lambda: False)
+
+
+@dataclass
+class FakeReader:
+    """The cluster as the fake Kafka holds it now, or a failure to reach it."""
+
+    cluster: FakeKafkaCluster
+    unreachable: bool = False
+    reads: int = 0
+    load_sources: dict[str, LoadSource] = field(default_factory=dict)
+    usage_sources: dict[str, UsageSource] = field(default_factory=dict)
+
+    def read(
+        self,
+        pool: PoolId,
+        spec: BrokerPoolSpec,
+        props: Mapping[str, str],
+        goals: Sequence[tuple[str, BalancerGoalSpec]] = (),
+    ) -> tuple[ClusterMetadata, Loads]:
+        self.reads += 1
+        if self.unreachable:
+            raise KafkaOperationError("no broker of k:9092 answered within 10 s")
+        partitions = tuple(
+            PartitionMeta(t, p, replicas, self.cluster.leader((t, p)))
+            for (t, p), replicas in sorted(self.cluster.replicas.items())
+        )
+        return ClusterMetadata(dict(RACKS), partitions), {}
+
+
+@dataclass
+class Bed:
+    kube: FakeKube
+    cluster: FakeKafkaCluster
+    reader: FakeReader
+    service: PoolService
+
+    def sync(self, mode: str, retry: int = 0, live: Liveness = RUNNING, **meta: Any) -> Any:
+        pool = PoolObject(
+            POOL,
+            meta.get("generation", 1),
+            {**SPEC, "mode": mode, **meta.get("spec", {})},
+            self.kube.pool_status(POOL),
+            meta.get("annotations", {}),
+            (GOAL,),
+        )
+        return self.service.sync_blocking(pool, retry, live)
+
+    def status(self) -> dict[str, Any]:
+        return self.kube.pool_status(POOL)
+
+    def conditions(self) -> dict[str, tuple[str, str]]:
+        return {c["type"]: (c["status"], c["reason"]) for c in self.status().get("conditions", [])}
+
+    def mirrored_state(self) -> Any:
+        found = self.kube.read_config_map("kafka", "main-execution")
+        assert found is not None, "the execution's state is mirrored into <pool>-execution"
+        return found.data["plan.id"], state_from_document(json.loads(found.data["state.json"]))
+
+
+def cluster() -> FakeKafkaCluster:
+    return FakeKafkaCluster(
+        brokers=frozenset(RACKS),
+        replicas=dict(REPLICAS),
+        sizes=dict.fromkeys(REPLICAS, 1000),
+        racks=dict(RACKS),
+    )
+
+
+def bed(tmp_path: Path, kafka: FakeKafkaCluster | None = None, kube: FakeKube | None = None) -> Bed:
+    kafka = kafka or cluster()
+    kube = kube or FakeKube()
+    clock = FakeClock(kafka)
+    executions = ExecutionService(
+        kube, tmp_path, TIMINGS, connect=lambda *_: _NoClose(kafka), clock=clock.time, sleep=clock.sleep
+    )
+    reader = FakeReader(kafka)
+    return Bed(kube, kafka, reader, PoolService(kube, reader, executions, tmp_path, TIMINGS))
+
+
+class _NoClose:
+    """The fake cluster as a connection the service closes after use."""
+
+    def __init__(self, cluster: FakeKafkaCluster) -> None:
+        self.cluster = cluster
+
+    def __enter__(self) -> FakeKafkaCluster:
+        return self.cluster
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+def submissions(kafka: FakeKafkaCluster) -> dict[tuple[str, int], int]:
+    """How often each partition was asked to move (cancellations not counted)."""
+    counted: dict[tuple[str, int], int] = {}
+    for batch in kafka.submitted:
+        for tp, target in batch.items():
+            if target is not None:
+                counted[tp] = counted.get(tp, 0) + 1
+    return counted
+
+
+# -- a pass over a pool --------------------------------------------------------------------------------
+
+
+def test_a_dry_run_pass_writes_the_plan_config_maps_status_goal_status_and_an_event(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+
+    result = b.sync("DryRun")
+
+    plan_map = b.kube.read_config_map("kafka", "main-plan")
+    assert plan_map is not None and b.kube.owners[("kafka", "main-plan")] == POOL
+    plan = json.loads(plan_map.data["plan.json"])
+    status = b.status()
+    assert status["plan"]["id"] == plan_map.data["plan.id"] == result.outcome.new_plan.id
+    assert status["plan"]["movesTotal"] == int(plan_map.data["moves"]) >= 4
+    assert status["plan"]["movesRemaining"] == status["plan"]["movesTotal"]
+    assert status["plan"]["configMap"] == "main-plan"
+    assert all(3 in p["replicas"] for p in plan["partitions"])  # moves fill the empty broker
+    assert b.conditions()["PlanReady"] == ("True", "Planned")
+    assert b.conditions()["Ready"] == ("True", "Reconciled")
+    assert [(s["id"], s["rack"], s["state"]) for s in status["brokers"]] == [
+        (1, "a", "Active"),
+        (2, "b", "Active"),
+        (3, "c", "Active"),
+    ]
+    loads = b.kube.read_config_map("kafka", "main-loads")
+    assert loads is not None and "report.txt" in loads.data
+    goal = b.kube.statuses[("balancergoals", "kafka", "replicas")]
+    assert goal["observedGeneration"] == 2 and goal["conditions"][0]["type"] == "Satisfied"
+    assert goal["conditions"][0]["status"] == "False"
+    assert b.kube.reasons() == ["PlanReady"]
+    assert b.cluster.submitted == []  # DryRun never moves
+
+
+def test_an_unusable_spec_is_a_condition_and_kafka_is_not_read(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+
+    b.sync("DryRun", spec={"capacity": {"disk": "lots"}})
+
+    assert b.conditions()["SpecValid"][1] == "InvalidSpec"
+    assert b.conditions()["Ready"] == ("False", "InvalidSpec")
+    message = next(c["message"] for c in b.status()["conditions"] if c["type"] == "SpecValid")
+    assert "capacity" in message
+    assert b.reader.reads == 0
+
+
+def test_kafka_unreachable_backs_off_doubling_and_keeps_the_other_conditions(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("DryRun")
+    b.reader.unreachable = True
+
+    first, third = b.sync("DryRun", retry=0), b.sync("DryRun", retry=2)
+
+    assert (first.retry_after, third.retry_after) == (10.0, 40.0)
+    assert b.sync("DryRun", retry=9).retry_after == 300.0
+    assert b.conditions()["KafkaReachable"] == ("False", "Unreachable")
+    assert b.conditions()["Ready"] == ("False", "Unreachable")
+    assert b.conditions()["PlanReady"] == ("True", "Planned")  # the last plan is still there
+    assert "k:9092" in first.message
+
+
+# -- executing a plan ----------------------------------------------------------------------------------
+
+
+def test_manual_executes_exactly_the_approved_plan_and_reports_it_done(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    stored = json.loads(b.kube.config_maps[("kafka", "main-plan")].data["plan.json"])
+    assert b.cluster.submitted == []  # not before the approval
+
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+
+    assert {tp: r for tp, r in b.cluster.replicas.items() if r != REPLICAS[tp]} == {
+        (p["topic"], p["partition"]): tuple(p["replicas"]) for p in stored["partitions"]
+    }
+    status = b.status()
+    assert status["execution"]["phase"] == "Succeeded" and status["execution"]["planId"] == plan_id
+    assert status["execution"]["movesDone"] == len(stored["partitions"])
+    assert "etaSeconds" not in status["execution"]
+    assert status["plan"]["executedId"] == plan_id and status["plan"]["movesRemaining"] == 0
+    assert b.kube.reasons()[-2:] == ["ExecutionStarted", "ExecutionFinished"]
+    mirrored_plan, state = b.mirrored_state()
+    assert mirrored_plan == plan_id and {m.status for m in state.moves} == {MoveStatus.DONE}
+    assert not any(b.cluster.configs.values()), "no throttle is left"
+
+
+def test_progress_is_written_while_moves_run(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    seen: list[dict[str, Any]] = []
+    patch = b.kube.patch_status
+
+    def recording(plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        if "execution" in status and status["execution"].get("phase") == "Running":
+            seen.append(dict(status["execution"]))
+        patch(plural, namespace, name, status)
+
+    b.kube.patch_status = recording  # type: ignore[method-assign]
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: b.status()["plan"]["id"]})
+
+    assert seen[0]["message"] == "starting"
+    mid = [s for s in seen if 0 < s.get("bytesDone", 0) < s.get("bytesTotal", 0)]
+    assert mid, f"a patch mid-run shows bytes done: {seen}"
+    assert mid[0]["etaSeconds"] > 0 and "ETA" in mid[0]["message"]
+    assert (
+        mid[0]["movesDone"] + mid[0]["movesInFlight"] + mid[0]["movesPending"]
+        == b.status()["plan"]["movesTotal"]
+    )
+
+
+def test_a_paused_execution_resumes_on_a_new_pod_from_the_config_map_without_moving_twice(
+    tmp_path: Path,
+) -> None:
+    first_pod = bed(tmp_path / "pod-1")
+    first_pod.sync("Manual")
+    plan_id = first_pod.status()["plan"]["id"]
+    approved = {APPROVE_ANNOTATION: plan_id}
+    # spec.paused turns true once the first batch is submitted.
+    pausing = Liveness(stopping=lambda: False, paused=lambda: bool(first_pod.cluster.submitted))
+
+    first_pod.sync("Manual", live=pausing, annotations=approved)
+
+    assert first_pod.status()["execution"]["phase"] == "Paused"
+    assert "ExecutionPaused" in first_pod.kube.reasons()
+    _, paused_state = first_pod.mirrored_state()
+    assert paused_state.by_status(MoveStatus.IN_FLIGHT), "the mirror holds the moves in flight"
+    # Another pod (empty disk) takes over: same apiserver, same Kafka.
+    second_pod = bed(tmp_path / "pod-2", kafka=first_pod.cluster, kube=first_pod.kube)
+
+    second_pod.sync("Manual", annotations=approved)
+
+    assert second_pod.status()["execution"]["phase"] == "Succeeded"
+    assert second_pod.status()["plan"]["executedId"] == plan_id
+    assert set(submissions(second_pod.cluster).values()) == {1}, "every partition moved exactly once"
+
+
+def test_a_deleted_pool_cancels_its_unfinished_execution_and_leaves_no_throttle(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    b.cluster.stuck = set(REPLICAS)  # nothing finishes: the moves stay in flight
+    pausing = Liveness(stopping=lambda: False, paused=lambda: bool(b.cluster.submitted))
+    b.sync("Manual", live=pausing, annotations={APPROVE_ANNOTATION: plan_id})
+    assert b.cluster.ongoing and any(b.cluster.configs.values())
+
+    cancelled = b.service.clean_up_blocking(POOL, {**SPEC, "mode": "Manual"})
+
+    assert cancelled == plan_id
+    assert b.cluster.ongoing == {}
+    assert not any(b.cluster.configs.values()), "no throttle is left"
+    assert b.cluster.replicas == REPLICAS  # the cancelled moves are back on their sources
+    _, state = b.mirrored_state()
+    assert state.finished_at is not None
+    assert {m.status for m in state.moves} <= {MoveStatus.CANCELLED, MoveStatus.PENDING}
+
+
+def test_a_new_plan_first_settles_the_unfinished_one_it_replaces(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    old = b.status()["plan"]["id"]
+    b.cluster.stuck = set(REPLICAS)
+    pausing = Liveness(stopping=lambda: False, paused=lambda: bool(b.cluster.submitted))
+    b.sync("Manual", live=pausing, annotations={APPROVE_ANNOTATION: old})
+    in_flight_before = set(b.cluster.ongoing)
+    b.cluster.stuck = set()
+    # The spec changes (broker 1 is to be drained): a different plan, approved while the old one is half done.
+    b.sync("Manual", generation=2, spec={"drain": [1]})
+    new = b.status()["plan"]["id"]
+    assert new != old
+
+    b.sync("Manual", generation=2, spec={"drain": [1]}, annotations={APPROVE_ANNOTATION: new})
+
+    assert in_flight_before
+    cancels = [tp for batch in b.cluster.submitted for tp, target in batch.items() if target is None]
+    assert set(cancels) >= in_flight_before, "the old plan's moves in flight were cancelled first"
+    assert (b.status()["execution"]["planId"], b.status()["execution"]["phase"]) == (new, "Succeeded")
+    assert all(1 not in replicas for replicas in b.cluster.replicas.values())
+    assert not any(b.cluster.configs.values())
+
+
+def test_a_failed_execution_is_a_warning_event_and_makes_the_pool_unready(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    b.cluster.out_of_isr = {("orders", 0): frozenset({2})}  # under-replicated: the preflight refuses
+
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+
+    assert b.status()["execution"]["phase"] == "Failed"
+    assert "under-replicated" in b.status()["execution"]["message"]
+    assert "ExecutionFailed" in b.kube.reasons()
+    assert b.conditions()["Executing"] == ("False", "ExecutionFailed")
+    assert b.conditions()["Ready"] == ("False", "ExecutionFailed")
+
+
+@pytest.mark.parametrize("retry", [0, 1])
+def test_no_execution_no_throttle_release_needs_no_kafka_connection(tmp_path: Path, retry: int) -> None:
+    b = bed(tmp_path)
+    connections: list[object] = []
+
+    def connect(*_: object) -> _NoClose:
+        connections.append(1)
+        return _NoClose(b.cluster)
+
+    b.service.executions._connect = connect
+
+    b.sync("DryRun", retry=retry)
+
+    assert connections == []  # nothing recorded in <pool>-execution: no client is made
