@@ -1,1 +1,2 @@
-"""The Kubernetes layer: the only importer of kopf. Handlers stay thin: parse, call reconcile/, write."""
+"""The Kubernetes layer, the only importer of kopf: thin handlers (handlers.py) calling the services
+(pools.py, executions.py) that reach Kubernetes through KubePort (port.py) and decide with reconcile/."""
