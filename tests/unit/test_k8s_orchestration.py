@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.errors import KafkaOperationError
 from kafka_balancer.k8s.executions import ExecutionService, Liveness
+from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.scored_loads import Loads
@@ -90,6 +92,10 @@ class Bed:
     def status(self) -> dict[str, Any]:
         return self.kube.pool_status(POOL)
 
+    def metric(self, name: str, **labels: str) -> float | None:
+        registry = self.service.metrics.registry
+        return registry.get_sample_value(name, {"pool": POOL.key, **labels})
+
     def conditions(self) -> dict[str, tuple[str, str]]:
         return {c["type"]: (c["status"], c["reason"]) for c in self.status().get("conditions", [])}
 
@@ -112,11 +118,18 @@ def bed(tmp_path: Path, kafka: FakeKafkaCluster | None = None, kube: FakeKube | 
     kafka = kafka or cluster()
     kube = kube or FakeKube()
     clock = FakeClock(kafka)
+    metrics = OperatorMetrics(CollectorRegistry())
     executions = ExecutionService(
-        kube, tmp_path, TIMINGS, connect=lambda *_: _NoClose(kafka), clock=clock.time, sleep=clock.sleep
+        kube,
+        tmp_path,
+        TIMINGS,
+        metrics,
+        connect=lambda *_: _NoClose(kafka),
+        clock=clock.time,
+        sleep=clock.sleep,
     )
     reader = FakeReader(kafka)
-    return Bed(kube, kafka, reader, PoolService(kube, reader, executions, tmp_path, TIMINGS))
+    return Bed(kube, kafka, reader, PoolService(kube, reader, executions, tmp_path, TIMINGS, metrics))
 
 
 class _NoClose:
@@ -200,6 +213,7 @@ def test_kafka_unreachable_backs_off_doubling_and_keeps_the_other_conditions(tmp
     assert b.conditions()["Ready"] == ("False", "Unreachable")
     assert b.conditions()["PlanReady"] == ("True", "Planned")  # the last plan is still there
     assert "k:9092" in first.message
+    assert b.metric("kafka_balancer_reconciles_total", result="unreachable") == 3
 
 
 # -- executing a plan ----------------------------------------------------------------------------------
@@ -226,6 +240,10 @@ def test_manual_executes_exactly_the_approved_plan_and_reports_it_done(tmp_path:
     mirrored_plan, state = b.mirrored_state()
     assert mirrored_plan == plan_id and {m.status for m in state.moves} == {MoveStatus.DONE}
     assert not any(b.cluster.configs.values()), "no throttle is left"
+    assert b.metric("kafka_balancer_executions_total", result="succeeded") == 1
+    assert b.metric("kafka_balancer_execution_moves_done") == len(stored["partitions"])
+    assert b.metric("kafka_balancer_execution_bytes_moved") == state.bytes_total > 0
+    assert b.metric("kafka_balancer_reconciles_total", result="ok") == 2
 
 
 def test_progress_is_written_while_moves_run(tmp_path: Path) -> None:

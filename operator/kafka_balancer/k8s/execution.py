@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.api import Execution as ExecutionSpec
-from kafka_balancer.k8s import blobs, metrics
+from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.kafka.cancel import cancel_execution
@@ -90,7 +90,6 @@ def execute_plan(
             return
         last_mirror[0] = now
         mirror_state(kube, pool, stored.id, state)
-        metrics.BYTES_MOVED.labels(pool.key).set(state.bytes_done)
         progress(state)
 
     settle_unfinished(kube, admin, state_dir, pool, keep=stored.id, clock=clock, sleep=sleep)

@@ -20,13 +20,13 @@ from pathlib import Path
 
 from kafka_balancer.api import BrokerPoolSpec
 from kafka_balancer.errors import KafkaBalancerError, KafkaOperationError
-from kafka_balancer.k8s import metrics
 from kafka_balancer.k8s.execution import (
     execute_plan,
     options_of,
     release_returned_brokers,
     settle_unfinished,
 )
+from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.settings import Timings
 from kafka_balancer.kafka.admin import TIMEOUT_S, KafkaAdmin
@@ -93,6 +93,7 @@ class ExecutionService:
         kube: KubePort,
         state_dir: Path,
         timings: Timings,
+        metrics: OperatorMetrics,
         connect: Connect = kafka_admin,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
@@ -100,6 +101,7 @@ class ExecutionService:
         self.kube = kube
         self.state_dir = state_dir / "executions"
         self.timings = timings
+        self.metrics = metrics
         self._connect = connect
         self._clock = clock
         self._sleep = sleep
@@ -117,7 +119,8 @@ class ExecutionService:
 
         def progress(state: ExecutionState) -> None:
             fields, message = execution_progress(state, self._clock())
-            metrics.MOVES_DONE.labels(pool.key).set(fields.moves_done)
+            self.metrics.moves_done.labels(pool.key).set(fields.moves_done)
+            self.metrics.bytes_moved.labels(pool.key).set(fields.bytes_done)
             running = ExecutionStatus(stored.id, ExecutionPhase.RUNNING, message, fields)
             self._write(
                 pool,
@@ -149,7 +152,7 @@ class ExecutionService:
                 )
         except KafkaBalancerError as err:
             return self._stopped(pool, stored, err, live)
-        metrics.EXECUTIONS.labels(pool.key, "succeeded").inc()
+        self.metrics.executions.labels(pool.key, "succeeded").inc()
         self.kube.post_event(
             pool, Event("Normal", "ExecutionFinished", f"plan {stored.id} executed and verified")
         )
@@ -166,7 +169,7 @@ class ExecutionService:
         paused = live.paused()
         if not paused:
             _log.error("plan %s failed: %s", stored.id, err)
-            metrics.EXECUTIONS.labels(pool.key, "failed").inc()
+            self.metrics.executions.labels(pool.key, "failed").inc()
         self.kube.post_event(
             pool,
             Event(

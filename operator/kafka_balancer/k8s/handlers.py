@@ -17,9 +17,9 @@ from kubernetes import client, config
 
 from kafka_balancer.api import GROUP, VERSION
 from kafka_balancer.errors import KafkaOperationError
-from kafka_balancer.k8s import metrics
 from kafka_balancer.k8s.executions import ExecutionBusy, ExecutionService, Liveness
 from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.settings import OperatorSettings
@@ -33,7 +33,8 @@ DAEMON_CANCELLATION_S = 10.0
 
 @kopf.on.startup()
 def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    """kopf's settings, then the services every handler shares, from ``memo.settings``."""
+    """kopf's settings, then the services every handler shares (metrics, the pool service and its
+    execution service), from ``memo.settings``."""
     # Handler progress in our annotations, not in status (the status schema is ours and pruned).
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -46,11 +47,12 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.watching.server_timeout = 300
     operator: OperatorSettings = memo.settings
     kube = Kube(str(operator.kubeconfig) if operator.kubeconfig else None)
-    executions = ExecutionService(kube, operator.state_dir, operator.timings)
-    source = ClusterSource.for_operator(kube, operator)
-    memo.pools = PoolService(kube, source, executions, operator.state_dir, operator.timings)
+    memo.metrics = OperatorMetrics()
+    executions = ExecutionService(kube, operator.state_dir, operator.timings, memo.metrics)
+    source = ClusterSource.for_operator(kube, operator, memo.metrics)
+    memo.pools = PoolService(kube, source, executions, operator.state_dir, operator.timings, memo.metrics)
     if operator.metrics_port is not None:
-        metrics.serve(operator.metrics_port)
+        memo.metrics.serve(operator.metrics_port)
 
 
 @kopf.on.login()

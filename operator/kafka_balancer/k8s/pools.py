@@ -22,9 +22,10 @@ from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.errors import InputError, KafkaOperationError
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import parse_plan, plan_document
-from kafka_balancer.k8s import blobs, metrics
+from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.executions import ExecutionService, Liveness
 from kafka_balancer.k8s.kube import json_text
+from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.scored_loads import Loads
 from kafka_balancer.k8s.settings import Timings
@@ -131,8 +132,10 @@ class PoolService:
         executions: ExecutionService,
         state_dir: Path,
         timings: Timings,
+        metrics: OperatorMetrics,
     ) -> None:
         self.kube = kube
+        self.metrics = metrics
         self.source = source
         self.executions = executions
         self.state_dir = state_dir
@@ -158,16 +161,16 @@ class PoolService:
         except InputError as err:
             # An unusable spec or Secret: say so; the next spec change (or interval) tries again.
             self.report_failure(pool, failure("SpecValid", "InvalidSpec", str(err)))
-            metrics.RECONCILES.labels(key, "invalid").inc()
+            self.metrics.reconciles.labels(key, "invalid").inc()
             return SyncResult()
         try:
             outcome = self.decide_and_write(pool, spec, goals, props)
         except KafkaOperationError as err:
             message = str(err)  # names the bootstrap servers and what failed (login, TLS, timeout)
             self.report_failure(pool, failure("KafkaReachable", "Unreachable", message))
-            metrics.RECONCILES.labels(key, "unreachable").inc()
+            self.metrics.reconciles.labels(key, "unreachable").inc()
             return SyncResult(retry_after=self.timings.backoff(retry), message=message)
-        metrics.RECONCILES.labels(key, "ok").inc()
+        self.metrics.reconciles.labels(key, "ok").inc()
         _log.info("pool %s reconciled: %s", key, outcome.decision.message)
         for event in outcome.events:
             self.kube.post_event(pool.id, event)
@@ -253,11 +256,11 @@ class PoolService:
                 now=time.time(),
             )
         )
-        metrics.PLAN_SECONDS.labels(pool.id.key).observe(time.monotonic() - started)
+        self.metrics.plan_seconds.labels(pool.id.key).observe(time.monotonic() - started)
         for result in outcome.goal_results:
             goal = result.name or result.type
-            metrics.GOAL_SATISFIED.labels(pool.id.key, goal).set(1 if result.satisfied else 0)
-            metrics.GOAL_DEVIATION.labels(pool.id.key, goal).set(result.deviation)
+            self.metrics.goal_satisfied.labels(pool.id.key, goal).set(1 if result.satisfied else 0)
+            self.metrics.goal_deviation.labels(pool.id.key, goal).set(result.deviation)
         self.write(pool, outcome)
         return outcome
 
@@ -319,10 +322,11 @@ class PoolService:
         status["conditions"] += kept
         self.kube.patch_status(PLURAL_POOLS, pool.id.namespace, pool.id.name, status)
 
-    @staticmethod
-    def record_metrics(pool: PoolId, status: PoolStatus) -> None:
+    def record_metrics(self, pool: PoolId, status: PoolStatus) -> None:
         plan = status.plan
-        metrics.PLAN_MOVES.labels(pool.key).set(plan.moves_total if plan else 0)
-        metrics.PLAN_BYTES.labels(pool.key).set(plan.bytes_to_move if plan else 0)
+        self.metrics.plan_moves.labels(pool.key).set(plan.moves_total if plan else 0)
+        self.metrics.plan_bytes.labels(pool.key).set(plan.bytes_to_move if plan else 0)
         balanced = status.condition("Balanced")
-        metrics.BALANCED.labels(pool.key).set(1 if balanced is not None and balanced.status == TRUE else 0)
+        self.metrics.balanced.labels(pool.key).set(
+            1 if balanced is not None and balanced.status == TRUE else 0
+        )

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.errors import KafkaBalancerError
-from kafka_balancer.k8s import metrics
 from kafka_balancer.kafka.sample_store import SUFFIX
 from kafka_balancer.model.cluster import PartitionLoad
 from kafka_balancer.samples.schema import BROKER_DIR, PARTITION_DIR
@@ -101,8 +100,11 @@ class BackgroundScoring:
         scorer_for: Callable[[str], Scorer],
         schedule: ScoringSchedule,
         clock: Callable[[], float] = time.monotonic,
+        # (pool, engine, result, seconds) of every run: the operator's scoring_seconds histogram.
+        observe: Callable[[str, str, str, float], None] = lambda *_: None,
     ) -> None:
         self._scorer_for = scorer_for
+        self._observe = observe
         self.schedule = schedule
         self._clock = clock
         self._lock = threading.Lock()
@@ -178,6 +180,6 @@ class BackgroundScoring:
                 self.last_error[key] = str(err)
             log.warning("pool %s: scoring with %s failed: %s", key, engine, err)
         finally:
-            metrics.SCORING_SECONDS.labels(key, engine, result).observe(self._clock() - started)
+            self._observe(key, engine, result, self._clock() - started)
             with self._lock:
                 self._running.pop(key, None)

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from kafka_balancer.api import API_VERSION, BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.errors import InputError, KafkaOperationError, MetricsSourceError, ScoringError
+from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.prometheus_secrets import PoolSecrets, prometheus_settings
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, Loads, pass_times, prune
@@ -59,7 +60,9 @@ class ClusterSource:
         self._secrets = secrets
 
     @classmethod
-    def for_operator(cls, kube: KubePort, settings: OperatorSettings) -> ClusterSource:
+    def for_operator(
+        cls, kube: KubePort, settings: OperatorSettings, metrics: OperatorMetrics
+    ) -> ClusterSource:
         state_dir = settings.state_dir
         embedded = EmbeddedScorer(state_dir / "scoring")
         spark = settings.spark
@@ -74,7 +77,10 @@ class ClusterSource:
                 )
             return SparkApplicationScorer(kube, spark)
 
-        scoring = BackgroundScoring(scorer_for, settings.scoring)
+        def observe(pool: str, engine: str, result: str, seconds: float) -> None:
+            metrics.scoring_seconds.labels(pool, engine, result).observe(seconds)
+
+        scoring = BackgroundScoring(scorer_for, settings.scoring, observe=observe)
         return cls(state_dir, scoring, secrets=PoolSecrets(kube.read_secret, state_dir / "tls"))
 
     def read(
