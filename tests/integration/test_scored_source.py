@@ -10,9 +10,10 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
-from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
 
 from kafka_balancer.api import BrokerPoolSpec
+from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, ScoringSchedule, pass_times
 from kafka_balancer.k8s.source import ClusterSource
@@ -36,7 +37,12 @@ def test_reads_fall_back_to_collected_loads_until_the_background_run_completes(
 
     # A 3 s window so one run can start after a few passes; no second run within the test.
     schedule = ScoringSchedule(interval_s=3600, window_ms=3000, windows=1)
-    scoring = BackgroundScoring(lambda engine: EmbeddedScorer(tmp_path / "scoring", timeout_s=1200), schedule)
+    metrics = OperatorMetrics(CollectorRegistry())
+    scoring = BackgroundScoring(
+        lambda engine: EmbeddedScorer(tmp_path / "scoring", timeout_s=1200),
+        schedule,
+        observe=metrics.scoring_run,
+    )
     source = ClusterSource(tmp_path / "state", scoring)
     spec = BrokerPoolSpec.model_validate(
         {
@@ -64,7 +70,7 @@ def test_reads_fall_back_to_collected_loads_until_the_background_run_completes(
     for tp in ours:
         assert loads[tp] == scored[tp]
         assert loads[tp].disk > 0
-    seconds = REGISTRY.get_sample_value(
+    seconds = metrics.registry.get_sample_value(
         "kafka_balancer_scoring_seconds_sum", {"pool": KEY, "engine": "Embedded", "result": "succeeded"}
     )
     assert seconds is not None and seconds > 0

@@ -64,5 +64,9 @@ class OperatorMetrics:
             registry=registry,
         )
 
+    def scoring_run(self, pool: str, engine: str, result: str, seconds: float) -> None:
+        """How long one scoring run took (BackgroundScoring's ``observe``)."""
+        self.scoring_seconds.labels(pool, engine, result).observe(seconds)
+
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)

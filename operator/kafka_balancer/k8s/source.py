@@ -77,10 +77,7 @@ class ClusterSource:
                 )
             return SparkApplicationScorer(kube, spark)
 
-        def observe(pool: str, engine: str, result: str, seconds: float) -> None:
-            metrics.scoring_seconds.labels(pool, engine, result).observe(seconds)
-
-        scoring = BackgroundScoring(scorer_for, settings.scoring, observe=observe)
+        scoring = BackgroundScoring(scorer_for, settings.scoring, observe=metrics.scoring_run)
         return cls(state_dir, scoring, secrets=PoolSecrets(kube.read_secret, state_dir / "tls"))
 
     def read(
