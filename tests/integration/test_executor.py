@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.executor_cli import cli, copying, read_state, write_plan
 from tests.support.kafka_checks import (
     Writer,
     assert_no_throttle_left,
@@ -31,32 +30,8 @@ from kafka_balancer_dev.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 
 
-def _write_plan(path: Path, topic: str, targets: dict[int, list[int]]) -> Path:
-    moves = [{"topic": topic, "partition": p, "replicas": r} for p, r in targets.items()]
-    path.write_text(json.dumps({"version": 1, "partitions": moves}))
-    return path
-
-
-def _cli(*args: str) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "kafka_balancer.cli", *args]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _state(path: Path) -> dict[str, Any]:
-    try:
-        doc: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):  # not written yet
-        return {}
-    return doc
-
-
 def _in_flight(path: Path) -> bool:
-    return any(m["status"] == "in-flight" for m in _state(path).get("moves", []))
-
-
-def _copying(path: Path) -> bool:
-    """A move is in flight and has copied bytes: it was submitted, with its throttles set before."""
-    return any(m["status"] == "in-flight" and m["progressBytes"] > 0 for m in _state(path).get("moves", []))
+    return any(m["status"] == "in-flight" for m in read_state(path).get("moves", []))
 
 
 def _assert_as_planned(bed: KafkaBed, topic: str, targets: dict[int, list[int]]) -> None:
@@ -71,7 +46,7 @@ def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBe
     writer = Writer(kafka_bed, topic)
     writer.write(12_000, 500)
     targets = {0: [3, 1], 1: [3, 4], 2: [4, 2]}
-    plan = _write_plan(tmp_path / "plan.json", topic, targets)
+    plan = write_plan(tmp_path / "plan.json", topic, targets)
     state = tmp_path / "state.json"
     throttle = 1_000_000
 
@@ -100,7 +75,7 @@ def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBe
     assert sum(received[0].values()) == writer.sent
     assert received == sent
 
-    doc = _state(state)
+    doc = read_state(state)
     assert {m["status"] for m in doc["moves"]} == {"done"}
     assert doc["throttles"]["brokers"] == {} and doc["throttles"]["topics"] == {}
     started = min(m["startedAt"] for m in doc["moves"])
@@ -116,7 +91,7 @@ def test_one_replica_at_a_time_never_copies_two_replicas_of_a_partition_at_once(
     topic = create_topic(kafka_bed, "steps", [[1, 2]])
     writer = Writer(kafka_bed, topic)
     writer.write(8_000, 500)
-    plan = _write_plan(tmp_path / "plan.json", topic, {0: [3, 4]})
+    plan = write_plan(tmp_path / "plan.json", topic, {0: [3, 4]})
     seen: list[list[int]] = []
     stop = threading.Event()
 
@@ -162,15 +137,15 @@ def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tm
     # (At 1 MB a move could finish in one fetch, between two looks at the state file.)
     Writer(kafka_bed, topic).write(12_000, 500)
     targets = {0: [4, 3], 1: [1, 2], 2: [3, 4]}
-    plan = _write_plan(tmp_path / "plan.json", topic, targets)
+    plan = write_plan(tmp_path / "plan.json", topic, targets)
     state = tmp_path / "state.json"
     args = ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers]
     args += ["--state", str(state), "--throttle", "300000", "--max-moves", "1", "--poll-interval", "0.3"]
 
-    first = _cli(*args, "--order", "smallest-first")
+    first = cli(*args, "--order", "smallest-first")
     try:
         wait_until(
-            lambda: _copying(state) or first.poll() is not None, timeout_s=60, what="a move copying data"
+            lambda: copying(state) or first.poll() is not None, timeout_s=60, what="a move copying data"
         )
         assert first.poll() is None, first.communicate()
         first.send_signal(signal.SIGKILL)
@@ -179,14 +154,14 @@ def test_an_executor_killed_mid_run_resumes_and_finishes(kafka_bed: KafkaBed, tm
         first.communicate(timeout=30)
     assert throttles_left(kafka_bed, topic) != [], "the killed run should have left its throttles"
 
-    second = _cli(*args)  # no --order: the resumed run keeps the killed one's
+    second = cli(*args)  # no --order: the resumed run keeps the killed one's
     out, err = second.communicate(timeout=300)
     assert second.returncode == 0, err
     assert "resuming" in out
 
     _assert_as_planned(kafka_bed, topic, targets)
     assert_no_throttle_left(kafka_bed, topic)
-    moves = _state(state)["moves"]
+    moves = read_state(state)["moves"]
     assert [m["status"] for m in moves] == ["done"] * len(targets)
     started = sorted(moves, key=lambda m: m["startedAt"])
     assert [m["size"] for m in started] == sorted(m["size"] for m in moves), started
@@ -199,9 +174,9 @@ def test_cancel_mid_run_leaves_each_partition_original_or_planned(
     topic = create_topic(kafka_bed, "cancel", original)
     Writer(kafka_bed, topic).write(6_000, 500)
     targets = {0: [1, 4], 1: [2, 3], 2: [1, 2]}
-    plan = _write_plan(tmp_path / "plan.json", topic, targets)
+    plan = write_plan(tmp_path / "plan.json", topic, targets)
     state = tmp_path / "state.json"
-    executor = _cli(
+    executor = cli(
         "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
         "--state", str(state), "--throttle", "100000", "--max-moves", "1", "--poll-interval", "0.3",
     )  # fmt: skip
@@ -209,7 +184,7 @@ def test_cancel_mid_run_leaves_each_partition_original_or_planned(
         wait_until(
             lambda: _in_flight(state) or executor.poll() is not None, timeout_s=60, what="a move in flight"
         )
-        cancel = _cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+        cancel = cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
         _, err = cancel.communicate(timeout=180)
         assert cancel.returncode == 0, err
         assert executor.wait(timeout=60) == 1
@@ -219,7 +194,7 @@ def test_cancel_mid_run_leaves_each_partition_original_or_planned(
 
     assert ongoing_reassignments(kafka_bed, topic) == []
     assert_no_throttle_left(kafka_bed, topic)
-    statuses = {m["partition"]: m["status"] for m in _state(state)["moves"]}
+    statuses = {m["partition"]: m["status"] for m in read_state(state)["moves"]}
     assert "cancelled" in statuses.values()
     expected = {p: target if statuses[p] == "done" else original[p] for p, target in targets.items()}
 
@@ -252,7 +227,7 @@ def test_a_malformed_plan_exits_2_before_touching_anything(
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [good, change(topic)]}))
     state = tmp_path / "state.json"
-    run = _cli(
+    run = cli(
         "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
         "--state", str(state), "--throttle", "100000",
     )  # fmt: skip
@@ -273,16 +248,16 @@ def test_a_move_to_a_broker_that_died_is_cancelled_and_its_throttle_goes_when_th
         topic = create_topic(kafka_bed, "stuck", [[1, 2]])
         try:
             Writer(kafka_bed, topic).write(4_000, 500)
-            plan = _write_plan(tmp_path / "plan.json", topic, {0: [added, 1]})
+            plan = write_plan(tmp_path / "plan.json", topic, {0: [added, 1]})
             state = tmp_path / "state.json"
-            executor = _cli(
+            executor = cli(
                 "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
                 "--state", str(state), "--throttle", "100000", "--dead-broker-timeout", "5",
                 "--poll-interval", "0.3",
             )  # fmt: skip
             try:
                 wait_until(
-                    lambda: _copying(state) or executor.poll() is not None,
+                    lambda: copying(state) or executor.poll() is not None,
                     timeout_s=60,
                     what="the move copying data",
                 )
@@ -296,23 +271,23 @@ def test_a_move_to_a_broker_that_died_is_cancelled_and_its_throttle_goes_when_th
             assert "reassignment cancelled" in err, err
             assert f"broker {added} is down with our leader.replication.throttled.rate" in err, err
 
-            [move] = _state(state)["moves"]
+            [move] = read_state(state)["moves"]
             assert move["status"] == "failed"
             took = move["finishedAt"] - move["progressAt"]
             print(f"\nmove to a dead broker cancelled {took:.1f}s after its last progress")
             assert ongoing_reassignments(kafka_bed, topic) == []
             assert partitions(kafka_bed, topic)[0][0] == [1, 2]
             assert_no_throttle_left(kafka_bed, topic)  # on every broker that is up
-            assert list(_state(state)["throttles"]["brokers"]) == [str(added)]
+            assert list(read_state(state)["throttles"]["brokers"]) == [str(added)]
 
             # Back after the outage: Kafka kept the rate nobody could remove; cancel removes it.
             kafka_bed.restart_broker(added)
             assert f"{added}: leader.replication.throttled.rate=100000" in throttles_left(kafka_bed, topic)
-            cancel = _cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+            cancel = cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
             out, err = cancel.communicate(timeout=120)
             assert cancel.returncode == 0, (out, err)
             assert_no_throttle_left(kafka_bed, topic)
-            assert _state(state)["throttles"]["brokers"] == {}
+            assert read_state(state)["throttles"]["brokers"] == {}
         finally:
             delete_topic(kafka_bed, topic)
 
@@ -329,8 +304,8 @@ def test_the_partitions_of_a_stopped_broker_move_to_live_brokers_without_losing_
             assert {f"{topic}-0", f"{topic}-1"} <= set(under_replicated(kafka_bed))
             # Replacing a dead broker: its partitions are under-replicated, which must not hold the move.
             targets = {0: [1, 3], 1: [3, 2]}
-            plan = _write_plan(tmp_path / "plan.json", topic, targets)
-            executor = _cli(
+            plan = write_plan(tmp_path / "plan.json", topic, targets)
+            executor = cli(
                 "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
                 "--state", str(tmp_path / "state.json"), "--throttle", "1000000", "--poll-interval", "0.3",
             )  # fmt: skip

@@ -4,14 +4,11 @@ test reads every message back and checks that no throttle is left."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
+from tests.support.executor_cli import cli, copying, read_state, write_plan
 from tests.support.kafka_checks import (
     Writer,
     assert_no_throttle_left,
@@ -25,29 +22,6 @@ from tests.support.messages import consume_digest
 
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
-
-
-def _write_plan(path: Path, topic: str, targets: dict[int, list[int]]) -> Path:
-    moves = [{"topic": topic, "partition": p, "replicas": r} for p, r in targets.items()]
-    path.write_text(json.dumps({"version": 1, "partitions": moves}))
-    return path
-
-
-def _cli(*args: str) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "kafka_balancer.cli", *args]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _state(path: Path) -> dict[str, Any]:
-    try:
-        doc: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):  # not written yet
-        return {}
-    return doc
-
-
-def _copying(path: Path) -> bool:
-    return any(m["status"] == "in-flight" and m["progressBytes"] > 0 for m in _state(path).get("moves", []))
 
 
 def _assert_as_planned(bed: KafkaBed, topic: str, targets: dict[int, list[int]]) -> None:
@@ -89,12 +63,12 @@ def test_a_controller_outage_past_the_outage_timeout_stops_with_the_cause_and_a_
     try:
         traffic = _Traffic(kafka_bed, topic)
         targets = {0: [3, 1], 1: [4, 2]}
-        plan = _write_plan(tmp_path / "plan.json", topic, targets)
+        plan = write_plan(tmp_path / "plan.json", topic, targets)
         state = tmp_path / "state.json"
-        executor = _cli(*_execute(kafka_bed, plan, state, "--outage-timeout", "10"))
+        executor = cli(*_execute(kafka_bed, plan, state, "--outage-timeout", "10"))
         try:
             wait_until(
-                lambda: _copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
+                lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
             )
             kafka_bed.stop_controller()
             stopped = time.monotonic()
@@ -121,7 +95,7 @@ def test_a_controller_outage_past_the_outage_timeout_stops_with_the_cause_and_a_
         # The limit counts from the first request that went unanswered, which waits 30 s itself.
         assert 10 <= took <= 30 + 15, took
 
-        rerun = _cli(*_execute(kafka_bed, plan, state))
+        rerun = cli(*_execute(kafka_bed, plan, state))
         out, err = rerun.communicate(timeout=300)
         assert rerun.returncode == 0, (out, err)
         assert "resuming" in out
@@ -140,16 +114,16 @@ def test_a_controller_outage_shorter_than_the_outage_timeout_is_ridden_out(
     try:
         traffic = _Traffic(kafka_bed, topic)
         targets = {0: [3, 1], 1: [4, 2]}
-        plan = _write_plan(tmp_path / "plan.json", topic, targets)
+        plan = write_plan(tmp_path / "plan.json", topic, targets)
         state = tmp_path / "state.json"
         # Requests time out after 5 s, so a 15 s outage goes unanswered several times (with the default
         # 30 s, one request can simply wait the outage out).
-        executor = _cli(
+        executor = cli(
             *_execute(kafka_bed, plan, state, "--outage-timeout", "60", "--dead-broker-timeout", "5")
         )
         try:
             wait_until(
-                lambda: _copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
+                lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
             )
             kafka_bed.stop_controller()
             try:
@@ -179,19 +153,19 @@ def test_a_cancel_while_the_controller_is_down_fails_in_its_time_and_blocks_no_l
     try:
         traffic = _Traffic(kafka_bed, topic)
         targets = {0: [3, 1], 1: [4, 2]}
-        plan = _write_plan(tmp_path / "plan.json", topic, targets)
+        plan = write_plan(tmp_path / "plan.json", topic, targets)
         state = tmp_path / "state.json"
         marker = tmp_path / "state.json.cancel"
         # Its requests wait at most 5 s: it sees the cancel between two of them, within the cancel's 30 s.
-        executor = _cli(*_execute(kafka_bed, plan, state, "--dead-broker-timeout", "5"))
+        executor = cli(*_execute(kafka_bed, plan, state, "--dead-broker-timeout", "5"))
         try:
             wait_until(
-                lambda: _copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
+                lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
             )
             kafka_bed.stop_controller()
             try:
                 started = time.monotonic()
-                cancel = _cli(
+                cancel = cli(
                     "cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers,
                     "--timeout", "30",
                 )  # fmt: skip
@@ -214,7 +188,7 @@ def test_a_cancel_while_the_controller_is_down_fails_in_its_time_and_blocks_no_l
         assert not marker.exists()
 
         # Nothing holds a cancel: the same state file resumes, and clears what the cancel left.
-        rerun = _cli(*_execute(kafka_bed, plan, state))
+        rerun = cli(*_execute(kafka_bed, plan, state))
         out, err = rerun.communicate(timeout=300)
         assert rerun.returncode == 0, (out, err)
         assert "cancel requested" not in out + err
@@ -229,11 +203,11 @@ def test_a_stale_cancel_marker_does_not_stop_an_execute(kafka_bed: KafkaBed, tmp
     topic = create_topic(kafka_bed, "stale-marker", [[1, 2]])
     try:
         traffic = _Traffic(kafka_bed, topic)
-        plan = _write_plan(tmp_path / "plan.json", topic, {0: [3, 4]})
+        plan = write_plan(tmp_path / "plan.json", topic, {0: [3, 4]})
         state = tmp_path / "state.json"
         marker = tmp_path / "state.json.cancel"
         marker.write_text("4242\n")  # left by a cancel that was killed: no process holds it
-        run = _cli(*_execute(kafka_bed, plan, state, "--throttle", "1000000"))
+        run = cli(*_execute(kafka_bed, plan, state, "--throttle", "1000000"))
         out, err = run.communicate(timeout=300)
         assert run.returncode == 0, (out, err)
         assert f"ignored and removed {marker}: no running cancel holds it" in out, out
@@ -253,14 +227,14 @@ def test_a_frozen_destination_broker_is_given_up_after_the_dead_broker_timeout_a
         try:
             traffic = _Traffic(kafka_bed, topic)
             # One move per broker at a time: the second move to the frozen broker waits for the first.
-            plan = _write_plan(tmp_path / "plan.json", topic, {0: [added, 1], 1: [added, 2]})
+            plan = write_plan(tmp_path / "plan.json", topic, {0: [added, 1], 1: [added, 2]})
             state = tmp_path / "state.json"
-            executor = _cli(
+            executor = cli(
                 *_execute(kafka_bed, plan, state, "--dead-broker-timeout", "5", "--max-moves-per-broker", "1")
             )
             try:
                 wait_until(
-                    lambda: _copying(state) or executor.poll() is not None,
+                    lambda: copying(state) or executor.poll() is not None,
                     timeout_s=60,
                     what="a move copying",
                 )
@@ -274,7 +248,7 @@ def test_a_frozen_destination_broker_is_given_up_after_the_dead_broker_timeout_a
                 executor.kill()
                 executor.communicate(timeout=30)
             assert executor.returncode == 1, (out, err)
-            moves = {m["partition"]: m for m in _state(state)["moves"]}
+            moves = {m["partition"]: m for m in read_state(state)["moves"]}
             first, second = moves[0], moves[1]
             took = first["finishedAt"] - frozen_at
             print(
@@ -289,12 +263,12 @@ def test_a_frozen_destination_broker_is_given_up_after_the_dead_broker_timeout_a
             assert second["reason"] == f"not started: destination broker {added} left the cluster"
             assert second["startedAt"] is None  # never submitted
             assert f"{topic}-1: [1, 2] -> [{added}, 2]" not in out
-            assert _state(state)["goneBrokers"] == [added]
+            assert read_state(state)["goneBrokers"] == [added]
             assert ongoing_reassignments(kafka_bed, topic) == []
             assert [r[0] for r in partitions(kafka_bed, topic).values()] == [[1, 2], [1, 2]]
 
             # Thawed, the broker is back with the rate nobody could remove while it hung: cancel removes it.
-            cancel = _cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+            cancel = cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
             out, err = cancel.communicate(timeout=180)
             assert cancel.returncode == 0, (out, err)
             assert_no_throttle_left(kafka_bed, topic)
