@@ -108,7 +108,7 @@ def test_no_move_starts_towards_a_broker_declared_gone(tmp_path: Path) -> None:
     executor, clock = _executor(
         cluster, tmp_path, lines, max_moves_per_broker=1, dead_broker_timeout_s=5.0, timeout_per_move_s=600.0
     )
-    state = executor.submit(executor.reconcile(new_state(cluster, plan, executor.options, clock.time())))
+    state = executor.submit(executor.observe(new_state(cluster, plan, executor.options, clock.time())))
     cluster.brokers = frozenset({1, 2, 3})  # broker 4 leaves with the first move copying to it
 
     with pytest.raises(ExecutionError, match="destination broker 4 left the cluster"):
@@ -142,7 +142,7 @@ def test_a_controller_outage_shorter_than_the_outage_timeout_is_ridden_out(tmp_p
     lines: list[str] = []
     executor, clock = _executor(cluster, tmp_path, lines, outage_timeout_s=60.0)
     plan = _plan(Reassignment("t", 0, (3, 1)), Reassignment("t", 1, (2, 4)))
-    state = executor.submit(executor.reconcile(new_state(cluster, plan, executor.options, clock.time())))
+    state = executor.submit(executor.observe(new_state(cluster, plan, executor.options, clock.time())))
     cluster.controller_down_ticks = 4  # pauses of 1, 2, 4, 8 s: down for 15 s
 
     done = executor.run(state)
@@ -162,7 +162,7 @@ def test_a_controller_outage_past_the_outage_timeout_stops_with_the_cause_and_ho
     lines: list[str] = []
     executor, clock = _executor(cluster, tmp_path, lines, outage_timeout_s=10.0)
     plan = _plan(Reassignment("t", 0, (3, 1)))
-    state = executor.submit(executor.reconcile(new_state(cluster, plan, executor.options, clock.time())))
+    state = executor.submit(executor.observe(new_state(cluster, plan, executor.options, clock.time())))
     cluster.controller_down_ticks = 1000
 
     with pytest.raises(ExecutionError) as raised:

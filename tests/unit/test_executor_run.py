@@ -96,7 +96,7 @@ def test_a_resumed_run_keeps_its_order_unless_given_another(
 ) -> None:
     cluster = _cluster()
     first, clock = _executor(cluster, tmp_path, max_moves=1, order=MoveOrder.SMALLEST_FIRST)
-    first.submit(first.reconcile(new_state(cluster, PLAN, first.options, clock.time())))
+    first.submit(first.observe(new_state(cluster, PLAN, first.options, clock.time())))
     assert load_state(tmp_path / "state.json").order is MoveOrder.SMALLEST_FIRST
 
     resumed, _ = _executor(cluster, tmp_path, max_moves=1, order=resumed_with)
@@ -137,7 +137,7 @@ def test_a_move_to_a_broker_that_left_the_cluster_is_cancelled_after_the_dead_br
     cluster = _cluster(stuck={("t", 0)})
     executor, clock = _executor(cluster, tmp_path, timeout_per_move_s=600.0, dead_broker_timeout_s=5.0)
     state = executor.submit(
-        executor.reconcile(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
+        executor.observe(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
     )
     started = clock.time()
     cluster.brokers = frozenset({1, 2, 4})  # 3, the move's destination, goes away
@@ -155,7 +155,7 @@ def test_a_destination_broker_back_within_the_dead_broker_timeout_keeps_its_move
     cluster = _cluster(stuck={("t", 0)})
     executor, clock = _executor(cluster, tmp_path, timeout_per_move_s=600.0, dead_broker_timeout_s=5.0)
     state = executor.submit(
-        executor.reconcile(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
+        executor.observe(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
     )
     cluster.brokers = frozenset({1, 2, 4})
     restarted_at = clock.time() + 3.0
@@ -250,7 +250,7 @@ def test_cancel_stops_our_moves_and_removes_our_throttles(tmp_path: Path) -> Non
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path, max_moves=1)
     state = new_state(cluster, ReassignmentPlan(MOVES[:2]), executor.options, clock.time())
-    state = executor.submit(executor.reconcile(state))
+    state = executor.submit(executor.observe(state))
     assert [m.status for m in state.moves] == [MoveStatus.IN_FLIGHT, MoveStatus.PENDING]
     assert any(cluster.configs.values())
 
@@ -268,7 +268,7 @@ def test_a_cancelled_move_gets_its_original_replica_order_back(tmp_path: Path) -
     state = new_state(
         cluster, ReassignmentPlan((Reassignment("t", 0, (2, 3)),)), executor.options, clock.time()
     )
-    state = executor.submit(executor.reconcile(state))
+    state = executor.submit(executor.observe(state))
 
     state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
 
@@ -287,7 +287,7 @@ def test_the_original_order_is_restored_when_metadata_still_shows_the_cancelled_
     state = new_state(
         cluster, ReassignmentPlan((Reassignment("t", 0, (2, 3)),)), executor.options, clock.time()
     )
-    state = executor.submit(executor.reconcile(state))
+    state = executor.submit(executor.observe(state))
 
     state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
 
@@ -313,11 +313,11 @@ def test_metadata_lagging_behind_a_finished_reassignment_is_not_a_failure(tmp_pa
     state = new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time())
     state = state.with_move(replace(state.moves[0], status=MoveStatus.IN_FLIGHT, started_at=clock.time()))
     cluster.replicas[("t", 0)] = (3, 1, 2)  # no longer listed, metadata still shows the union
-    assert executor.reconcile(state).moves[0].status is MoveStatus.IN_FLIGHT
+    assert executor.observe(state).moves[0].status is MoveStatus.IN_FLIGHT
     cluster.replicas[("t", 0)] = (3, 1)
-    assert executor.reconcile(state).moves[0].status is MoveStatus.DONE
+    assert executor.observe(state).moves[0].status is MoveStatus.DONE
     cluster.replicas[("t", 0)] = (4, 2)
-    assert executor.reconcile(state).moves[0].status is MoveStatus.FAILED
+    assert executor.observe(state).moves[0].status is MoveStatus.FAILED
 
 
 def test_a_removed_throttle_the_brokers_still_show_for_a_moment_is_not_a_failure(tmp_path: Path) -> None:
@@ -340,13 +340,13 @@ def test_a_resume_with_a_new_throttle_sets_the_new_rate_on_brokers_already_throt
     cluster = _cluster(ticks_to_finish=50)
     executor, clock = _executor(cluster, tmp_path, max_moves=1)
     state = executor.submit(
-        executor.reconcile(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
+        executor.observe(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
     )
     assert {cluster.configs[("broker", b)][RATE] for b in ("1", "2", "3")} == {"1000"}
 
     resumed, _ = _executor(cluster, tmp_path, max_moves=1, throttle=5000)
     # What each loop of a resumed run does (the run itself would also finish the move).
-    sync_throttles(cluster, replace(resumed.reconcile(state), throttle_rate=5000), resumed.commit)
+    sync_throttles(cluster, replace(resumed.observe(state), throttle_rate=5000), resumed.commit)
     assert {cluster.configs[("broker", b)][RATE] for b in ("1", "2", "3")} == {"5000"}
 
 
@@ -356,7 +356,7 @@ def test_a_throttle_on_a_broker_that_died_is_kept_on_record_and_removed_once_it_
     cluster = _cluster(stuck={("t", 0)})
     executor, clock = _executor(cluster, tmp_path, timeout_per_move_s=5.0, settle_timeout_s=3.0)
     state = executor.submit(
-        executor.reconcile(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
+        executor.observe(new_state(cluster, ReassignmentPlan(MOVES[:1]), executor.options, clock.time()))
     )
     assert RATE in cluster.configs[("broker", "3")]
     cluster.brokers = frozenset({1, 2, 4})  # the destination dies mid-move

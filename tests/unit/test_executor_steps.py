@@ -105,9 +105,9 @@ def test_progress_counts_the_steps_done_and_the_one_in_flight(tmp_path: Path) ->
         cluster, ReassignmentPlan((Reassignment("t", 0, (4, 5, 6)),)), executor.options, clock.time()
     )
     assert state.bytes_total == 3 * SIZE and state.bytes_done == 0
-    state = executor.submit(executor.reconcile(state))
+    state = executor.submit(executor.observe(state))
     _finish_in_flight(cluster, clock)
-    state = executor.submit(executor.reconcile(state))  # the first step done, the second submitted
+    state = executor.submit(executor.observe(state))  # the first step done, the second submitted
 
     [move] = state.moves
     assert (move.source, move.target, move.status) == ((1, 2, 6), (1, 5, 6), MoveStatus.IN_FLIGHT)
@@ -121,7 +121,7 @@ def test_a_killed_executor_resumes_between_steps_without_redoing_one(tmp_path: P
     state = new_state(
         cluster, ReassignmentPlan((Reassignment("t", 0, (4, 5, 6)),)), executor.options, clock.time()
     )
-    state = executor.commit(executor.submit(executor.reconcile(state)))
+    state = executor.commit(executor.submit(executor.observe(state)))
     _finish_in_flight(cluster, clock)  # the first step finishes while nobody watches
     assert cluster.replicas[TP] == (1, 2, 6)
 
@@ -137,9 +137,9 @@ def test_cancel_between_steps_leaves_a_complete_replica_set_and_says_where(tmp_p
     state = new_state(
         cluster, ReassignmentPlan((Reassignment("t", 0, (4, 5, 6)),)), executor.options, clock.time()
     )
-    state = executor.submit(executor.reconcile(state))
+    state = executor.submit(executor.observe(state))
     _finish_in_flight(cluster, clock)
-    state = executor.submit(executor.reconcile(state))  # the second step in flight
+    state = executor.submit(executor.observe(state))  # the second step in flight
     assert TP in cluster.ongoing
 
     state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)

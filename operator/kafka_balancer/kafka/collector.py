@@ -209,7 +209,7 @@ def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Obse
 
 
 def observe_cluster(bootstrap: str, props: Mapping[str, str]) -> Observation:
-    """One pass on fresh clients, as the operator makes it between reconciles: the login is checked
+    """One pass on fresh clients, as the operator makes it between syncs: the login is checked
     first, so a refused one is named at once instead of after the clients' silent retries."""
     check_connection(bootstrap, props)
     reader = AdminReader(bootstrap, props)

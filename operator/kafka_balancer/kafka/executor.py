@@ -1,7 +1,7 @@
 """Execute a plan safely: validated, throttled, batched, resumable, verified.
 
 Every step is committed to the state file before the cluster is changed, so a killed executor
-resumes from the file and reconciles it with what Kafka reports (ongoing reassignments and the
+resumes from the file and observes what Kafka reports (ongoing reassignments and the
 actual replica sets): no move is lost, submitted twice or reverted.
 """
 
@@ -132,7 +132,7 @@ class Executor:
             state = replace(state, throttle_rate=self.options.throttle)
         if self.options.order is not None:
             state = replace(state, order=self.options.order)
-        state = self.ride_out(lambda s: self.commit(self.reconcile(s)), state)
+        state = self.ride_out(lambda s: self.commit(self.observe(s)), state)
         self.ride_out(self.preflight, state)
         while True:
             self.stop_if_cancelled(state)
@@ -144,7 +144,7 @@ class Executor:
 
     def round(self, state: ExecutionState) -> ExecutionState:
         """One look at the cluster: settle moves, stop stuck ones, start the next batch, throttle it."""
-        state = self.commit(self.stop_stuck(self.reconcile(state)))
+        state = self.commit(self.stop_stuck(self.observe(state)))
         state = self.submit(state)
         return sync_throttles(self.admin, state, self.commit)
 
@@ -200,7 +200,7 @@ class Executor:
 
     # -- steps -------------------------------------------------------------------------------------
 
-    def reconcile(self, state: ExecutionState) -> ExecutionState:
+    def observe(self, state: ExecutionState) -> ExecutionState:
         """Bring each move's status in line with Kafka's ongoing reassignments and replica sets."""
         listed = self.admin.reassignments()
         parts = self.admin.partitions({m.topic for m in state.moves})
@@ -208,7 +208,7 @@ class Executor:
         at_a_time = state.replicas_at_a_time
         racks = self.admin.broker_racks() if at_a_time else {}
         for move in state.moves:
-            updated = _reconciled(move, parts.get(move.tp), listed.get(move.tp), now, (at_a_time, racks))
+            updated = _observed(move, parts.get(move.tp), listed.get(move.tp), now, (at_a_time, racks))
             if updated != move:
                 if updated.target != move.target:
                     self.log(f"{_name(move)}: step to {list(move.target)} done")
@@ -368,7 +368,7 @@ class Executor:
             self.sleep(self.options.poll_interval_s)
 
 
-def _reconciled(
+def _observed(
     move: Move,
     part: PartitionState | None,
     listed: OngoingReassignment | None,

@@ -106,7 +106,7 @@ def release_brokers(
     In KRaft a broker's dynamic config can only be changed through that broker (another one answers
     "Unexpected broker id") or the controller quorum, which clients rarely reach. So a broker that is
     down keeps our rate, recorded in the state, until it is back and this runs again: at the next
-    batch, on cancel, or at the operator's next reconcile.
+    batch, on cancel, or at the operator's next sync.
     """
     kept = set(keep)
     stale = [b for b in state.throttled_brokers if b not in kept]
@@ -145,7 +145,7 @@ def throttles_on_down_brokers(admin: AdminPort, state: ExecutionState) -> list[s
     live = {str(b) for b in admin.broker_ids()}
     return [
         f"broker {b} is down with our {', '.join(n)} set; removed once it is back "
-        "(kafka-balancer cancel, or the operator's next reconcile)"
+        "(kafka-balancer cancel, or the operator's next sync)"
         for b, n in state.throttled_brokers.items()
         if b not in live
     ]
