@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.executor_cli import cli, copying, read_state, write_plan
@@ -36,19 +38,38 @@ class _Traffic:
 
     def __init__(self, bed: KafkaBed, topic: str) -> None:
         self.bed = bed
+        self.topic = topic
         self.writer = Writer(bed, topic)
         self.writer.write(4_000, 500)
         self.thread = threading.Thread(target=self.writer.write_until_stopped)
         self.thread.start()
 
-    def assert_all_read_back(self) -> None:
+    def stop(self) -> None:
         self.writer.stop.set()
         self.thread.join(timeout=120)
+
+    def assert_all_read_back(self) -> None:
+        self.stop()
         sent = self.writer.result()
-        received = consume_digest(self.bed.bootstrap_servers, self.writer.topic, self.writer.sent)
+        received = consume_digest(self.bed.bootstrap_servers, self.topic, self.writer.sent)
         assert sum(received[0].values()) == self.writer.sent, "messages lost"
         assert received == sent
         print(f"\n{self.writer.sent} messages written, all read back")
+
+
+@contextmanager
+def _topic_with_traffic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> Iterator[_Traffic]:
+    """A new topic with traffic on it; the writer is stopped before the topic goes, even when the test
+    failed (a writer left running would fail on the deleted topic in whatever test runs next)."""
+    topic = create_topic(bed, prefix, assignment)
+    try:
+        traffic = _Traffic(bed, topic)
+        try:
+            yield traffic
+        finally:
+            traffic.stop()
+    finally:
+        delete_topic(bed, topic)
 
 
 def _execute(bed: KafkaBed, plan: Path, state: Path, *extra: str) -> list[str]:
@@ -59,9 +80,8 @@ def _execute(bed: KafkaBed, plan: Path, state: Path, *extra: str) -> list[str]:
 def test_a_controller_outage_past_the_outage_timeout_stops_with_the_cause_and_a_rerun_finishes(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    topic = create_topic(kafka_bed, "outage", [[1, 2], [1, 2]])
-    try:
-        traffic = _Traffic(kafka_bed, topic)
+    with _topic_with_traffic(kafka_bed, "outage", [[1, 2], [1, 2]]) as traffic:
+        topic = traffic.topic
         targets = {0: [3, 1], 1: [4, 2]}
         plan = write_plan(tmp_path / "plan.json", topic, targets)
         state = tmp_path / "state.json"
@@ -103,16 +123,13 @@ def test_a_controller_outage_past_the_outage_timeout_stops_with_the_cause_and_a_
         assert ongoing_reassignments(kafka_bed, topic) == []
         assert_no_throttle_left(kafka_bed, topic)
         traffic.assert_all_read_back()
-    finally:
-        delete_topic(kafka_bed, topic)
 
 
 def test_a_controller_outage_shorter_than_the_outage_timeout_is_ridden_out(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    topic = create_topic(kafka_bed, "brief-outage", [[1, 2], [1, 2]])
-    try:
-        traffic = _Traffic(kafka_bed, topic)
+    with _topic_with_traffic(kafka_bed, "brief-outage", [[1, 2], [1, 2]]) as traffic:
+        topic = traffic.topic
         targets = {0: [3, 1], 1: [4, 2]}
         plan = write_plan(tmp_path / "plan.json", topic, targets)
         state = tmp_path / "state.json"
@@ -142,16 +159,13 @@ def test_a_controller_outage_shorter_than_the_outage_timeout_is_ridden_out(
         assert ongoing_reassignments(kafka_bed, topic) == []
         assert_no_throttle_left(kafka_bed, topic)
         traffic.assert_all_read_back()
-    finally:
-        delete_topic(kafka_bed, topic)
 
 
 def test_a_cancel_while_the_controller_is_down_fails_in_its_time_and_blocks_no_later_execute(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    topic = create_topic(kafka_bed, "cancel-outage", [[1, 2], [1, 2]])
-    try:
-        traffic = _Traffic(kafka_bed, topic)
+    with _topic_with_traffic(kafka_bed, "cancel-outage", [[1, 2], [1, 2]]) as traffic:
+        topic = traffic.topic
         targets = {0: [3, 1], 1: [4, 2]}
         plan = write_plan(tmp_path / "plan.json", topic, targets)
         state = tmp_path / "state.json"
@@ -195,14 +209,11 @@ def test_a_cancel_while_the_controller_is_down_fails_in_its_time_and_blocks_no_l
         _assert_as_planned(kafka_bed, topic, targets)
         assert_no_throttle_left(kafka_bed, topic)
         traffic.assert_all_read_back()
-    finally:
-        delete_topic(kafka_bed, topic)
 
 
 def test_a_stale_cancel_marker_does_not_stop_an_execute(kafka_bed: KafkaBed, tmp_path: Path) -> None:
-    topic = create_topic(kafka_bed, "stale-marker", [[1, 2]])
-    try:
-        traffic = _Traffic(kafka_bed, topic)
+    with _topic_with_traffic(kafka_bed, "stale-marker", [[1, 2]]) as traffic:
+        topic = traffic.topic
         plan = write_plan(tmp_path / "plan.json", topic, {0: [3, 4]})
         state = tmp_path / "state.json"
         marker = tmp_path / "state.json.cancel"
@@ -215,63 +226,64 @@ def test_a_stale_cancel_marker_does_not_stop_an_execute(kafka_bed: KafkaBed, tmp
         _assert_as_planned(kafka_bed, topic, {0: [3, 4]})
         assert_no_throttle_left(kafka_bed, topic)
         traffic.assert_all_read_back()
-    finally:
-        delete_topic(kafka_bed, topic)
 
 
 def test_a_frozen_destination_broker_is_given_up_after_the_dead_broker_timeout_and_gets_no_more_moves(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    with extra_broker(kafka_bed, "b") as added:
-        topic = create_topic(kafka_bed, "frozen", [[1, 2], [1, 2]])
+    with (
+        extra_broker(kafka_bed, "b") as added,
+        _topic_with_traffic(kafka_bed, "frozen", [[1, 2], [1, 2]]) as traffic,
+    ):
+        topic = traffic.topic
+        # One move per broker at a time: the second move to the frozen broker waits for the first.
+        plan = write_plan(tmp_path / "plan.json", topic, {0: [added, 1], 1: [added, 2]})
+        state = tmp_path / "state.json"
+        executor = cli(
+            *_execute(kafka_bed, plan, state, "--dead-broker-timeout", "5", "--max-moves-per-broker", "1")
+        )
         try:
-            traffic = _Traffic(kafka_bed, topic)
-            # One move per broker at a time: the second move to the frozen broker waits for the first.
-            plan = write_plan(tmp_path / "plan.json", topic, {0: [added, 1], 1: [added, 2]})
-            state = tmp_path / "state.json"
-            executor = cli(
-                *_execute(kafka_bed, plan, state, "--dead-broker-timeout", "5", "--max-moves-per-broker", "1")
+            wait_until(
+                lambda: copying(state) or executor.poll() is not None,
+                timeout_s=60,
+                what="a move copying",
             )
+            kafka_bed.freeze(added)
+            frozen_at = time.time()
             try:
-                wait_until(
-                    lambda: copying(state) or executor.poll() is not None,
-                    timeout_s=60,
-                    what="a move copying",
-                )
-                kafka_bed.freeze(added)
-                frozen_at = time.time()
-                try:
-                    out, err = executor.communicate(timeout=180)
-                finally:
-                    kafka_bed.thaw(added)
+                out, err = executor.communicate(timeout=180)
             finally:
-                executor.kill()
-                executor.communicate(timeout=30)
-            assert executor.returncode == 1, (out, err)
-            moves = {m["partition"]: m for m in read_state(state)["moves"]}
-            first, second = moves[0], moves[1]
-            took = first["finishedAt"] - frozen_at
-            print(
-                f"\nmove to the frozen broker cancelled {took:.1f}s after the freeze (dead-broker timeout 5s)"
-            )
-            assert (
-                first["status"] == "failed"
-                and f"destination broker {added} left the cluster" in first["reason"]
-            )
-            assert took <= 5 + 4 + 5 + 3, took  # timeout + the bed's 4 s session timeout + one bounded read
-            assert second["status"] == "failed", second
-            assert second["reason"] == f"not started: destination broker {added} left the cluster"
-            assert second["startedAt"] is None  # never submitted
-            assert f"{topic}-1: [1, 2] -> [{added}, 2]" not in out
-            assert read_state(state)["goneBrokers"] == [added]
-            assert ongoing_reassignments(kafka_bed, topic) == []
-            assert [r[0] for r in partitions(kafka_bed, topic).values()] == [[1, 2], [1, 2]]
-
-            # Thawed, the broker is back with the rate nobody could remove while it hung: cancel removes it.
-            cancel = cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
-            out, err = cancel.communicate(timeout=180)
-            assert cancel.returncode == 0, (out, err)
-            assert_no_throttle_left(kafka_bed, topic)
-            traffic.assert_all_read_back()
+                kafka_bed.thaw(added)
         finally:
-            delete_topic(kafka_bed, topic)
+            executor.kill()
+            executor.communicate(timeout=30)
+        assert executor.returncode == 1, (out, err)
+        moves = {m["partition"]: m for m in read_state(state)["moves"]}
+        first, second = moves[0], moves[1]
+        took = first["finishedAt"] - frozen_at
+        print(f"\nmove to the frozen broker cancelled {took:.1f}s after the freeze (dead-broker timeout 5s)")
+        assert (
+            first["status"] == "failed" and f"destination broker {added} left the cluster" in first["reason"]
+        )
+        assert took <= 5 + 4 + 5 + 3, took  # timeout + the bed's 4 s session timeout + one bounded read
+        assert second["status"] == "failed", second
+        assert second["reason"] == f"not started: destination broker {added} left the cluster"
+        assert second["startedAt"] is None  # never submitted
+        assert f"{topic}-1: [1, 2] -> [{added}, 2]" not in out
+        assert read_state(state)["goneBrokers"] == [added]
+        assert ongoing_reassignments(kafka_bed, topic) == []
+        # The cancel put both replica sets back. Any broker may answer a metadata read, and the one just
+        # thawed serves what it knew before its freeze ([added, 1, 2] while adding) until it catches up
+        # with the controller: the replica sets are polled until the answer agrees.
+        wait_until(
+            lambda: [r[0] for r in partitions(kafka_bed, topic).values()] == [[1, 2], [1, 2]],
+            timeout_s=30,
+            what="both replica sets back to [1, 2] in metadata",
+        )
+
+        # Thawed, the broker is back with the rate nobody could remove while it hung: cancel removes it.
+        cancel = cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+        out, err = cancel.communicate(timeout=180)
+        assert cancel.returncode == 0, (out, err)
+        assert_no_throttle_left(kafka_bed, topic)
+        traffic.assert_all_read_back()
