@@ -6,12 +6,24 @@ import numpy as np
 
 from kafka_balancer.goals.band import goal_band, goal_column
 from kafka_balancer.goals.base import EPSILON
-from kafka_balancer.goals.registry import priority_order
+from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.quantities import REPLICAS
 from kafka_balancer.model.working import BrokerLoad, WorkingModel
-from kafka_balancer.report.data import BandKind, BrokerRow, GoalBandView, PlanSummary, ReportData
+from kafka_balancer.planner.plan import GoalOutcome
+from kafka_balancer.report.data import (
+    BandKind,
+    BrokerRow,
+    ClusterSummary,
+    GoalBandView,
+    MoveRow,
+    PlanSummary,
+    ReportData,
+)
+
+# How many of the plan's moves the HTML page lists: the ones a reader asks about first.
+BIGGEST_MOVES = 10
 
 
 def build_report(before: Cluster, after: Cluster, specs: tuple[GoalSpec, ...]) -> ReportData:
@@ -39,7 +51,14 @@ def build_report(before: Cluster, after: Cluster, specs: tuple[GoalSpec, ...]) -
         for spec in priority_order(specs)
         if spec.type.family is not GoalFamily.RACK and spec.type is not GoalType.TOPIC_REPLICA_DISTRIBUTION
     )
-    return ReportData(rows, bands, _summary(before, after))
+    return ReportData(
+        rows,
+        bands,
+        _summary(before, after),
+        _cluster(before),
+        _goals(specs, state_before, state_after),
+        _biggest_moves(before, after),
+    )
 
 
 def _percent(
@@ -79,3 +98,43 @@ def _summary(before: Cluster, after: Cluster) -> PlanSummary:
         moved += added * old.load.disk
         leaders += old.leader != new.leader
     return PlanSummary(changed, moves, leaders, moved)
+
+
+def _cluster(cluster: Cluster) -> ClusterSummary:
+    racks: dict[str, int] = {}
+    for b in cluster.brokers:
+        racks[b.rack] = racks.get(b.rack, 0) + 1
+    return ClusterSummary(
+        brokers=len(cluster.brokers),
+        racks=tuple(sorted(racks.items())),
+        partitions=len(cluster.partitions),
+        topics=len({p.topic for p in cluster.partitions}),
+        bytes_on_disk=sum(p.load.disk * len(p.replicas) for p in cluster.partitions),
+    )
+
+
+def _goals(specs: tuple[GoalSpec, ...], before: WorkingModel, after: WorkingModel) -> tuple[GoalOutcome, ...]:
+    """Each goal bound to the cluster before the plan, as the planner binds it, and judged on both."""
+    goals = [build_goal(spec, before) for spec in priority_order(specs)]
+    return tuple(
+        GoalOutcome(
+            g.spec.label, g.spec.type.value, g.hard, g.spec.priority, g.status(before), g.status(after)
+        )
+        for g in goals
+    )
+
+
+def _biggest_moves(before: Cluster, after: Cluster) -> tuple[MoveRow, ...]:
+    moves = [
+        MoveRow(
+            old.topic,
+            old.partition,
+            old.replicas,
+            new.replicas,
+            len(set(new.replicas) - set(old.replicas)) * old.load.disk,
+        )
+        for old, new in zip(before.partitions, after.partitions, strict=True)
+        if old.replicas != new.replicas
+    ]
+    moves.sort(key=lambda m: (-m.bytes_moved, m.topic, m.partition))
+    return tuple(moves[:BIGGEST_MOVES])
