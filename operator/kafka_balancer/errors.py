@@ -38,6 +38,11 @@ class ExecutionError(KafkaOperationError):
     """A plan's execution was refused, stalled or could not be verified."""
 
 
+class ExecutionHalted(ExecutionError):
+    """An execution stopped at a batch boundary because it was paused, or its mode no longer lets it
+    run; ``str()`` says why. Resumable: the same plan goes on when it is allowed again."""
+
+
 class MetricsSourceError(KafkaBalancerError):
     """The optional Prometheus source of broker cpu and network failed or answered unusably."""
 
@@ -48,3 +53,16 @@ class ScoringError(KafkaBalancerError):
 
 class KubernetesError(KafkaBalancerError):
     """A Kubernetes API operation of the operator failed."""
+
+
+class KubernetesUnavailable(KubernetesError):
+    """The Kubernetes API did not answer usably (connection refused, timeout, 5xx): worth retrying."""
+
+
+class WriteConflict(KubernetesError):
+    """A conditional write found the object changed since it was read: another writer came first."""
+
+
+class ExecutionFenced(KafkaBalancerError):
+    """This process no longer owns the pool's execution: its lease ran out or another process holds
+    it, or a state write found a newer writer. It must stop writing to Kafka at once."""

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafka_balancer.errors import KubernetesError
+from kafka_balancer.errors import KubernetesError, WriteConflict
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.port import PoolId
@@ -69,3 +69,27 @@ def test_a_document_split_over_several_config_maps_round_trips_and_a_torn_set_is
     client.write_config_map(NAMESPACE, "split-3", OWNER, {}, {"state.json.gz": b"something else"})
     with pytest.raises(KubernetesError, match="incomplete"):
         blobs.load(client, NAMESPACE, "split", "state.json")
+
+
+def test_a_stale_conditional_writer_is_refused_and_cannot_tear_the_current_chunk_set(client: Kube) -> None:
+    first = random.Random(1).randbytes(300_000)
+    second = random.Random(2).randbytes(300_000)
+    stale = random.Random(3).randbytes(300_000)
+    written = blobs.store_if(
+        client, NAMESPACE, "cond", OWNER, {"plan.id": "d"}, "state.json", first, blobs.ABSENT, limit=100_000
+    )
+    _, _, read = blobs.load_versioned(client, NAMESPACE, "cond", "state.json") or ({}, b"", blobs.ABSENT)
+    assert read == written
+    # Another process read the same version and wrote first.
+    blobs.store_if(
+        client, NAMESPACE, "cond", OWNER, {"plan.id": "d"}, "state.json", second, read, limit=100_000
+    )
+
+    with pytest.raises(WriteConflict):
+        blobs.store_if(
+            client, NAMESPACE, "cond", OWNER, {"plan.id": "d"}, "state.json", stale, read, limit=100_000
+        )
+    fields, loaded = blobs.load(client, NAMESPACE, "cond", "state.json") or ({}, b"")
+    assert loaded == second and fields["plan.id"] == "d"
+    # The first set's chunks were deleted once the head named the second.
+    assert client.read_config_map(NAMESPACE, f"cond-{read.chunk_set}-1") is None

@@ -15,14 +15,10 @@ import pytest
 from tests.support.kafka_checks import create_topic, delete_topic, extra_broker
 
 from kafka_balancer.k8s import blobs
-from kafka_balancer.k8s.execution import (
-    STATE_KEY,
-    inherited_throttles,
-    mirror_state,
-    release_returned_brokers,
-)
+from kafka_balancer.k8s.execution import inherited_throttles, release_returned_brokers
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.port import PoolId
+from kafka_balancer.k8s.state_mirror import STATE_KEY, StateMirror
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
 from kafka_balancer.kafka.throttle import BROKER_RATES
@@ -72,17 +68,17 @@ def test_a_dead_brokers_throttle_is_released_at_the_first_reconcile_after_it_is_
                 throttled_brokers={str(added): BROKER_RATES},
                 finished_at=None,
             )
-            mirror_state(client, POOL, "plan-a", state)
+            StateMirror(client, POOL).write("plan-a", state, force=True)
             kafka_bed.stop_broker(added)
 
             state_dir = tmp_path / "executions"
-            assert release_returned_brokers(client, connect, state_dir, POOL) == []  # still down
+            assert release_returned_brokers(connect, StateMirror(client, POOL), state_dir) == []  # still down
             # A new plan made meanwhile takes the record over, so the throttle is not forgotten.
-            assert inherited_throttles(client, state_dir, POOL) == {str(added): BROKER_RATES}
+            assert inherited_throttles(StateMirror(client, POOL)) == {str(added): BROKER_RATES}
 
             kafka_bed.restart_broker(added)
             assert rates_on_added() == set(BROKER_RATES)
-            assert release_returned_brokers(client, connect, state_dir, POOL) == [str(added)]
+            assert release_returned_brokers(connect, StateMirror(client, POOL), state_dir) == [str(added)]
 
             # The controller has committed the removal; the broker shows it a moment later.
             wait_until(
@@ -93,7 +89,7 @@ def test_a_dead_brokers_throttle_is_released_at_the_first_reconcile_after_it_is_
             fields, document = mirrored
             assert fields["plan.id"] == "plan-a"
             assert json.loads(document)["throttles"]["brokers"] == {}
-            assert release_returned_brokers(client, connect, state_dir, POOL) == []
+            assert release_returned_brokers(connect, StateMirror(client, POOL), state_dir) == []
         finally:
             for admin in made:
                 admin.close()

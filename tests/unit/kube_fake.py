@@ -2,7 +2,8 @@
 
 It keeps what the apiserver would: ConfigMaps with their owner and a resourceVersion, each custom
 resource's status with merge-patch semantics (a None removes a field, lists are replaced whole),
-Secrets, and the Events posted.
+Secrets, the Events posted, and Leases. Conditional writes (ConfigMaps, Leases) are refused with
+WriteConflict when the object moved past the version named, as the apiserver's 409 is.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_balancer.k8s.port import ConfigMapData, PoolId
+from kafka_balancer.errors import KubernetesUnavailable, WriteConflict
+from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, PoolId
 from kafka_balancer.reconcile.pool import Event
 
 
@@ -37,7 +39,19 @@ class FakeKube:
     secrets: dict[tuple[str, str], dict[str, bytes]] = field(default_factory=dict)
     events: list[tuple[PoolId, Event]] = field(default_factory=list)
     custom_objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    leases: dict[tuple[str, str], LeaseRecord] = field(default_factory=dict)
+    # The next this many conditional ConfigMap writes find the apiserver away (an outage).
+    unavailable: int = 0
     _version: int = 0
+
+    def _next_version(self) -> str:
+        self._version += 1
+        return str(self._version)
+
+    def _precondition(self, what: str, current: str | None, version: str | None) -> None:
+        """The apiserver's: create only what is absent, replace only the version named."""
+        if current != version:
+            raise WriteConflict(f"{what}: at version {current}, not {version}")
 
     def read_config_map(self, namespace: str, name: str) -> ConfigMapData | None:
         found = self.config_maps.get((namespace, name))
@@ -53,11 +67,30 @@ class FakeKube:
         data: Mapping[str, str],
         binary: Mapping[str, bytes] | None = None,
     ) -> None:
-        self._version += 1
         self.config_maps[(namespace, name)] = ConfigMapData(
-            dict(data), dict(binary or {}), str(self._version)
+            dict(data), dict(binary or {}), self._next_version()
         )
         self.owners[(namespace, name)] = owner
+
+    def write_config_map_if(
+        self,
+        namespace: str,
+        name: str,
+        owner: PoolId,
+        data: Mapping[str, str],
+        binary: Mapping[str, bytes] | None,
+        version: str | None,
+    ) -> str:
+        if self.unavailable:
+            self.unavailable -= 1
+            raise KubernetesUnavailable(
+                f"writing ConfigMap {namespace}/{name}: the Kubernetes API is unreachable"
+            )
+        found = self.config_maps.get((namespace, name))
+        current = None if found is None else found.resource_version
+        self._precondition(f"ConfigMap {namespace}/{name}", current, version)
+        self.write_config_map(namespace, name, owner, data, binary)
+        return self.config_maps[(namespace, name)].resource_version
 
     def delete_config_map(self, namespace: str, name: str) -> None:
         self.config_maps.pop((namespace, name), None)
@@ -89,6 +122,25 @@ class FakeKube:
 
     def delete_custom_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
         self.custom_objects.pop((plural, namespace, name), None)
+
+    def read_lease(self, namespace: str, name: str) -> LeaseRecord | None:
+        return self.leases.get((namespace, name))
+
+    def write_lease(
+        self,
+        namespace: str,
+        name: str,
+        owner: PoolId,
+        holder: str | None,
+        duration_s: int,
+        transitions: int,
+        version: str | None,
+    ) -> str:
+        found = self.leases.get((namespace, name))
+        self._precondition(f"Lease {namespace}/{name}", None if found is None else found.version, version)
+        written = LeaseRecord(holder, duration_s, transitions, self._next_version())
+        self.leases[(namespace, name)] = written
+        return written.version
 
     # -- what tests read ------------------------------------------------------------------------------
 

@@ -285,7 +285,10 @@ def test_a_paused_execution_resumes_on_a_new_pod_from_the_config_map_without_mov
     assert first_pod.status()["execution"]["phase"] == "Paused"
     assert "ExecutionPaused" in first_pod.kube.reasons()
     _, paused_state = first_pod.mirrored_state()
-    assert paused_state.by_status(MoveStatus.IN_FLIGHT), "the mirror holds the moves in flight"
+    # A pause follows the moves in flight to their end (their throttles go with them): the mirror
+    # holds what the first pod moved, and the execution is not finished.
+    assert paused_state.by_status(MoveStatus.DONE), "the mirror holds the moves the first pod moved"
+    assert paused_state.finished_at is None
     # Another pod (empty disk) takes over: same apiserver, same Kafka.
     second_pod = bed(tmp_path / "pod-2", kafka=first_pod.cluster, kube=first_pod.kube)
 
@@ -301,8 +304,9 @@ def test_a_deleted_pool_cancels_its_unfinished_execution_and_leaves_no_throttle(
     b.sync("Manual")
     plan_id = b.status()["plan"]["id"]
     b.cluster.stuck = set(REPLICAS)  # nothing finishes: the moves stay in flight
-    pausing = Liveness(stopping=lambda: False, paused=lambda: bool(b.cluster.submitted))
-    b.sync("Manual", live=pausing, annotations={APPROVE_ANNOTATION: plan_id})
+    # The daemon stops once the first batch is in (a pause would follow those moves to their end).
+    stopping = Liveness(stopping=lambda: bool(b.cluster.submitted), paused=lambda: False)
+    b.sync("Manual", live=stopping, annotations={APPROVE_ANNOTATION: plan_id})
     assert b.cluster.ongoing and any(b.cluster.configs.values())
 
     cancelled = b.service.clean_up_blocking(POOL, {**SPEC, "mode": "Manual"})
@@ -321,8 +325,8 @@ def test_a_new_plan_first_settles_the_unfinished_one_it_replaces(tmp_path: Path)
     b.sync("Manual")
     old = b.status()["plan"]["id"]
     b.cluster.stuck = set(REPLICAS)
-    pausing = Liveness(stopping=lambda: False, paused=lambda: bool(b.cluster.submitted))
-    b.sync("Manual", live=pausing, annotations={APPROVE_ANNOTATION: old})
+    stopping = Liveness(stopping=lambda: bool(b.cluster.submitted), paused=lambda: False)
+    b.sync("Manual", live=stopping, annotations={APPROVE_ANNOTATION: old})
     in_flight_before = set(b.cluster.ongoing)
     b.cluster.stuck = set()
     # The spec changes (broker 1 is to be drained): a different plan, approved while the old one is half done.

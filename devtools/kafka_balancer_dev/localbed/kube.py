@@ -142,6 +142,7 @@ class KubeBed:
         self.api_port = 0
         self._etcd: ManagedProcess | None = None
         self._apiserver: ManagedProcess | None = None
+        self._apiserver_argv: list[str] = []
 
     # -- what callers read -------------------------------------------------------------------------
 
@@ -202,6 +203,20 @@ class KubeBed:
                 process.stop(STOP_GRACE_S)
         self._apiserver = self._etcd = None
         STATE.remove(self.run_dir)
+
+    def stop_apiserver(self) -> None:
+        """Kill kube-apiserver alone (an outage); etcd keeps the data, ``start_apiserver`` brings it back."""
+        if self._apiserver is not None:
+            self._apiserver.stop(grace_s=0.0)  # no grace: a crash, not a drained shutdown
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again after ``stop_apiserver``: same port, certificates and etcd, so
+        clients (kubeconfig, tokens, the CA they trust) reconnect as they are."""
+        if self._apiserver is None or self._apiserver.exit_code() is None:
+            raise BedError("start_apiserver: kube-apiserver was not stopped with stop_apiserver")
+        self._apiserver = ManagedProcess("kube-apiserver", self._apiserver_argv, self.apiserver_log)
+        self._wait_ready(self._apiserver)
+        self._write_state()
 
     def __enter__(self) -> KubeBed:
         self.start()
@@ -312,8 +327,11 @@ class KubeBed:
             argv.append("--kubelet-preferred-address-types=InternalIP")
         else:
             argv.append(f"--disable-admission-plugins={DISABLED_ADMISSION}")
-        self._apiserver = apiserver = ManagedProcess("kube-apiserver", argv, self.apiserver_log)
+        self._apiserver_argv = argv
+        self._apiserver = ManagedProcess("kube-apiserver", argv, self.apiserver_log)
+        self._wait_ready(self._apiserver)
 
+    def _wait_ready(self, apiserver: ManagedProcess) -> None:
         def ready() -> bool:
             apiserver.ensure_running()
             if not self.ca_file.exists():

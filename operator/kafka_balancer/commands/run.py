@@ -28,6 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="peering priority; the highest live replica acts, the others stand by "
         "(default: the start time in milliseconds, so a restarted or newer replica takes over at once)",
     )
+    parser.add_argument(
+        "--peering-lifetime",
+        type=int,
+        default=60,
+        help="seconds a silent replica still counts as alive in the peering (default: 60); executions "
+        "are fenced by their own lease whatever this is",
+    )
     parser.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
     parser.add_argument(
@@ -39,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_run(args: argparse.Namespace) -> int:
+    if args.peering_lifetime < 10:
+        raise InputError(f"--peering-lifetime {args.peering_lifetime}: must be at least 10 seconds")
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise InputError(f"--kubeconfig {args.kubeconfig}: no such file")
     from kafka_balancer.k8s.main import run_operator
@@ -52,6 +61,7 @@ def run_run(args: argparse.Namespace) -> int:
         peering=args.peering,
         standalone=args.standalone,
         priority=args.priority,
+        peering_lifetime_s=args.peering_lifetime,
         liveness=args.liveness,
         metrics_port=args.metrics_port,
         state_dir=args.state_dir,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from kafka_balancer.errors import KubernetesError
 from kafka_balancer.k8s.port import KubePort, PoolId
@@ -18,6 +19,21 @@ from kafka_balancer.k8s.port import KubePort, PoolId
 # Below the apiserver's 1 MiB per ConfigMap, with room for the other keys and the metadata.
 LIMIT = 900 * 1024
 CHUNKS, DIGEST = "chunks", "sha256"
+# Conditionally written documents name their chunk set: see store_if.
+CHUNK_SET = "chunk-set"
+
+
+@dataclass(frozen=True)
+class Version:
+    """What a conditional writer read: the head's resourceVersion (None: no head yet) and the chunk
+    set the head names (empty: none, or the unconditional naming)."""
+
+    resource_version: str | None
+    chunk_set: str = ""
+    chunks: int = 0
+
+
+ABSENT = Version(None)
 
 
 def chunk_name(name: str, index: int) -> str:
@@ -58,20 +74,77 @@ def store(
     kube.write_config_map(namespace, name, owner, head, {f"{key}.gz": chunks[0]})
 
 
+def store_if(
+    kube: KubePort,
+    namespace: str,
+    name: str,
+    owner: PoolId,
+    fields: Mapping[str, str],
+    key: str,
+    payload: bytes,
+    expected: Version,
+    limit: int = LIMIT,
+) -> Version:
+    """``store``, but only if the head ConfigMap is still at ``expected`` (else WriteConflict).
+
+    The head is the commit point, so it is the one conditional write. A chunked document's chunks
+    go first, under names made from their checksum (``<name>-<set>-<i>``): a stale writer's chunks
+    can never overwrite the chunks the current head names (same names mean the same bytes), and its
+    head write then fails. The previous set is deleted once the new head names another; a refused
+    writer's chunks stay orphaned until the pool (their owner) is deleted.
+    """
+    if len(payload) <= limit:
+        version = kube.write_config_map_if(
+            namespace, name, owner, {**fields, key: payload.decode()}, None, expected.resource_version
+        )
+        written = Version(version)
+    else:
+        chunks = pack(payload, limit)
+        digest = hashlib.sha256(b"".join(chunks)).hexdigest()
+        chunk_set = digest[:12]
+        for index in range(1, len(chunks)):
+            part = _set_chunk_name(name, chunk_set, index)
+            kube.write_config_map(namespace, part, owner, {}, {f"{key}.gz": chunks[index]})
+        head = {**fields, CHUNKS: str(len(chunks)), DIGEST: digest, CHUNK_SET: chunk_set}
+        version = kube.write_config_map_if(
+            namespace, name, owner, head, {f"{key}.gz": chunks[0]}, expected.resource_version
+        )
+        written = Version(version, chunk_set, len(chunks))
+    if expected.chunk_set and expected.chunk_set != written.chunk_set:
+        for index in range(1, expected.chunks):
+            kube.delete_config_map(namespace, _set_chunk_name(name, expected.chunk_set, index))
+    return written
+
+
+def _set_chunk_name(name: str, chunk_set: str, index: int) -> str:
+    return f"{name}-{chunk_set}-{index}"
+
+
 def load(kube: KubePort, namespace: str, name: str, key: str) -> tuple[dict[str, str], bytes] | None:
     """The fields and the document ``store`` wrote; None when absent (KubernetesError if torn)."""
+    found = load_versioned(kube, namespace, name, key)
+    return None if found is None else (found[0], found[1])
+
+
+def load_versioned(
+    kube: KubePort, namespace: str, name: str, key: str
+) -> tuple[dict[str, str], bytes, Version] | None:
+    """``load`` with the version a conditional writer (``store_if``) starts from."""
     found = kube.read_config_map(namespace, name)
     if found is None:
         return None
     fields, binary = dict(found.data), found.binary
     if key in fields:
-        return fields, fields.pop(key).encode()
+        return fields, fields.pop(key).encode(), Version(found.resource_version)
     if f"{key}.gz" not in binary or CHUNKS not in fields:
         return None
+    chunk_set = fields.pop(CHUNK_SET, "")
+    count = int(fields[CHUNKS])
     chunks = [binary[f"{key}.gz"]]
-    for index in range(1, int(fields[CHUNKS])):
-        part = kube.read_config_map(namespace, chunk_name(name, index))
+    for index in range(1, count):
+        part_name = _set_chunk_name(name, chunk_set, index) if chunk_set else chunk_name(name, index)
+        part = kube.read_config_map(namespace, part_name)
         if part is None or f"{key}.gz" not in part.binary:
-            raise KubernetesError(f"ConfigMap {namespace}/{chunk_name(name, index)} is missing")
+            raise KubernetesError(f"ConfigMap {namespace}/{part_name} is missing")
         chunks.append(part.binary[f"{key}.gz"])
-    return fields, unpack(chunks, fields[DIGEST])
+    return fields, unpack(chunks, fields[DIGEST]), Version(found.resource_version, chunk_set, count)

@@ -1,12 +1,13 @@
-"""Running a stored plan with the kafka layer's executor; its state is mirrored into a ConfigMap.
+"""Running a stored plan with the kafka layer's executor, fenced by the pool's execution lease.
 
-The state file (under the operator's state directory) is the executor's own; the ConfigMap copy lets a
-new operator pod (another node, empty disk) resume exactly where the old one stopped.
+The state file (under the operator's state directory) is the executor's own scratch copy; the
+``<pool>-execution`` ConfigMap (k8s/state_mirror.py) is the record: written ahead of every Kafka
+write, conditionally, so a new operator pod (another node, empty disk) or a standby replica resumes
+exactly where the last owner stopped, and a stale owner cannot overwrite it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -15,39 +16,31 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.api import Execution as ExecutionSpec
-from kafka_balancer.k8s import blobs
-from kafka_balancer.k8s.kube import json_text
-from kafka_balancer.k8s.port import KubePort, PoolId
+from kafka_balancer.errors import ExecutionError, ExecutionHalted
+from kafka_balancer.k8s.state_mirror import StateMirror
 from kafka_balancer.kafka.cancel import cancel_execution
-from kafka_balancer.kafka.execution_state import (
-    ExecutionState,
-    MoveOrder,
-    MoveStatus,
-    load_state,
-    save_state,
-    state_document,
-    state_from_document,
-)
+from kafka_balancer.kafka.execution_state import ExecutionState, MoveOrder, MoveStatus, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_plan, new_state
+from kafka_balancer.kafka.fence import Fence, FencedAdmin
+from kafka_balancer.kafka.pause import settle_in_flight
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.throttle import release_brokers, wanted_brokers
 from kafka_balancer.kube_quantity import parse_quantity
-from kafka_balancer.reconcile.pool import StoredPlan, execution_config_map
+from kafka_balancer.reconcile.pool import StoredPlan
 
 logger = logging.getLogger(__name__)
-STATE_KEY = "state.json"
 
 Progress = Callable[[ExecutionState], None]
 
 
 class _MirroredExecutor(Executor):
-    def __init__(self, *args: Any, mirror: Callable[[ExecutionState, bool], None], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, mirror: Callable[[ExecutionState], None], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._mirror = mirror
 
     def commit(self, state: ExecutionState) -> ExecutionState:
         state = super().commit(state)
-        self._mirror(state, False)
+        self._mirror(state)
         return state
 
 
@@ -65,96 +58,99 @@ def options_of(spec: ExecutionSpec, poll_interval_s: float = 2.0) -> ExecuteOpti
 
 
 def execute_plan(
-    kube: KubePort,
+    mirror: StateMirror,
+    fence: Fence,
     admin: AdminPort,
     state_dir: Path,
-    pool: PoolId,
     stored: StoredPlan,
     options: ExecuteOptions,
     progress: Progress,
-    cancel_requested: Callable[[], bool],
+    stop_requested: Callable[[], bool],
+    halt_reason: Callable[[], str | None],
     *,
-    mirror_every_s: float,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ExecutionState:
-    """Execute ``stored`` to the end (resuming a previous run of the same plan); raises on failure."""
+    """Execute ``stored`` to the end (resuming the recorded run of the same plan); raises on failure.
+
+    ``stop_requested``: stop at the next step, leaving everything as it is for the next owner.
+    ``halt_reason``: a pause or a mode that forbids executing: stop submitting at the next batch,
+    follow the moves in flight to their end with their throttles, then raise ExecutionHalted.
+    Every Kafka write is checked against ``fence``; losing it raises ExecutionFenced at once.
+    """
+    pool = mirror.pool
     state_path = state_dir / f"{pool.namespace}.{pool.name}.{stored.id}.json"
     state_path.parent.mkdir(parents=True, exist_ok=True)
     plan = stored.reassignments
-    last_mirror = [-mirror_every_s]
 
-    def mirror(state: ExecutionState, final: bool) -> None:
-        now = time.monotonic()
-        if not final and now - last_mirror[0] < mirror_every_s:
-            return
-        last_mirror[0] = now
-        mirror_state(kube, pool, stored.id, state)
-        progress(state)
+    def mirror_commit(state: ExecutionState) -> None:
+        if mirror.write(stored.id, state):
+            progress(state)
 
-    settle_unfinished(kube, admin, state_dir, pool, keep=stored.id, clock=clock, sleep=sleep)
-    if not state_path.exists():
-        mirrored = blobs.load(kube, pool.namespace, execution_config_map(pool.name), STATE_KEY)
-        if mirrored is not None and mirrored[0].get("plan.id") == stored.id:
-            state_path.write_bytes(mirrored[1])
-    if state_path.exists():
-        state = load_state(state_path)
+    fenced = FencedAdmin(admin, fence)
+    settle_unfinished(fenced, mirror, state_dir, keep=stored.id, clock=clock, sleep=sleep)
+    recorded = mirror.load()
+    if recorded is not None and recorded[0] == stored.id:
+        # The record, not the local file: another process may have gone on since this one wrote it.
+        state = recorded[1]
         check_same_plan(state, plan, state_path)
         logger.info("resuming plan %s of pool %s", stored.id, pool.key)
     else:
         state = new_state(admin, plan, options, clock())
-        state = replace(state, throttled_brokers=inherited_throttles(kube, state_dir, pool))
+        state = replace(state, throttled_brokers=inherited_throttles(mirror))
+    save_state(state_path, state)
     executor = _MirroredExecutor(
-        admin,
+        fenced,
         state_path,
         options,
         log=logger.info,
-        mirror=mirror,
-        cancel_requested=cancel_requested,
+        mirror=mirror_commit,
+        cancel_requested=lambda: stop_requested() or halt_reason() is not None,
         clock=clock,
         sleep=sleep,
     )
-    final = executor.run(state)
-    mirror(final, True)
+    try:
+        final = executor.run(state)
+    except ExecutionError:
+        reason = halt_reason()
+        if stop_requested() or reason is None:
+            raise
+        settled = settle_in_flight(
+            executor, load_state(state_path), lambda: stop_requested() or halt_reason() is None
+        )
+        left = len(settled.by_status(MoveStatus.IN_FLIGHT))
+        mirror.write(stored.id, settled, force=True)
+        progress(settled)
+        raise ExecutionHalted(
+            f"{reason}: stopped at the next batch"
+            + (f"; {left} move(s) still in flight keep their throttles" if left else "; no throttle left")
+        ) from None
+    mirror.write(stored.id, final, force=True)
+    progress(final)
     return final
 
 
-def mirror_state(kube: KubePort, pool: PoolId, plan: str, state: ExecutionState) -> None:
-    """The executor's state in ``<pool>-execution``, for a new operator pod to resume from."""
-    document = json_text(state_document(state)).encode()
-    blobs.store(
-        kube, pool.namespace, execution_config_map(pool.name), pool, {"plan.id": plan}, STATE_KEY, document
-    )
+def _state_path(state_dir: Path, mirror: StateMirror, plan: str) -> Path:
+    return state_dir / f"{mirror.pool.namespace}.{mirror.pool.name}.{plan}.json"
 
 
-def _recorded(kube: KubePort, state_dir: Path, pool: PoolId) -> tuple[str, Path, ExecutionState] | None:
-    """The pool's last execution: its plan id, local state path and state (None if it never ran)."""
-    namespace, name = pool.namespace, pool.name
-    mirrored = blobs.load(kube, namespace, execution_config_map(name), STATE_KEY)
-    if mirrored is None:
-        return None
-    plan = str(mirrored[0]["plan.id"])
-    path = state_dir / f"{namespace}.{name}.{plan}.json"
-    # The local file is the executor's own, newer than the mirror (written at most every few seconds).
-    state = load_state(path) if path.exists() else state_from_document(json.loads(mirrored[1]))
-    return plan, path, state
-
-
-def _file_commit(path: Path) -> Callable[[ExecutionState], ExecutionState]:
+def _file_commit(
+    path: Path, mirror: StateMirror, plan: str, clock: Callable[[], float]
+) -> Callable[[ExecutionState], ExecutionState]:
     def commit(current: ExecutionState) -> ExecutionState:
-        current = replace(current, updated_at=time.time())
+        current = replace(current, updated_at=clock())
         path.parent.mkdir(parents=True, exist_ok=True)
         save_state(path, current)
+        mirror.write(plan, current)
         return current
 
     return commit
 
 
 def settle_unfinished(
-    kube: KubePort,
     admin: AdminPort,
+    mirror: StateMirror,
     state_dir: Path,
-    pool: PoolId,
     keep: str | None = None,
     *,
     clock: Callable[[], float] = time.time,
@@ -164,45 +160,48 @@ def settle_unfinished(
 
     A pool runs one plan at a time. An execution that failed half-way, or that a deleted pool leaves,
     still has moves in flight and throttles set; they are ours, and a later plan would take them for
-    someone else's and leave them. Returns the id of the plan cancelled, if any.
+    someone else's and leave them. Returns the id of the plan cancelled, if any. The caller holds the
+    pool's execution lease (``admin`` is fenced by it).
     """
-    recorded = _recorded(kube, state_dir, pool)
-    if recorded is None or recorded[0] == keep or recorded[2].finished_at is not None:
+    recorded = mirror.load()
+    if recorded is None or recorded[0] == keep or recorded[1].finished_at is not None:
         return None
-    plan, path, state = recorded
-    final = cancel_execution(admin, state, _file_commit(path), clock=clock, sleep=sleep)
-    mirror_state(kube, pool, plan, final)
-    logger.info("pool %s: cancelled unfinished plan %s, removed its throttles", pool.key, plan)
+    plan, state = recorded
+    commit = _file_commit(_state_path(state_dir, mirror, plan), mirror, plan, clock)
+    final = cancel_execution(admin, state, commit, clock=clock, sleep=sleep)
+    mirror.write(plan, final, force=True)
+    logger.info("pool %s: cancelled unfinished plan %s, removed its throttles", mirror.pool.key, plan)
     return plan
 
 
 def release_returned_brokers(
-    kube: KubePort, admin: Callable[[], AdminPort], state_dir: Path, pool: PoolId
+    admin: Callable[[], AdminPort], mirror: StateMirror, state_dir: Path
 ) -> list[str]:
     """Remove our rates from brokers the last execution had to leave them on (down at its end) and
-    that are back; run at every reconcile, so a throttle outlives its broker's downtime by one
-    interval. Brokers that moves still in flight need keep theirs. Returns the brokers released."""
-    recorded = _recorded(kube, state_dir, pool)
-    if recorded is None or not recorded[2].throttled_brokers:
+    that are back; run at every sync, so a throttle outlives its broker's downtime by one interval.
+    Brokers that moves still in flight need keep theirs. Returns the brokers released.
+    The caller holds the pool's execution lease."""
+    recorded = mirror.load()
+    if recorded is None or not recorded[1].throttled_brokers:
         return []
-    plan, path, state = recorded
+    plan, state = recorded
     port = admin()
     needed = wanted_brokers(state.by_status(MoveStatus.IN_FLIGHT))
-    after = release_brokers(port, state, _file_commit(path), keep=needed)
+    commit = _file_commit(_state_path(state_dir, mirror, plan), mirror, plan, time.time)
+    after = release_brokers(port, state, commit, keep=needed)
     released = sorted(set(state.throttled_brokers) - set(after.throttled_brokers))
     if released:
-        mirror_state(kube, pool, plan, after)
         logger.info(
             "pool %s: removed throttles plan %s left on broker(s) %s, which are back",
-            pool.key,
+            mirror.pool.key,
             plan,
             ", ".join(released),
         )
     return released
 
 
-def inherited_throttles(kube: KubePort, state_dir: Path, pool: PoolId) -> dict[str, tuple[str, ...]]:
+def inherited_throttles(mirror: StateMirror) -> dict[str, tuple[str, ...]]:
     """Broker throttles an earlier plan could not remove (its brokers were down): a new plan's state
     takes them over, so they are still removed when those brokers come back."""
-    recorded = _recorded(kube, state_dir, pool)
-    return dict(recorded[2].throttled_brokers) if recorded is not None else {}
+    recorded = mirror.load()
+    return dict(recorded[1].throttled_brokers) if recorded is not None else {}

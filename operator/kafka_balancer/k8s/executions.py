@@ -1,10 +1,15 @@
 """The execution service: runs a pool's approved plan and tells the user how it goes.
 
 At most one execution per pool at a time in this process (a lock per pool, held by the worker thread,
-which can outlive the daemon that started it); its progress, end and failure go into the pool's
-``status.execution`` / ``status.plan``, Events and metrics. The mechanics (resume, mirror, settle)
-are in :mod:`kafka_balancer.k8s.execution`. Every method blocks: the pool service calls them from its
-worker thread.
+which can outlive the daemon that started it), and at most one across processes: every Kafka write
+is fenced by the pool's execution lease (k8s/lease.py) and every state write is conditional
+(k8s/state_mirror.py), so a replica frozen past its peering lifetime cannot act on a pool another
+replica took over. A pause, mode DryRun or a withdrawn approval halts the run at its next batch and
+releases its throttles as its moves finish. Its progress, end and failure go into the pool's
+``status.execution`` / ``status.plan`` with the ``Executing`` and ``Ready`` conditions, Events and
+metrics; an apiserver outage is ridden out and reported (KubernetesApiOutage) once it is back. The
+mechanics (resume, mirror, settle) are in :mod:`kafka_balancer.k8s.execution`. Every method blocks:
+the pool service calls them from its worker thread.
 """
 
 from __future__ import annotations
@@ -13,27 +18,37 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kafka_balancer.api import BrokerPoolSpec
-from kafka_balancer.errors import KafkaBalancerError, KafkaOperationError
+from kafka_balancer.errors import (
+    ExecutionFenced,
+    ExecutionHalted,
+    KafkaBalancerError,
+    KubernetesUnavailable,
+)
 from kafka_balancer.k8s.execution import (
     execute_plan,
     options_of,
     release_returned_brokers,
     settle_unfinished,
 )
+from kafka_balancer.k8s.lease import PoolLease
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.settings import Timings
+from kafka_balancer.k8s.state_mirror import StateMirror
 from kafka_balancer.kafka.admin import TIMEOUT_S, KafkaAdmin
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
+from kafka_balancer.kafka.fence import FencedAdmin
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.progress import duration_text, eta_seconds
-from kafka_balancer.reconcile.pool import Event, StoredPlan
+from kafka_balancer.reconcile.approval import halt_reason
+from kafka_balancer.reconcile.pool import Event, StoredPlan, execution_conditions
 from kafka_balancer.reconcile.status import (
     ExecutionPhase,
     ExecutionProgress,
@@ -56,12 +71,31 @@ def kafka_admin(
     return closing(KafkaAdmin(bootstrap, props, timeout_s=timeout_s))
 
 
+def _unknown() -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Liveness:
     """What the pool's daemon knows while an execution runs: kopf's live view of the pool."""
 
     stopping: Callable[[], bool]  # the daemon is stopping (shutdown, or peering handed over)
     paused: Callable[[], bool]  # spec.paused, as it is now
+    # spec.mode as it is now; None: as the sync read it (the parsed spec's mode).
+    mode: Callable[[], str | None] = _unknown
+    # The approval annotation as it is now; None here (no live view): as the sync read it.
+    approved: Callable[[], str | None] | None = None
+
+
+@dataclass(frozen=True)
+class SeenPool:
+    """The pool as the sync that starts an execution left it: what the execution's status writes
+    start from (a merge patch replaces the conditions list whole)."""
+
+    generation: int
+    execution: Mapping[str, Any] | None  # status.execution
+    conditions: Sequence[Mapping[str, Any]]  # status.conditions
+    approved: str | None  # the approval annotation
 
 
 class ExecutionBusy(KafkaBalancerError):
@@ -107,120 +141,240 @@ class ExecutionService:
         self._sleep = sleep
         # Held by the worker thread that executes a pool's plan, which can outlive its cancelled daemon.
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        # One per pool for the process's life: a takeover counts a stale holder's silence across passes.
+        self._leases: dict[str, PoolLease] = {}
+        self._leases_lock = threading.Lock()
+
+    def lease(self, pool: PoolId) -> PoolLease:
+        with self._leases_lock:
+            if pool.key not in self._leases:
+                self._leases[pool.key] = PoolLease(self.kube, pool, duration_s=self.timings.lease_duration_s)
+            return self._leases[pool.key]
 
     def execute(
-        self, pool: PoolId, stored: StoredPlan, spec: BrokerPoolSpec, props: Mapping[str, str], live: Liveness
+        self,
+        pool: PoolId,
+        stored: StoredPlan,
+        spec: BrokerPoolSpec,
+        props: Mapping[str, str],
+        live: Liveness,
+        seen: SeenPool,
     ) -> ExecutionPhase | None:
-        """Run ``stored`` to its end; the phase it ended in (None: stopped for another operator)."""
-        self.kube.post_event(
-            pool, Event("Normal", "ExecutionStarted", f"executing plan {stored.id} ({stored.moves} moves)")
-        )
-        self._write(pool, ExecutionUpdate(ExecutionStatus(stored.id, ExecutionPhase.RUNNING, "starting")))
+        """Run ``stored`` to its end, holding the pool's execution lease; the phase it ended in
+        (None: stopped for another operator, or finished by the one that took it over)."""
+        lease = self.lease(pool)
+        # Set once the API answers again after an outage during this run; kept in the status message.
+        outage: list[str] = []
+
+        def halt() -> str | None:
+            # kopf's live view of the pool: a pause, a mode change or a withdrawn approval stops the
+            # execution at its next batch.
+            return halt_reason(
+                mode=live.mode() or spec.mode,
+                paused=live.paused(),
+                approved=seen.approved if live.approved is None else live.approved(),
+                plan=stored.id,
+            )
+
+        def write(execution: ExecutionStatus, plan: PlanProgress | None = None) -> None:
+            conditions = execution_conditions(
+                seen.conditions, execution, generation=seen.generation, now=self._clock()
+            )
+            try:
+                self._write(pool, ExecutionUpdate(execution, plan, conditions))
+            except KubernetesUnavailable as err:
+                _log.warning("pool %s: status not written this time: %s", pool.key, err)
 
         def progress(state: ExecutionState) -> None:
             fields, message = execution_progress(state, self._clock())
             self.metrics.moves_done.labels(pool.key).set(fields.moves_done)
             self.metrics.bytes_moved.labels(pool.key).set(fields.bytes_done)
-            running = ExecutionStatus(stored.id, ExecutionPhase.RUNNING, message, fields)
-            self._write(
-                pool,
-                ExecutionUpdate(
-                    running, PlanProgress(fields.moves_done, len(state.moves) - fields.moves_done)
-                ),
+            reason = halt()
+            if reason is not None:
+                message = f"halting ({reason}): nothing more is submitted; {message}"
+            if outage:
+                message = f"{message}; {outage[-1]}"
+            write(
+                ExecutionStatus(stored.id, ExecutionPhase.RUNNING, message, fields),
+                PlanProgress(fields.moves_done, len(state.moves) - fields.moves_done),
             )
 
+        def recovered(seconds: float) -> None:
+            note = f"the Kubernetes API was unreachable for {seconds:.0f}s; moves went on"
+            outage.append(note)
+            self.kube.post_event(pool, Event("Warning", "KubernetesApiOutage", f"plan {stored.id}: {note}"))
+
+        resumed = (seen.execution or {}).get("planId") == stored.id
+        # One for every attempt: an outage that cost the lease is reported once the API is back.
+        mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check, on_recovered=recovered)
         options = options_of(spec.execution, self.timings.execution_poll_s)
+
+        def run(admin: AdminPort) -> bool:
+            """True once this process ran the plan to its end; False if another one finished it."""
+            nonlocal resumed
+            while True:
+                if not lease.acquire(lambda: live.stopping() or halt() is not None):
+                    raise ExecutionHalted(halt() or "the operator is stopping")
+                try:
+                    recorded = mirror.load() if resumed else None
+                    if recorded is not None and recorded[0] == stored.id and recorded[1].finished_at:
+                        return False  # the owner that took over while this process was away finished it
+                    # Once per plan, by the process that holds its lease; a takeover resumes quietly.
+                    if not resumed:
+                        self.kube.post_event(
+                            pool,
+                            Event(
+                                "Normal",
+                                "ExecutionStarted",
+                                f"executing plan {stored.id} ({stored.moves} moves)",
+                            ),
+                        )
+                    message = "resuming" if resumed else "starting"
+                    resumed = True
+                    write(ExecutionStatus(stored.id, ExecutionPhase.RUNNING, message))
+                    execute_plan(
+                        mirror,
+                        lease,
+                        admin,
+                        self.state_dir,
+                        stored,
+                        options,
+                        progress,
+                        # The worker thread outlives a cancelled daemon (shutdown, or peering handing
+                        # over to another replica): it stops at its next step; the record lets the
+                        # next owner resume.
+                        live.stopping,
+                        halt,
+                        clock=self._clock,
+                        sleep=self._sleep,
+                    )
+                    return True
+                except ExecutionFenced as err:
+                    # Nothing more was written to Kafka. Whoever holds the lease now goes on; if nobody
+                    # took it (the API was away for longer than the lease), this process takes it back.
+                    _log.warning("plan %s: %s", stored.id, err)
+                    if live.stopping():
+                        raise
+                finally:
+                    lease.release()
+
         # A broker that hangs must not stretch the dead-broker timeout to the client's request timeout.
         connection = self._connect(spec.kafka.bootstrap_servers, props, options.request_timeout_s)
         try:
             with self._locks[pool.key], connection as admin:
-                execute_plan(
-                    self.kube,
-                    admin,
-                    self.state_dir,
-                    pool,
-                    stored,
-                    options,
-                    progress,
-                    # Pausing the pool stops the execution at its next batch. So does stopping the
-                    # daemon (shutdown, or peering handing over to another replica): the worker thread
-                    # outlives a cancelled coroutine, and the state lets the next one resume.
-                    lambda: live.stopping() or live.paused(),
-                    mirror_every_s=self.timings.mirror_every_s,
-                    clock=self._clock,
-                    sleep=self._sleep,
-                )
+                finished_here = run(admin)
+        except ExecutionFenced:
+            _log.info("plan %s: stopped submitting moves; the next active operator resumes it", stored.id)
+            return None
         except KafkaBalancerError as err:
-            return self._stopped(pool, stored, err, live)
+            return self._stopped(pool, stored, err, live, write)
+        if not finished_here:
+            _log.info("plan %s: finished by the process that took it over", stored.id)
+            return None
         self.metrics.executions.labels(pool.key, "succeeded").inc()
         self.kube.post_event(
             pool, Event("Normal", "ExecutionFinished", f"plan {stored.id} executed and verified")
         )
-        succeeded = ExecutionStatus(stored.id, ExecutionPhase.SUCCEEDED, "", moves_done=stored.moves)
-        self._write(pool, ExecutionUpdate(succeeded, PlanProgress(stored.moves, 0, executed_id=stored.id)))
+        write(
+            ExecutionStatus(stored.id, ExecutionPhase.SUCCEEDED, "", moves_done=stored.moves),
+            PlanProgress(stored.moves, 0, executed_id=stored.id),
+        )
         return ExecutionPhase.SUCCEEDED
 
     def _stopped(
-        self, pool: PoolId, stored: StoredPlan, err: KafkaBalancerError, live: Liveness
+        self,
+        pool: PoolId,
+        stored: StoredPlan,
+        err: KafkaBalancerError,
+        live: Liveness,
+        write: Callable[[ExecutionStatus], None],
     ) -> ExecutionPhase | None:
         if live.stopping():
             _log.info("plan %s: stopped submitting moves; the next active operator resumes it", stored.id)
             return None
-        paused = live.paused()
-        if not paused:
+        halted = isinstance(err, ExecutionHalted)
+        if not halted:
             _log.error("plan %s failed: %s", stored.id, err)
             self.metrics.executions.labels(pool.key, "failed").inc()
         self.kube.post_event(
             pool,
             Event(
-                "Normal" if paused else "Warning",
-                "ExecutionPaused" if paused else "ExecutionFailed",
+                "Normal" if halted else "Warning",
+                "ExecutionPaused" if halted else "ExecutionFailed",
                 f"plan {stored.id}: {err}",
             ),
         )
-        phase = ExecutionPhase.PAUSED if paused else ExecutionPhase.FAILED
-        self._write(pool, ExecutionUpdate(ExecutionStatus(stored.id, phase, str(err))))
+        phase = ExecutionPhase.PAUSED if halted else ExecutionPhase.FAILED
+        write(ExecutionStatus(stored.id, phase, str(err)))
         return phase
 
     def release_left_throttles(
         self, pool: PoolId, spec: BrokerPoolSpec, props: Mapping[str, str]
     ) -> list[str]:
-        """Level-based: throttles an execution had to leave on a broker that was down go once it is back."""
+        """Level-based: throttles an execution had to leave on a broker that was down go once it is
+        back. Only by the holder of the pool's execution lease, taken only when some were left."""
         lock = self._locks[pool.key]
         if not lock.acquire(blocking=False):
             return []  # an execution (or the pool's deletion) is handling the pool's throttles right now
         try:
-            with self._admins(spec, props) as admin:
-                return release_returned_brokers(self.kube, admin, self.state_dir, pool)
-        except KafkaOperationError as err:
-            _log.warning("pool %s: left throttles not released yet: %s", pool.key, err)
-            return []
+            lease = self.lease(pool)
+            try:
+                recorded = StateMirror(self.kube, pool, timings=self.timings).load()
+            except KafkaBalancerError as err:
+                _log.warning("pool %s: left throttles not looked at: %s", pool.key, err)
+                return []
+            if recorded is None or not recorded[1].throttled_brokers or not lease.try_acquire():
+                # Nothing left behind; or another process holds the pool's execution: its throttles
+                # are its own.
+                return []
+            try:
+                with self._admins(spec, props, lease) as admin:
+                    mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check)
+                    return release_returned_brokers(admin, mirror, self.state_dir)
+            except KafkaBalancerError as err:
+                _log.warning("pool %s: left throttles not released yet: %s", pool.key, err)
+                return []
+            finally:
+                lease.release()
         finally:
             lock.release()
 
     def settle_deleted(self, pool: PoolId, spec: BrokerPoolSpec, props: Mapping[str, str]) -> str | None:
         """A deleted pool's moves still in flight are cancelled and its throttles removed; the id of
-        the plan cancelled, if any. :class:`ExecutionBusy` while its execution is still stopping."""
+        the plan cancelled, if any. :class:`ExecutionBusy` while its execution is still stopping or
+        another process holds the pool's execution lease."""
         lock = self._locks[pool.key]
         # The daemon was told to stop; its execution thread stops at its next step.
         if not lock.acquire(timeout=self.timings.deletion_wait_s):
             raise ExecutionBusy("the pool's execution is still stopping")
+        lease = self.lease(pool)
         try:
+            give_up = time.monotonic() + 2 * lease.duration_s
+            if not lease.acquire(lambda: time.monotonic() > give_up):
+                raise ExecutionBusy("another process holds the pool's execution lease")
+            mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check)
             with self._connect(spec.kafka.bootstrap_servers, props, TIMEOUT_S) as admin:
                 return settle_unfinished(
-                    self.kube, admin, self.state_dir, pool, clock=self._clock, sleep=self._sleep
+                    FencedAdmin(admin, lease),
+                    mirror,
+                    self.state_dir,
+                    clock=self._clock,
+                    sleep=self._sleep,
                 )
         finally:
+            lease.release()
             lock.release()
 
     @contextmanager
-    def _admins(self, spec: BrokerPoolSpec, props: Mapping[str, str]) -> Iterator[Callable[[], AdminPort]]:
-        """Clients made on demand (most passes have no left throttle: no connection), all closed after."""
+    def _admins(
+        self, spec: BrokerPoolSpec, props: Mapping[str, str], lease: PoolLease
+    ) -> Iterator[Callable[[], AdminPort]]:
+        """Fenced clients made on demand (a pass may find nothing to release), all closed after."""
         opened: list[AbstractContextManager[AdminPort]] = []
 
         def admin() -> AdminPort:
             opened.append(self._connect(spec.kafka.bootstrap_servers, props, TIMEOUT_S))
-            return opened[-1].__enter__()
+            return FencedAdmin(opened[-1].__enter__(), lease)
 
         try:
             yield admin

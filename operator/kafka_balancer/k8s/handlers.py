@@ -44,8 +44,9 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.posting.level = logging.WARNING
     # Without the peering objects two replicas would both act: refuse to run unpeered.
     settings.peering.mandatory = True
-    settings.watching.server_timeout = 300
     operator: OperatorSettings = memo.settings
+    settings.peering.lifetime = operator.peering_lifetime_s
+    settings.watching.server_timeout = 300
     kube = Kube(str(operator.kubeconfig) if operator.kubeconfig else None)
     memo.metrics = OperatorMetrics()
     executions = ExecutionService(kube, operator.state_dir, operator.timings, memo.metrics)
@@ -102,7 +103,12 @@ async def pool_daemon(
     wake_s = pools.timings.wake_s
     pool = PoolId(namespace, name, uid)
     # kopf's body is its live view: pausing the pool or stopping the daemon is seen mid-execution.
-    live = Liveness(stopping=lambda: bool(stopped), paused=lambda: bool(body.spec.get("paused", False)))
+    live = Liveness(
+        stopping=lambda: bool(stopped),
+        paused=lambda: bool(body.spec.get("paused", False)),
+        mode=lambda: body.spec.get("mode"),
+        approved=lambda: body.meta.annotations.get(APPROVE_ANNOTATION),
+    )
     while not stopped:
         seen = (body.meta.get("generation"), body.meta.annotations.get(APPROVE_ANNOTATION))
         observed = PoolObject(

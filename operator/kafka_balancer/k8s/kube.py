@@ -1,5 +1,7 @@
 """The operator's :class:`~kafka_balancer.k8s.port.KubePort` against the apiserver: ConfigMaps owned by a
-pool, CR status, Secrets, Events, SparkApplications.
+pool (also written conditionally on their resourceVersion), CR status, Secrets, Events,
+SparkApplications and the pools' execution Leases. An apiserver that does not answer (connection
+errors, 5xx, 429) raises :class:`~kafka_balancer.errors.KubernetesUnavailable`, which callers ride out.
 
 Synchronous (the official client); the services run them in a worker thread.
 """
@@ -8,19 +10,38 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import kopf
+import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from kafka_balancer.api import API_VERSION, GROUP, VERSION
-from kafka_balancer.errors import KubernetesError
-from kafka_balancer.k8s.port import ConfigMapData, PoolId
+from kafka_balancer.errors import KubernetesError, KubernetesUnavailable, WriteConflict
+from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, PoolId
 from kafka_balancer.reconcile.pool import Event
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kafka-balancer"}
+# The execution's own calls (state, lease) give up after this long instead of hanging on a dead
+# connection: their callers retry, and the lease deadline decides how long that may go on.
+REQUEST_TIMEOUT_S = 10.0
+
+
+@contextmanager
+def _transport(what: str) -> Iterator[None]:
+    """Connection failures and the apiserver's own 5xx/429 as :class:`KubernetesUnavailable`."""
+    try:
+        yield
+    except ApiException as err:
+        if err.status is not None and (err.status >= 500 or err.status == 429):
+            raise KubernetesUnavailable(f"{what}: the Kubernetes API answered {err.status}") from err
+        raise
+    except (urllib3.exceptions.HTTPError, OSError) as err:
+        raise KubernetesUnavailable(f"{what}: the Kubernetes API is unreachable ({err})") from err
 
 
 class Kube:
@@ -34,19 +55,60 @@ class Kube:
             api = client.ApiClient()
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
+        self.coordination = client.CoordinationV1Api(api)
 
     # -- ConfigMaps owned by a pool -----------------------------------------------------------------
 
     def read_config_map(self, namespace: str, name: str) -> ConfigMapData | None:
         try:
-            found = self.core.read_namespaced_config_map(name, namespace)
+            with _transport(f"reading ConfigMap {namespace}/{name}"):
+                found = self.core.read_namespaced_config_map(
+                    name, namespace, _request_timeout=REQUEST_TIMEOUT_S
+                )
         except ApiException as err:
             if err.status == 404:
                 return None
             raise KubernetesError(f"reading ConfigMap {namespace}/{name}: {err.reason}") from err
         binary = {key: base64.b64decode(value) for key, value in (found.binary_data or {}).items()}
-        version = found.metadata.resource_version if found.metadata is not None else None
-        return ConfigMapData(dict(found.data or {}), binary, str(version or ""))
+        return ConfigMapData(dict(found.data or {}), binary, _version(found))
+
+    def write_config_map_if(
+        self,
+        namespace: str,
+        name: str,
+        owner: PoolId,
+        data: Mapping[str, str],
+        binary: Mapping[str, bytes] | None,
+        version: str | None,
+    ) -> str:
+        """Replace the ConfigMap only if it is still at ``version`` (None: only create it); returns its
+        new version. Raises :class:`WriteConflict` when someone wrote it since (or created it first)."""
+        body = _config_map_body(namespace, name, owner, data, binary)
+        what = f"writing ConfigMap {namespace}/{name}"
+        try:
+            with _transport(what):
+                if version is None:
+                    written = self.core.create_namespaced_config_map(
+                        namespace, body, _request_timeout=REQUEST_TIMEOUT_S
+                    )
+                else:
+                    body["metadata"]["resourceVersion"] = version
+                    written = self.core.replace_namespaced_config_map(
+                        name, namespace, body, _request_timeout=REQUEST_TIMEOUT_S
+                    )
+        except ApiException as err:
+            if err.status in (404, 409):
+                raise WriteConflict(f"{what}: it changed since version {version} was read") from err
+            raise KubernetesError(f"{what}: {err.reason}") from err
+        return _version(written)
+
+    def delete_config_map(self, namespace: str, name: str) -> None:
+        try:
+            with _transport(f"deleting ConfigMap {namespace}/{name}"):
+                self.core.delete_namespaced_config_map(name, namespace, _request_timeout=REQUEST_TIMEOUT_S)
+        except ApiException as err:
+            if err.status != 404:
+                raise KubernetesError(f"deleting ConfigMap {namespace}/{name}: {err.reason}") from err
 
     def write_config_map(
         self,
@@ -56,52 +118,28 @@ class Kube:
         data: Mapping[str, str],
         binary: Mapping[str, bytes] | None = None,
     ) -> None:
-        # The client takes plain dicts as well as its models.
-        body: Any = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": {**MANAGED_BY, "kafkabalancer.io/pool": owner.name},
-                "ownerReferences": [
-                    {
-                        "apiVersion": f"{GROUP}/{VERSION}",
-                        "kind": "BrokerPool",
-                        "name": owner.name,
-                        "uid": owner.uid,
-                        "controller": True,
-                        "blockOwnerDeletion": False,
-                    }
-                ],
-            },
-            "data": dict(data),
-            "binaryData": {key: base64.b64encode(value).decode() for key, value in (binary or {}).items()},
-        }
+        """Create or replace; the pool owns it, so deleting the pool deletes it."""
+        body = _config_map_body(namespace, name, owner, data, binary)
         try:
-            self.core.replace_namespaced_config_map(name, namespace, body)
+            with _transport(f"writing ConfigMap {namespace}/{name}"):
+                self.core.replace_namespaced_config_map(name, namespace, body)
         except ApiException as err:
             if err.status != 404:
                 raise KubernetesError(f"writing ConfigMap {namespace}/{name}: {err.reason}") from err
             try:
-                self.core.create_namespaced_config_map(namespace, body)
+                with _transport(f"creating ConfigMap {namespace}/{name}"):
+                    self.core.create_namespaced_config_map(namespace, body)
             except ApiException as err2:
                 raise KubernetesError(f"creating ConfigMap {namespace}/{name}: {err2.reason}") from err2
-
-    def delete_config_map(self, namespace: str, name: str) -> None:
-        try:
-            self.core.delete_namespaced_config_map(name, namespace)
-        except ApiException as err:
-            if err.status != 404:
-                raise KubernetesError(f"deleting ConfigMap {namespace}/{name}: {err.reason}") from err
 
     # -- custom resources ---------------------------------------------------------------------------
 
     def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         try:
-            self.custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, plural, name, {"status": dict(status)}
-            )
+            with _transport(f"patching {plural} {namespace}/{name} status"):
+                self.custom.patch_namespaced_custom_object_status(
+                    GROUP, VERSION, namespace, plural, name, {"status": dict(status)}
+                )
         except ApiException as err:
             if err.status == 404:  # deleted meanwhile: nothing to report on
                 return
@@ -111,7 +149,8 @@ class Kube:
 
     def read_secret(self, namespace: str, name: str) -> dict[str, bytes] | None:
         try:
-            secret = self.core.read_namespaced_secret(name, namespace)
+            with _transport(f"reading Secret {namespace}/{name}"):
+                secret = self.core.read_namespaced_secret(name, namespace)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -161,6 +200,111 @@ class Kube:
         except ApiException as err:
             if err.status != 404:
                 raise KubernetesError(f"deleting {plural} {namespace}/{name}: {err.reason}") from err
+
+    # -- the execution lease (coordination.k8s.io/v1) ---------------------------------------------
+
+    def read_lease(self, namespace: str, name: str) -> LeaseRecord | None:
+        try:
+            with _transport(f"reading Lease {namespace}/{name}"):
+                found = self.coordination.read_namespaced_lease(
+                    name, namespace, _request_timeout=REQUEST_TIMEOUT_S
+                )
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise KubernetesError(f"reading Lease {namespace}/{name}: {err.reason}") from err
+        spec: Any = found.spec
+        return LeaseRecord(
+            spec.holder_identity or None,
+            int(spec.lease_duration_seconds or 0),
+            int(spec.lease_transitions or 0),
+            _version(found),
+        )
+
+    def write_lease(
+        self,
+        namespace: str,
+        name: str,
+        owner: PoolId,
+        holder: str | None,
+        duration_s: int,
+        transitions: int,
+        version: str | None,
+    ) -> str:
+        """Create (``version`` None) or conditionally replace the Lease; returns its new version.
+        Raises :class:`WriteConflict` when another process wrote it since ``version``."""
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        body: Any = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {**MANAGED_BY, "kafkabalancer.io/pool": owner.name},
+                "ownerReferences": [_owner_reference(owner)],
+                **({"resourceVersion": version} if version is not None else {}),
+            },
+            "spec": {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": duration_s,
+                "leaseTransitions": transitions,
+                "renewTime": now,
+                **({"acquireTime": now} if holder is not None else {}),
+            },
+        }
+        what = f"writing Lease {namespace}/{name}"
+        try:
+            with _transport(what):
+                if version is None:
+                    written = self.coordination.create_namespaced_lease(
+                        namespace, body, _request_timeout=REQUEST_TIMEOUT_S
+                    )
+                else:
+                    written = self.coordination.replace_namespaced_lease(
+                        name, namespace, body, _request_timeout=REQUEST_TIMEOUT_S
+                    )
+        except ApiException as err:
+            if err.status in (404, 409):
+                raise WriteConflict(f"{what}: another process wrote it since version {version}") from err
+            raise KubernetesError(f"{what}: {err.reason}") from err
+        return _version(written)
+
+
+def _version(found: Any) -> str:
+    return str(found.metadata.resource_version)
+
+
+def _owner_reference(owner: PoolId) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "BrokerPool",
+        "name": owner.name,
+        "uid": owner.uid,
+        "controller": True,
+        "blockOwnerDeletion": False,
+    }
+
+
+def _config_map_body(
+    namespace: str,
+    name: str,
+    owner: PoolId,
+    data: Mapping[str, str],
+    binary: Mapping[str, bytes] | None,
+) -> Any:
+    # The client takes plain dicts as well as its models.
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {**MANAGED_BY, "kafkabalancer.io/pool": owner.name},
+            "ownerReferences": [_owner_reference(owner)],
+        },
+        "data": dict(data),
+        "binaryData": {key: base64.b64encode(value).decode() for key, value in (binary or {}).items()},
+    }
 
 
 def json_text(document: Any) -> str:

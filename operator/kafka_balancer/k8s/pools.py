@@ -23,7 +23,7 @@ from kafka_balancer.errors import InputError, KafkaOperationError
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.k8s import blobs
-from kafka_balancer.k8s.executions import ExecutionService, Liveness
+from kafka_balancer.k8s.executions import ExecutionService, Liveness, SeenPool
 from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import KubePort, PoolId
@@ -178,7 +178,14 @@ class PoolService:
         if outcome.decision.action is Action.EXECUTE:
             stored = outcome.new_plan or self.stored_plan(pool.id)
             if stored is not None:
-                self.executions.execute(pool.id, stored, spec, props, live)
+                written = outcome.status.to_dict()
+                seen = SeenPool(
+                    pool.generation,
+                    pool.status.get("execution"),
+                    written["conditions"],
+                    pool.annotations.get(APPROVE_ANNOTATION),
+                )
+                self.executions.execute(pool.id, stored, spec, props, live, seen)
         else:
             self.executions.release_left_throttles(pool.id, spec, props)
         return SyncResult(outcome)

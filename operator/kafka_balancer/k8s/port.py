@@ -39,6 +39,16 @@ class ConfigMapData:
     resource_version: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """A coordination.k8s.io/v1 Lease as the execution lease reads it."""
+
+    holder: str | None
+    duration_s: int
+    transitions: int
+    version: str  # metadata.resourceVersion: the precondition of the next write
+
+
 class KubePort(Protocol):
     def read_config_map(self, namespace: str, name: str) -> ConfigMapData | None:
         """None when the ConfigMap does not exist."""
@@ -53,6 +63,20 @@ class KubePort(Protocol):
         binary: Mapping[str, bytes] | None = None,
     ) -> None:
         """Create or replace; owned by the pool, so deleting the pool deletes it."""
+        ...
+
+    def write_config_map_if(
+        self,
+        namespace: str,
+        name: str,
+        owner: PoolId,
+        data: Mapping[str, str],
+        binary: Mapping[str, bytes] | None,
+        version: str | None,
+    ) -> str:
+        """Replace the ConfigMap only if it is still at ``version`` (None: only create it); returns its
+        new version. :class:`~kafka_balancer.errors.WriteConflict` when someone wrote it since (or
+        created it first)."""
         ...
 
     def delete_config_map(self, namespace: str, name: str) -> None:
@@ -85,4 +109,22 @@ class KubePort(Protocol):
 
     def delete_custom_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
         """Gone already is fine."""
+        ...
+
+    def read_lease(self, namespace: str, name: str) -> LeaseRecord | None:
+        """None when the Lease does not exist."""
+        ...
+
+    def write_lease(
+        self,
+        namespace: str,
+        name: str,
+        owner: PoolId,
+        holder: str | None,
+        duration_s: int,
+        transitions: int,
+        version: str | None,
+    ) -> str:
+        """Create (``version`` None) or conditionally replace the pool's Lease; returns its new version.
+        :class:`~kafka_balancer.errors.WriteConflict` when another process wrote it since ``version``."""
         ...

@@ -35,10 +35,18 @@ class Timings:
     # The execution's state is mirrored into <pool>-execution at most this often while moves run
     # (every commit would be a ConfigMap write per second).
     mirror_every_s: float = 5.0
+    # A write of the execution state that must land before Kafka is changed is retried through an
+    # apiserver outage after 0.5 s, doubling to 4 s, for as long as the pool's lease holds.
+    state_retry_first_s: float = 0.5
+    state_retry_max_s: float = 4.0
     # The executor polls Kafka for the progress of its moves this often.
     execution_poll_s: float = 2.0
     # A deleted pool waits this long for its execution thread to stop before kopf retries.
     deletion_wait_s: float = 120.0
+
+    # The execution lease's duration: a holder that cannot renew for this long (less a 2 s margin)
+    # stops writing to Kafka; a standby takes the pool over after seeing no renewal for this long.
+    lease_duration_s: int = 15
 
     def backoff(self, retry: int) -> float:
         return min(self.backoff_max_s, self.backoff_s * 2.0**retry)
@@ -55,6 +63,9 @@ class OperatorSettings:
     # --priority; None: the start time in ms. Equal priorities make kopf freeze every replica, and a
     # dead replica's peering record lingers for its lifetime, so a fresh process must outrank it.
     priority: int | None = None
+    # --peering-lifetime: seconds a silent replica still counts as alive in kopf's peering (kopf's
+    # default); executions are fenced by their own lease whatever this is.
+    peering_lifetime_s: int = 60
     liveness: str | None = None  # --liveness endpoint
     metrics_port: int | None = None  # --metrics-port
     state_dir: Path = DEFAULT_STATE_DIR  # --state-dir: execution state files, TLS keys, samples

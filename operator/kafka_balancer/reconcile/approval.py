@@ -60,3 +60,15 @@ def decide(
             f"{APPROVE_ANNOTATION}={approved} names no current plan; the current plan is {stored_id}",
         )
     return Decision(Action.EXECUTE, "Approved", f"executing approved plan {stored_id}")
+
+
+def halt_reason(*, mode: str, paused: bool, approved: str | None, plan: str) -> str | None:
+    """Why a running execution of ``plan`` must stop at its next batch, as the spec reads now; None
+    while it may go on. Only what the user changes counts: a new plan never halts a running one."""
+    if paused:
+        return "spec.paused is true"
+    if mode == "DryRun":
+        return "mode DryRun never executes"
+    if mode == "Manual" and approved != plan:
+        return f"mode Manual and {APPROVE_ANNOTATION} no longer names plan {plan}"
+    return None

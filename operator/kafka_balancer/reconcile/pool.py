@@ -31,6 +31,7 @@ from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_co
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, build_cluster
 from kafka_balancer.reconcile.status import (
     BrokerStatus,
+    ConditionStatus,
     ExecutionPhase,
     ExecutionStatus,
     GoalStatus,
@@ -142,8 +143,21 @@ def executing_condition(execution: ExecutionStatus | None) -> Condition:
     if execution.phase is ExecutionPhase.FAILED:
         return Condition("Executing", FALSE, "ExecutionFailed", f"plan {plan} failed: {message}")
     if execution.phase is ExecutionPhase.PAUSED:
-        return Condition("Executing", FALSE, "Paused", f"plan {plan} paused by spec.paused: {message}")
+        return Condition("Executing", FALSE, "Paused", f"plan {plan} paused: {message}")
     return Condition("Executing", FALSE, "Finished", f"plan {plan} executed and verified")
+
+
+def execution_conditions(
+    previous: Sequence[Mapping[str, Any]], execution: ExecutionStatus, *, generation: int, now: float
+) -> tuple[ConditionStatus, ...]:
+    """The pool's conditions with ``Executing`` (and the ``Ready`` summary) as ``execution`` says:
+    written together with the execution's progress, not only by sync passes. The others are kept as
+    the last pass wrote them (a merge patch replaces the list whole)."""
+    others = [ConditionStatus.from_dict(c) for c in previous if c.get("type") not in ("Ready", "Executing")]
+    executing = executing_condition(execution)
+    summary = ready([*(Condition(c.type, c.status, c.reason, c.message) for c in others), executing])
+    merged = merge_conditions(previous, [summary, executing], generation=generation, now=rfc3339(now))
+    return (merged[0], *others, merged[1])
 
 
 def loads_condition(source: LoadSource) -> Condition:

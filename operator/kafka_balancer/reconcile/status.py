@@ -18,7 +18,9 @@ class ExecutionPhase(enum.Enum):
     """``status.execution.phase``."""
 
     RUNNING = "Running"
-    PAUSED = "Paused"  # stopped by spec.paused; resumes when unpaused
+    # Halted at a batch boundary by spec.paused, mode DryRun or a Manual approval withdrawn, its
+    # throttles released as its moves finished; resumes when allowed again.
+    PAUSED = "Paused"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
@@ -203,6 +205,18 @@ class ConditionStatus:
             "lastTransitionTime": self.last_transition_time,
         }
 
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> ConditionStatus:
+        """A condition as the apiserver holds it, to be written back unchanged."""
+        return cls(
+            str(doc["type"]),
+            str(doc["status"]),
+            str(doc.get("reason", "")),
+            str(doc.get("message", "")),
+            int(doc.get("observedGeneration", 0)),
+            str(doc.get("lastTransitionTime", "")),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class PoolStatus:
@@ -235,16 +249,19 @@ class PoolStatus:
 
 @dataclass(frozen=True, slots=True)
 class ExecutionUpdate:
-    """A status write of a running (or ending) execution: ``status.execution`` and maybe ``status.plan``."""
+    """A status write of a running (or ending) execution: ``status.execution``, maybe ``status.plan``,
+    and the conditions with ``Executing`` and ``Ready`` following the execution."""
 
     execution: ExecutionStatus
     plan: PlanProgress | None = None
+    conditions: tuple[ConditionStatus, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _present(
             {
                 "execution": self.execution.to_dict(),
                 "plan": None if self.plan is None else self.plan.to_dict(),
+                "conditions": None if self.conditions is None else [c.to_dict() for c in self.conditions],
             }
         )
 
