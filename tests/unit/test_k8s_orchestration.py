@@ -374,3 +374,28 @@ def test_no_execution_no_throttle_release_needs_no_kafka_connection(tmp_path: Pa
     b.sync("DryRun", retry=retry)
 
     assert connections == []  # nothing recorded in <pool>-execution: no client is made
+
+
+def test_an_execution_whose_lease_another_process_holds_writes_nothing_to_kafka(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    # A standby replica's view: the active one renewed the pool's Lease a moment ago.
+    b.kube.write_lease("kafka", "main-execution", POOL, "active-replica", 15, 0, None)
+    stops: list[int] = []
+
+    def stopping() -> bool:
+        stops.append(1)  # the daemon is told to stop while it waits for the lease
+        return len(stops) > 2
+
+    b.sync(
+        "Manual",
+        live=Liveness(stopping=stopping, paused=lambda: False),
+        annotations={APPROVE_ANNOTATION: plan_id},
+    )
+
+    assert b.cluster.submitted == [], "nothing was submitted without the lease"
+    assert not any(b.cluster.configs.values()), "no throttle was set"
+    assert "ExecutionStarted" not in b.kube.reasons()
+    lease = b.kube.read_lease("kafka", "main-execution")
+    assert lease is not None and lease.holder == "active-replica"
