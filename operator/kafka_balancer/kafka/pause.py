@@ -18,7 +18,7 @@ from kafka_balancer.kafka.throttle import sync_throttles
 def settle_in_flight(executor: Executor, state: ExecutionState, until: Callable[[], bool]) -> ExecutionState:
     """Follow the moves in flight to their end (or ``until()``), releasing throttles as they finish."""
     while True:
-        state = executor.commit(executor.stop_stuck(executor.reconcile(state)))
+        state = executor.commit(executor.stop_stuck(executor.observe(state)))
         state = sync_throttles(executor.admin, state, executor.commit)
         if not state.by_status(MoveStatus.IN_FLIGHT) or until():
             return state

@@ -1,6 +1,6 @@
 """The rules of a pool's execution lease, on a local monotonic clock given as input.
 
-kopf's peering decides which replica reconciles, but a replica frozen (SIGSTOP, a long GC pause, a
+kopf's peering decides which replica syncs pools, but a replica frozen (SIGSTOP, a long GC pause, a
 partitioned node) past the peering lifetime wakes up still believing it is active. The lease makes
 ownership of an execution a deadline each process computes for itself:
 
