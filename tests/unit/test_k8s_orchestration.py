@@ -214,6 +214,21 @@ def test_kafka_unreachable_backs_off_doubling_and_keeps_the_other_conditions(tmp
     assert b.conditions()["PlanReady"] == ("True", "Planned")  # the last plan is still there
     assert "k:9092" in first.message
     assert b.metric("kafka_balancer_reconciles_total", result="unreachable") == 3
+    assert b.metric("kafka_balancer_kafka_reachable") == 0
+
+
+def test_a_first_sync_creates_every_series_a_dashboard_or_an_alert_reads_at_zero(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+
+    b.sync("DryRun")
+
+    assert b.metric("kafka_balancer_kafka_reachable") == 1
+    for failure in ("invalid", "unreachable"):
+        assert b.metric("kafka_balancer_reconciles_total", result=failure) == 0
+    assert b.metric("kafka_balancer_executions_total", result="failed") == 0
+    assert b.metric("kafka_balancer_scoring_seconds_count", engine="Embedded", result="failed") == 0
+    for gauge in ("drain_blocked", "execution_failed", "execution_running", "execution_throttled_brokers"):
+        assert b.metric(f"kafka_balancer_{gauge}") == 0, gauge
 
 
 # -- executing a plan ----------------------------------------------------------------------------------
@@ -244,17 +259,23 @@ def test_manual_executes_exactly_the_approved_plan_and_reports_it_done(tmp_path:
     assert b.metric("kafka_balancer_execution_moves_done") == len(stored["partitions"])
     assert b.metric("kafka_balancer_execution_bytes_moved") == state.bytes_total > 0
     assert b.metric("kafka_balancer_reconciles_total", result="ok") == 2
+    assert b.metric("kafka_balancer_execution_throttled_brokers") == 0
+    assert b.metric("kafka_balancer_execution_moves_in_flight") == 0
+    assert b.metric("kafka_balancer_execution_running") == 0
 
 
 def test_progress_is_written_while_moves_run(tmp_path: Path) -> None:
     b = bed(tmp_path)
     b.sync("Manual")
     seen: list[dict[str, Any]] = []
+    gauges: list[dict[str, float | None]] = []
     patch = b.kube.patch_status
 
     def recording(plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         if "execution" in status and status["execution"].get("phase") == "Running":
             seen.append(dict(status["execution"]))
+            running = ("running", "moves_in_flight", "throttled_brokers")
+            gauges.append({g: b.metric(f"kafka_balancer_execution_{g}") for g in running})
         patch(plural, namespace, name, status)
 
     b.kube.patch_status = recording  # type: ignore[method-assign]
@@ -268,6 +289,9 @@ def test_progress_is_written_while_moves_run(tmp_path: Path) -> None:
         mid[0]["movesDone"] + mid[0]["movesInFlight"] + mid[0]["movesPending"]
         == b.status()["plan"]["movesTotal"]
     )
+    assert all(g["running"] == 1 for g in gauges)
+    assert max(g["moves_in_flight"] or 0 for g in gauges) > 0
+    assert max(g["throttled_brokers"] or 0 for g in gauges) > 0, f"throttles in force while moving: {gauges}"
 
 
 def test_a_paused_execution_resumes_on_a_new_pod_from_the_config_map_without_moving_twice(
@@ -318,6 +342,31 @@ def test_a_deleted_pool_cancels_its_unfinished_execution_and_leaves_no_throttle(
     _, state = b.mirrored_state()
     assert state.finished_at is not None
     assert {m.status for m in state.moves} <= {MoveStatus.CANCELLED, MoveStatus.PENDING}
+    assert b.metric("kafka_balancer_pool_balanced") is None, "a deleted pool's series are gone"
+    assert b.metric("kafka_balancer_goal_satisfied", goal="replicas") is None
+
+
+def test_a_move_without_progress_shows_stalled_then_failed(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    b.cluster.stuck = set(REPLICAS)  # no byte arrives: the move timeout (600 s) cancels them
+    stalled: list[float | None] = []
+    patch = b.kube.patch_status
+
+    def recording(plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        stalled.append(b.metric("kafka_balancer_execution_stalled_seconds"))
+        patch(plural, namespace, name, status)
+
+    b.kube.patch_status = recording  # type: ignore[method-assign]
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+    b.sync("Manual")  # the next sync reads the failed execution from the status
+
+    assert max(s or 0 for s in stalled) >= 600
+    assert (b.metric("kafka_balancer_execution_moves_failed") or 0) > 0
+    assert b.status()["execution"]["phase"] == "Failed"
+    assert b.metric("kafka_balancer_execution_failed") == 1
+    assert b.metric("kafka_balancer_executions_total", result="failed") == 1
 
 
 def test_a_new_plan_first_settles_the_unfinished_one_it_replaces(tmp_path: Path) -> None:
@@ -358,6 +407,7 @@ def test_a_failed_execution_is_a_warning_event_and_makes_the_pool_unready(tmp_pa
     assert "ExecutionFailed" in b.kube.reasons()
     assert b.conditions()["Executing"] == ("False", "ExecutionFailed")
     assert b.conditions()["Ready"] == ("False", "ExecutionFailed")
+    assert b.metric("kafka_balancer_execution_failed") == 1
 
 
 @pytest.mark.parametrize("retry", [0, 1])

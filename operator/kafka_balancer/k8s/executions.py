@@ -187,8 +187,7 @@ class ExecutionService:
 
         def progress(state: ExecutionState) -> None:
             fields, message = execution_progress(state, self._clock())
-            self.metrics.moves_done.labels(pool.key).set(fields.moves_done)
-            self.metrics.bytes_moved.labels(pool.key).set(fields.bytes_done)
+            self.metrics.execution_progress(pool.key, state, self._clock())
             reason = halt()
             if reason is not None:
                 message = f"halting ({reason}): nothing more is submitted; {message}"

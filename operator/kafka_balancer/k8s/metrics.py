@@ -1,9 +1,21 @@
 """The operator's Prometheus metrics, per pool (namespace/name): one object made at startup and handed to
-the services through kopf's memo (tests make their own, on a registry of their own)."""
+the services through kopf's memo (tests make their own, on a registry of their own).
+
+The chart's dashboard (charts/kafka-balancer/dashboards/) and alert rules (charts/kafka-balancer/alerts/)
+query these names: a rename here is a change to both.
+"""
 
 from __future__ import annotations
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
+
+# The label values a pool's counters take, created at 0 when the pool is first synced: a rate or an
+# alert on failures then has a series to read before the first failure.
+RECONCILE_RESULTS = ("ok", "invalid", "unreachable")
+EXECUTION_RESULTS = ("succeeded", "failed")
+SCORING_RESULTS = ("succeeded", "failed")
 
 
 class OperatorMetrics:
@@ -63,10 +75,115 @@ class OperatorMetrics:
             buckets=(5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800),
             registry=registry,
         )
+        self.scoring_failing = Gauge(
+            "kafka_balancer_scoring_last_run_failed",
+            "1 when the pool's latest scoring run failed (the sync goes on with the collector's loads)",
+            ["pool"],
+            registry=registry,
+        )
+        self.kafka_reachable = Gauge(
+            "kafka_balancer_kafka_reachable",
+            "1 when the latest sync read the pool's cluster, 0 when Kafka could not be reached",
+            ["pool"],
+            registry=registry,
+        )
+        self.drain_blocked = Gauge(
+            "kafka_balancer_drain_blocked",
+            "1 when a drain cannot be planned (condition DrainBlocked)",
+            ["pool"],
+            registry=registry,
+        )
+        self.execution_running = Gauge(
+            "kafka_balancer_execution_running", "1 while a plan executes", ["pool"], registry=registry
+        )
+        self.execution_failed = Gauge(
+            "kafka_balancer_execution_failed",
+            "1 when the pool's latest execution failed (condition Executing, reason ExecutionFailed)",
+            ["pool"],
+            registry=registry,
+        )
+        self.moves_in_flight = Gauge(
+            "kafka_balancer_execution_moves_in_flight",
+            "Moves of the running execution submitted to Kafka and not finished",
+            ["pool"],
+            registry=registry,
+        )
+        self.moves_failed = Gauge(
+            "kafka_balancer_execution_moves_failed",
+            "Moves of the running execution cancelled (no progress for the move timeout, destination gone)",
+            ["pool"],
+            registry=registry,
+        )
+        self.stalled_seconds = Gauge(
+            "kafka_balancer_execution_stalled_seconds",
+            "Longest time an in-flight move of the running execution has copied no byte (0: none in flight)",
+            ["pool"],
+            registry=registry,
+        )
+        self.throttled_brokers = Gauge(
+            "kafka_balancer_execution_throttled_brokers",
+            "Brokers carrying a replication throttle the execution set",
+            ["pool"],
+            registry=registry,
+        )
+        self._pool_gauges = (
+            self.plan_moves,
+            self.plan_bytes,
+            self.balanced,
+            self.kafka_reachable,
+            self.drain_blocked,
+            self.execution_running,
+            self.execution_failed,
+            self.moves_done,
+            self.bytes_moved,
+            self.moves_in_flight,
+            self.moves_failed,
+            self.stalled_seconds,
+            self.throttled_brokers,
+        )
+        self._all = (
+            self.reconciles,
+            self.executions,
+            self.goal_satisfied,
+            self.goal_deviation,
+            self.plan_seconds,
+            self.scoring_seconds,
+            self.scoring_failing,
+            *self._pool_gauges,
+        )
+
+    def pool_seen(self, pool: str, engine: str | None) -> None:
+        """Every per-pool series at 0 unless already set (``labels`` creates, never resets); ``engine``
+        (spec.scoring.engine) names the scoring series, None while the spec is unusable."""
+        for result in RECONCILE_RESULTS:
+            self.reconciles.labels(pool, result)
+        for result in EXECUTION_RESULTS:
+            self.executions.labels(pool, result)
+        if engine is not None:
+            for result in SCORING_RESULTS:
+                self.scoring_seconds.labels(pool, engine, result)
+        for gauge in self._pool_gauges:
+            gauge.labels(pool)
+
+    def forget(self, pool: str) -> None:
+        """A deleted pool's series go: a gauge left at its last value would keep an alert firing."""
+        for metric in self._all:
+            metric.remove_by_labels({"pool": pool})
+
+    def execution_progress(self, pool: str, state: ExecutionState, now: float) -> None:
+        """The running execution's moves, bytes, throttles and stall, from its state."""
+        in_flight = state.by_status(MoveStatus.IN_FLIGHT)
+        self.moves_done.labels(pool).set(len(state.by_status(MoveStatus.DONE)))
+        self.bytes_moved.labels(pool).set(state.bytes_done)
+        self.moves_in_flight.labels(pool).set(len(in_flight))
+        self.moves_failed.labels(pool).set(len(state.by_status(MoveStatus.FAILED)))
+        self.throttled_brokers.labels(pool).set(len(state.throttled_brokers))
+        self.stalled_seconds.labels(pool).set(max((m.idle_seconds(now) for m in in_flight), default=0.0))
 
     def scoring_run(self, pool: str, engine: str, result: str, seconds: float) -> None:
         """How long one scoring run took (BackgroundScoring's ``observe``)."""
         self.scoring_seconds.labels(pool, engine, result).observe(seconds)
+        self.scoring_failing.labels(pool).set(1 if result == "failed" else 0)
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)

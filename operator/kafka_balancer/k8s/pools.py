@@ -161,16 +161,20 @@ class PoolService:
         except InputError as err:
             # An unusable spec or Secret: say so; the next spec change (or interval) tries again.
             self.report_failure(pool, failure("SpecValid", "InvalidSpec", str(err)))
+            self.metrics.pool_seen(key, None)
             self.metrics.reconciles.labels(key, "invalid").inc()
             return SyncResult()
+        self.metrics.pool_seen(key, spec.scoring.engine)
         try:
             outcome = self.decide_and_write(pool, spec, goals, props)
         except KafkaOperationError as err:
             message = str(err)  # names the bootstrap servers and what failed (login, TLS, timeout)
             self.report_failure(pool, failure("KafkaReachable", "Unreachable", message))
             self.metrics.reconciles.labels(key, "unreachable").inc()
+            self.metrics.kafka_reachable.labels(key).set(0)
             return SyncResult(retry_after=self.timings.backoff(retry), message=message)
         self.metrics.reconciles.labels(key, "ok").inc()
+        self.metrics.kafka_reachable.labels(key).set(1)
         _log.info("pool %s reconciled: %s", key, outcome.decision.message)
         for event in outcome.events:
             self.kube.post_event(pool.id, event)
@@ -185,7 +189,11 @@ class PoolService:
                     written["conditions"],
                     pool.annotations.get(APPROVE_ANNOTATION),
                 )
-                self.executions.execute(pool.id, stored, spec, props, live, seen)
+                self.metrics.execution_running.labels(key).set(1)
+                try:
+                    self.executions.execute(pool.id, stored, spec, props, live, seen)
+                finally:
+                    self.metrics.execution_running.labels(key).set(0)
         else:
             self.executions.release_left_throttles(pool.id, spec, props)
         return SyncResult(outcome)
@@ -193,6 +201,7 @@ class PoolService:
     def clean_up_blocking(self, pool: PoolId, spec: Mapping[str, Any]) -> str | None:
         """The pool's finalizer: our moves still in flight are cancelled and our throttles removed.
         Returns the plan cancelled; raises KafkaOperationError or ExecutionBusy to be retried."""
+        self.metrics.forget(pool.key)
         try:
             parsed = parse_spec(spec)
             props = self.connection(pool, parsed)
@@ -337,3 +346,8 @@ class PoolService:
         self.metrics.balanced.labels(pool.key).set(
             1 if balanced is not None and balanced.status == TRUE else 0
         )
+        blocked = status.condition("DrainBlocked")
+        self.metrics.drain_blocked.labels(pool.key).set(1 if blocked and blocked.status == TRUE else 0)
+        executing = status.condition("Executing")
+        failed = executing is not None and executing.reason == "ExecutionFailed"
+        self.metrics.execution_failed.labels(pool.key).set(1 if failed else 0)

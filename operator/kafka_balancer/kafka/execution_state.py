@@ -77,6 +77,10 @@ class Move:
             return frozenset()
         return frozenset(self.adding) | frozenset(self.source)
 
+    def idle_seconds(self, now: float) -> float:
+        """How long an in-flight move has copied nothing (since it started, before its first byte)."""
+        return now - (self.progress_at or self.started_at or now)
+
     @property
     def bytes_total(self) -> int:
         return self.size * len(set(self.final) - set(self.original))

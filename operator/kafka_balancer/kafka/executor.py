@@ -267,7 +267,7 @@ class Executor:
         live = self.admin.broker_ids() if any(m.adding for m in in_flight) else frozenset()
         gone = set(state.gone_brokers)
         for move in in_flight:
-            idle = now - (move.progress_at or move.started_at or now)
+            idle = move.idle_seconds(now)
             if idle > self.options.dead_broker_timeout_s:
                 gone.update(b for b in move.adding if b not in live)
         for broker in sorted(gone - state.gone_brokers):
@@ -275,7 +275,7 @@ class Executor:
         state = replace(state, gone_brokers=frozenset(gone))
         stuck: dict[Tp, tuple[Move, str]] = {}
         for move in in_flight:
-            idle = now - (move.progress_at or move.started_at or now)
+            idle = move.idle_seconds(now)
             lost = sorted(set(move.adding) & gone)
             if lost:
                 left = f"destination broker {', '.join(map(str, lost))} left the cluster"
