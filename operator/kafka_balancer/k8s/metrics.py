@@ -140,6 +140,7 @@ class OperatorMetrics:
             self.moves_failed,
             self.stalled_seconds,
             self.throttled_brokers,
+            self.scoring_failing,
         )
         self._all = (
             self.reconciles,
@@ -148,7 +149,6 @@ class OperatorMetrics:
             self.goal_deviation,
             self.plan_seconds,
             self.scoring_seconds,
-            self.scoring_failing,
             *self._pool_gauges,
         )
 
