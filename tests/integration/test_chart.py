@@ -5,29 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from tests.support.chart import CHART, KUBE_VERSION, RELEASE, RELEASE_NAMESPACE, render
 
 from kafka_balancer_dev.localbed import kube
 
-CHART = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer"
-# The bed's apiserver; without it helm renders for its built-in default version.
-KUBE_VERSION = "1.35.0"
-RELEASE_NAMESPACE = "kb-test-chart"
-RELEASE = "kb"
 OPERATOR = f"system:serviceaccount:{RELEASE_NAMESPACE}:{RELEASE}-kafka-balancer"
-
-
-def render(bed: kube.KubeBed, *values: str) -> list[dict[str, Any]]:
-    sets = [arg for value in values for arg in ("--set", value)]
-    rendered = bed.helm(
-        "template", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--kube-version", KUBE_VERSION, *sets
-    )
-    assert rendered.returncode == 0, rendered.stderr
-    return [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
 
 
 def test_chart_lints(kube_bed: kube.KubeBed) -> None:
@@ -40,8 +26,9 @@ def test_chart_lints(kube_bed: kube.KubeBed) -> None:
     [
         (),
         ("watchNamespaces={team-a,team-b}", "scoring.sparkOnKubernetes=true", "metrics.enabled=false"),
+        ("dashboards.enabled=true",),
     ],
-    ids=["defaults", "namespaced-spark-no-metrics"],
+    ids=["defaults", "namespaced-spark-no-metrics", "dashboard"],
 )
 def test_rendered_manifests_pass_a_server_side_dry_run(
     kube_bed: kube.KubeBed, values: tuple[str, ...]
@@ -165,3 +152,64 @@ def can_i(bed: kube.KubeBed, verb: str, resource: str, namespace: str) -> str:
     scope = ["-n", namespace] if namespace else []
     answer = bed.kubectl("auth", "can-i", verb, resource, *scope, "--as", OPERATOR)
     return answer.stdout.strip()
+
+
+def _of_kind(docs: list[dict[str, Any]], kind: str, suffix: str = "") -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(suffix)]
+
+
+def test_the_dashboard_and_the_alert_rules_are_off_by_default(kube_bed: kube.KubeBed) -> None:
+    docs = render(kube_bed)
+
+    assert _of_kind(docs, "PrometheusRule") == []
+    assert _of_kind(docs, "ConfigMap", "-dashboard") == []
+
+
+def test_the_dashboard_config_map_carries_the_json_for_grafanas_sidecar(kube_bed: kube.KubeBed) -> None:
+    (default,) = _of_kind(render(kube_bed, "dashboards.enabled=true"), "ConfigMap", "-dashboard")
+    (relabelled,) = _of_kind(
+        render(
+            kube_bed,
+            "dashboards.enabled=true",
+            "dashboards.label=team_dashboard",
+            "dashboards.labelValue=kafka",
+            "dashboards.namespace=monitoring",
+        ),
+        "ConfigMap",
+        "-dashboard",
+    )
+
+    shipped = json.loads((CHART / "dashboards" / "kafka-balancer.json").read_text())
+    assert json.loads(default["data"]["kafka-balancer.json"]) == shipped
+    assert default["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert default["metadata"]["namespace"] == RELEASE_NAMESPACE
+    assert relabelled["metadata"]["labels"]["team_dashboard"] == "kafka"
+    assert "grafana_dashboard" not in relabelled["metadata"]["labels"]
+    assert relabelled["metadata"]["namespace"] == "monitoring"
+
+
+def test_the_prometheus_rule_is_the_rules_file_with_the_values_thresholds(kube_bed: kube.KubeBed) -> None:
+    shipped = yaml.safe_load((CHART / "alerts" / "rules.yaml").read_text())
+    (default,) = _of_kind(render(kube_bed, "alerts.enabled=true"), "PrometheusRule")
+    (tuned,) = _of_kind(
+        render(
+            kube_bed,
+            "alerts.enabled=true",
+            "alerts.rules.KafkaBalancerPoolUnbalanced.for=1h",
+            "alerts.rules.KafkaBalancerMoveStuck.severity=critical",
+            "alerts.labels.team=kafka",
+            "alerts.ruleLabels.release=prometheus",
+        ),
+        "PrometheusRule",
+    )
+
+    assert default["apiVersion"] == "monitoring.coreos.com/v1"
+    assert default["spec"]["groups"] == shipped["groups"], "values.yaml's alerts.rules equal the file's"
+    rules = {r["alert"]: r for group in tuned["spec"]["groups"] for r in group["rules"]}
+    assert rules["KafkaBalancerPoolUnbalanced"]["for"] == "1h"
+    assert rules["KafkaBalancerMoveStuck"]["labels"]["severity"] == "critical"
+    assert all(r["labels"]["team"] == "kafka" for r in rules.values())
+    assert rules["KafkaBalancerExecutionFailed"]["labels"]["severity"] == "critical"
+    assert tuned["metadata"]["labels"]["release"] == "prometheus"
+    unchanged = {r["alert"]: r["expr"] for group in shipped["groups"] for r in group["rules"]}
+    assert {name: r["expr"] for name, r in rules.items()} == unchanged

@@ -1,0 +1,25 @@
+"""Rendering the Helm chart with the bed's helm, for the chart's and the alert rules' tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kafka_balancer_dev.localbed import kube
+
+CHART = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer"
+# The bed's apiserver; without it helm renders for its built-in default version.
+KUBE_VERSION = "1.35.0"
+RELEASE_NAMESPACE = "kb-test-chart"
+RELEASE = "kb"
+
+
+def render(bed: kube.KubeBed, *values: str) -> list[dict[str, Any]]:
+    sets = [arg for value in values for arg in ("--set", value)]
+    rendered = bed.helm(
+        "template", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--kube-version", KUBE_VERSION, *sets
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    return [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
