@@ -1,7 +1,8 @@
 """A real Prometheus server on loopback that scrapes the Kafka bed's JMX exporters.
 
 Each broker's target carries ``pod="bed-kafka-<id>"``, so the Prometheus source's defaults (label
-``pod``, id at the end of its value) find the broker ids as they do on a Strimzi cluster. Given
+``pod``, id at the end of its value) find the broker ids as they do on a Strimzi cluster. Other jobs
+(the operator's own metrics endpoint, for the dashboard's test) are scraped as they are. Given
 ``https`` material, it serves its API over TLS only (its web config), as a secured one would.
 """
 
@@ -11,7 +12,7 @@ import json
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kafka_balancer_dev.errors import BedError
@@ -25,7 +26,8 @@ STOP_GRACE_S = 20.0
 
 
 class PrometheusBed:
-    """Prometheus scraping ``targets`` (broker id → ``host:port``) every ``scrape_interval_s``."""
+    """Prometheus scraping ``targets`` (broker id → ``host:port``) and ``jobs`` (job name → ``host:port``
+    targets) every ``scrape_interval_s``."""
 
     def __init__(
         self,
@@ -36,11 +38,13 @@ class PrometheusBed:
         scrape_interval_s: int = 1,
         start_timeout_s: float = 60.0,
         https: HttpsMaterial | None = None,
+        jobs: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.binary = binary_dir / "prometheus"
         if not self.binary.is_file():
             raise BedError(f"no prometheus binary in {binary_dir} (run hack/prometheus/provision.sh)")
-        if not targets:
+        self.jobs = {job: list(found) for job, found in (jobs or {}).items()}
+        if not targets and not any(self.jobs.values()):
             raise BedError("a Prometheus bed needs at least one target (start the Kafka bed with metrics)")
         self.run_dir = run_dir.resolve()
         self.targets = dict(targets)
@@ -108,7 +112,11 @@ class PrometheusBed:
                         {"targets": [target], "labels": {"pod": f"{POD_PREFIX}{broker}"}}
                         for broker, target in sorted(self.targets.items())
                     ],
-                }
+                },
+                *(
+                    {"job_name": job, "static_configs": [{"targets": found}]}
+                    for job, found in sorted(self.jobs.items())
+                ),
             ],
         }
 
@@ -120,5 +128,5 @@ class PrometheusBed:
     def _all_targets_up(self) -> bool:
         assert self._process is not None
         self._process.ensure_running()
-        up = self.query(f'up{{job="{JOB}"}} == 1')
-        return len(up) == len(self.targets)
+        up = self.query("up == 1")
+        return len(up) == len(self.targets) + sum(len(found) for found in self.jobs.values())
