@@ -71,9 +71,12 @@ def resource_band_violations(
 
 
 def count_band_violations(snapshot: dict[str, Any], what: str, range_percent: int) -> list[int]:
-    """``what``: "replicas" or "leaders"; band floor/ceil of expected × (1 ± range)."""
+    """``what``: "replicas" or "leaders"; band floor/ceil of expected × (1 ± range). A demoted broker
+    leads none, so leaders are expected of the other active brokers only."""
     loads = broker_loads(snapshot)
     active = active_brokers(snapshot)
+    if what == "leaders":
+        active = [b for b in active if not b.get("demoted", False)]
     total = sum(row[what] for row in loads.values())
     weight = sum(share(b) for b in active)
     r = range_percent / 100.0

@@ -41,8 +41,15 @@ def summary(plan: Plan) -> str:
     f = plan.figures
     unmet = [g.label for g in plan.goals if not g.after.satisfied]
     goals = "all goals satisfied" if not unmet else f"not satisfied: {', '.join(unmet)}"
+    kept = ""
+    if plan.led_by_demoted:
+        shown = ", ".join(plan.led_by_demoted[:5]) + (", ..." if len(plan.led_by_demoted) > 5 else "")
+        kept = (
+            f"; {len(plan.led_by_demoted)} partition(s) keep a demoted leader "
+            f"(every replica demoted): {shown}"
+        )
     return (
         f"plan: {len(plan.reassignments)} partition(s) changed, {f.replica_moves} replica move(s), "
         f"{f.leader_changes} leader change(s), {f.bytes_moved:.4g} bytes moved "
-        f"(lower bound {f.bytes_moved_lower_bound:.4g}); {goals}; {plan.seconds:.2f} s"
+        f"(lower bound {f.bytes_moved_lower_bound:.4g}); {goals}{kept}; {plan.seconds:.2f} s"
     )

@@ -37,6 +37,8 @@ class BrokerIn(_Model):
     warm_up_share: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
         default=1.0, alias="warmUpShare"
     )
+    # Optional and backward compatible: absent means false.
+    demoted: bool = False
 
 
 class LoadIn(_Model):
@@ -86,6 +88,7 @@ def _to_cluster(snap: SnapshotIn, source: str) -> Cluster:
                 state=BrokerState(b.state),
                 capacity=(cap.disk, cap.network_in, cap.network_out, cap.cpu),
                 warm_up_share=b.warm_up_share,
+                demoted=b.demoted,
             )
         )
     partitions = []
@@ -152,6 +155,7 @@ def cluster_to_snapshot(cluster: Cluster) -> dict[str, Any]:
                 "state": b.state.value,
                 "capacity": dict(zip(("disk", "networkIn", "networkOut", "cpu"), b.capacity, strict=True)),
                 **({} if math.isclose(b.warm_up_share, 1.0) else {"warmUpShare": b.warm_up_share}),
+                **({"demoted": True} if b.demoted else {}),
             }
             for b in cluster.brokers
         ],

@@ -195,7 +195,7 @@ class DistributionGoal(BandGoal):
         return self.band.mean
 
     def worst_deviation(self, state: WorkingModel) -> float:
-        mask = state.active
+        mask = self.band.counted
         if not mask.any() or self.mean <= 0:
             return 0.0
         return float(100.0 * self.band.deviation(state.quantity(self.column))[mask].max())
@@ -210,6 +210,19 @@ class DistributionGoal(BandGoal):
 def band_goal(spec: GoalSpec, state: WorkingModel) -> BandGoal:
     column = goal_column(spec.type)
     capacity = state.capacity[:, column] if column < REPLICAS else None
-    band = goal_band(spec, state.quantity(column), capacity, state.share, state.active)
+    band = goal_band(
+        spec, state.quantity(column), capacity, state.share, state.active, state.demoted, _kept(state, column)
+    )
     kind = CapacityGoal if spec.type.family is GoalFamily.CAPACITY else DistributionGoal
     return kind(spec, band)
+
+
+def _kept(state: WorkingModel, column: int) -> FloatArray | None:
+    """Per broker: the resource a demoted broker keeps once it leads nothing (what its replicas
+    add as followers); None without demoted brokers or for a count."""
+    if column >= REPLICAS or not state.demoted.any():
+        return None
+    kept = np.zeros(state.n_brokers)
+    for b in (int(i) for i in np.nonzero(state.demoted)[0]):
+        kept[b] = float(state.follower_load[state.parts_on(b), column].sum())
+    return kept

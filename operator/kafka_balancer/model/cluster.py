@@ -20,6 +20,8 @@ class Broker:
     capacity: tuple[float, float, float, float]
     # A warming broker counts as this share of a full broker in every distribution goal.
     warm_up_share: float = 1.0
+    # Demoted (maintenance, rolling restart): it may hold replicas but leads none.
+    demoted: bool = False
 
     @property
     def active(self) -> bool:

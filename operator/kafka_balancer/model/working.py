@@ -44,6 +44,7 @@ class WorkingModel:
             self.active, np.array([b.warm_up_share for b in brokers], dtype=np.float64), 0.0
         )
         self.effective_capacity: FloatArray = self.capacity * self.share[:, None]
+        self.demoted: BoolArray = np.array([b.demoted for b in brokers], dtype=bool)
         self.n_racks = len(set(self.rack[self.active].tolist())) if self.active.any() else 0
 
         parts = cluster.partitions
@@ -248,10 +249,23 @@ class WorkingModel:
     # ---- the plan ---------------------------------------------------------------------
 
     def changed_partitions(self) -> IntArray:
+        """Partitions whose replicas or leader change, and those whose preferred leader (``replicas[0]``)
+        is demoted while another broker leads: the reordered list keeps Kafka's automatic leader
+        rebalance (and the next restart) from handing leadership back to the demoted broker."""
+        rows = np.arange(len(self.rf))
         replica_changed = (self.replicas != self.original_replicas).any(axis=1)
-        leader_now = self.replicas[np.arange(len(self.rf)), self.leader_slot]
-        leader_before = self.original_replicas[np.arange(len(self.rf)), self.original_leader_slot]
-        return np.nonzero(replica_changed | (leader_now != leader_before))[0]
+        leader_now = self.replicas[rows, self.leader_slot]
+        leader_before = self.original_replicas[rows, self.original_leader_slot]
+        preferred = self.original_replicas[rows, 0]
+        reorder = self.demoted[preferred] & ~self.demoted[leader_now]
+        return np.nonzero(replica_changed | (leader_now != leader_before) | reorder)[0]
+
+    def demoted_leaders(self) -> IntArray:
+        """Partitions a demoted broker leads."""
+        if not self.demoted.any():
+            return np.zeros(0, dtype=np.int64)
+        leaders = self.replicas[np.arange(len(self.rf)), self.leader_slot]
+        return np.nonzero(self.demoted[leaders])[0]
 
     def leader_of(self, p: int) -> int:
         return int(self.replicas[p, self.leader_slot[p]])

@@ -1,4 +1,4 @@
-"""The optimizer: drain, then every goal in priority order, repeated until nothing moves.
+"""The optimizer: drain, demote, then every goal in priority order, repeated until nothing moves.
 
 Termination: each applied action strictly improves the goal being optimised and worsens no
 goal optimised before it (and no hard goal), so the vector of goal violations in priority
@@ -17,11 +17,13 @@ from kafka_balancer.goals.bands import BandGoal, DistributionGoal
 from kafka_balancer.goals.base import Goal
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
+from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.resources import Resource
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.plan import GoalOutcome, Plan, bytes_moved_lower_bound, diff
 from kafka_balancer.planner.search import Search
+from kafka_balancer.planner.vetoes import TOLERANCE
 
 MAX_PASSES = 6
 
@@ -38,6 +40,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     disk_before = state.load[:, Resource.DISK].copy()
 
     _drain(state, goals)
+    _demote(state, goals)
     for _ in range(MAX_PASSES):
         actions = 0
         for i, goal in enumerate(goals):
@@ -75,6 +78,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
         brokers_before=before_loads,
         brokers_after=state.broker_loads(),
         seconds=time.perf_counter() - started,
+        led_by_demoted=tuple(f"{state.names[p][0]}-{state.names[p][1]}" for p in state.demoted_leaders()),
     )
 
 
@@ -115,6 +119,77 @@ def _drain(state: WorkingModel, goals: list[Goal]) -> None:
             slot = int(cands.slot[0])
             if state.rack[state.replicas[p, slot]] == state.rack[b]:
                 state.pin_to_rack(p, slot)
+
+
+def _demote(state: WorkingModel, goals: list[Goal]) -> None:
+    """Hand every leadership of a demoted broker to another replica: a reordering, 0 bytes.
+
+    The new leader is the non-demoted replica the soft goals (LeaderDistribution first among them
+    when it is set) like best, within every hard goal. A partition whose replicas are all demoted
+    keeps its leader: demotion is for maintenance and rolling restarts, so it never copies data (a
+    broker that must give up its replicas is drained); the plan reports those partitions."""
+    hard = [g for g in goals if g.hard]
+    search = Search(state, hard, [g for g in goals if not g.hard])
+    for p in (int(i) for i in state.demoted_leaders()):
+        one = np.array([p], dtype=np.int64)
+        leader = state.leader_of(p)
+        cands = state.leadership_away(leader, one)
+        takers = cands.dst[~state.demoted[cands.dst]]
+        if not len(takers):
+            continue
+        if search.hand_over(cands) is None:
+            raise InfeasibleError(_demote_blocked(state, hard, leader, p, cands))
+        _pass_on(state, search, state.leader_of(p))
+
+
+def _pass_on(state: WorkingModel, search: Search, broker: int) -> None:
+    """A broker that took more than its share of leaderships hands one on, along the shortest chain
+    of leader changes that ends at a broker with room: a demoted broker's partitions often share
+    their followers, and without the chain the soft goals would fix the pile-up by copying data."""
+    counted = state.active & ~state.demoted
+    per_share = float(state.leader_count[counted].sum()) / max(float(state.share[counted].sum()), 1e-300)
+    room = np.ceil(per_share * state.share - 1e-9) - state.leader_count
+    if room[broker] >= 0:
+        return
+    came_from: dict[int, tuple[int, int] | None] = {broker: None}
+    queue, end = [broker], None
+    while queue and end is None:
+        u = queue.pop(0)
+        away = state.leadership_away(u)
+        for p, v in zip(away.part.tolist(), away.dst.tolist(), strict=True):
+            if v in came_from or state.demoted[v]:
+                continue
+            came_from[v] = (u, p)
+            if room[v] > 0:
+                end = v
+                break
+            queue.append(v)
+    # The last hop first: every broker on the chain ends with the count it started with.
+    while end is not None and (hop := came_from[end]) is not None:
+        u, p = hop
+        change = state.leader_changes(np.array([p], dtype=np.int64), np.array([end], dtype=np.int64))
+        if search.hand_over(change) is None:
+            return  # a hard goal vetoes a hop: the goals take it from here
+        end = u
+
+
+def _demote_blocked(state: WorkingModel, hard: list[Goal], broker: int, p: int, cands: Candidates) -> str:
+    reasons = []
+    for goal in hard:
+        src, dst = goal.evaluate(state, cands)
+        blocked = [
+            int(state.broker_ids[b])
+            for k, b in enumerate(cands.dst)
+            if not state.demoted[b] and (src[k] > TOLERANCE or dst[k, b] > TOLERANCE)
+        ]
+        if blocked:
+            reasons.append(f"{goal.spec.label} blocks broker(s) {blocked}")
+    topic, number = state.names[p]
+    why = "; ".join(reasons) if reasons else "no other replica may lead it"
+    return (
+        f"cannot demote broker {int(state.broker_ids[broker])}: "
+        f"no other replica can lead {topic}-{number}: {why}"
+    )
 
 
 def _drain_blocked(state: WorkingModel, hard: list[Goal], broker: int, p: int) -> str:

@@ -41,6 +41,8 @@ class Plan:
     brokers_before: tuple[BrokerLoad, ...]
     brokers_after: tuple[BrokerLoad, ...]
     seconds: float
+    # Partitions a demoted broker still leads after the plan: every replica of theirs is demoted.
+    led_by_demoted: tuple[str, ...] = ()
 
 
 def diff(state: WorkingModel) -> tuple[ReassignmentPlan, PlanFigures]:

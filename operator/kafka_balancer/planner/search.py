@@ -4,7 +4,8 @@ Rules every applied action obeys:
 * a vetoing goal (every hard goal, and every goal optimised before the current one) gets
   worse on no broker;
 * the current goal strictly improves on one end and gets no worse on the other;
-* a plan is a diff: a replica moved twice while planning moves once when executed.
+* a plan is a diff: a replica moved twice while planning moves once when executed;
+* a demoted broker is never given a leadership.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import EPSILON, Goal
 from kafka_balancer.model.candidates import NO_BROKER, Candidates
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
+from kafka_balancer.model.quantities import LEADERS
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.vetoes import TOLERANCE, StackedBands
 
@@ -104,6 +106,9 @@ class Search:
             free[:, None], ~state.holds(cands.part) & state.rack_allowed(cands.part, cands.slot), target
         )
         allowed &= state.active[None, :]
+        if state.demoted.any():
+            # A demoted broker takes no leadership, by a leader change or a leader's replica moving.
+            allowed &= ~(state.demoted[None, :] & (cands.delta[:, LEADERS] > 0)[:, None])
         allowed[np.arange(k), cands.src] = False
         if dest is not None:
             only = np.zeros(state.n_brokers, dtype=bool)
@@ -174,6 +179,27 @@ class Search:
             return None
         k, y = choice
         self.state.apply(cands, k, y)
+        self.actions += 1
+        return int(cands.part[k])
+
+    def hand_over(self, cands: Candidates) -> int | None:
+        """Apply the acceptable leader change (each candidate names its new leader) that costs the
+        goals still to come the least, then goes to the broker leading the fewest partitions for
+        its share (so that leaderships handed over one by one spread evenly while every goal is
+        still within its band); returns the partition it changed, or None when none is."""
+        if len(cands) == 0:
+            return None
+        state = self.state
+        rows = np.arange(len(cands))
+        allowed = self._allowed(cands, None)[rows, cands.dst]
+        if not allowed.any():
+            return None
+        cost = self._later_cost(cands)[rows, cands.dst]
+        ok = np.nonzero(allowed)[0]
+        dst = cands.dst[ok]
+        per_share = state.leader_count[dst] / np.maximum(state.share[dst], 1e-300)
+        k = int(ok[np.lexsort((ok, per_share, cost[ok]))[0]])
+        state.apply(cands, k, int(cands.dst[k]))
         self.actions += 1
         return int(cands.part[k])
 
@@ -295,6 +321,10 @@ class Search:
                 give_ok = ~state.holds(give.part)[:, y] & state.rack_allowed(give.part, give.slot)[:, y]
                 take_ok = ~state.holds(take.part)[:, x] & state.rack_allowed(take.part, take.slot)[:, x]
                 ok &= give_ok[:, None] & take_ok[None, :]
+            if state.demoted[y]:
+                ok &= (give.delta[:, LEADERS] <= 0)[:, None]
+            if state.demoted[x]:
+                ok &= (take.delta[:, LEADERS] <= 0)[None, :]
             for veto in self.vetoes:
                 if not ok.any():
                     break
