@@ -341,6 +341,7 @@ class BrokerPoolSpec(_Spec):
     capacity: Capacity
     warm_up: WarmUp = Field(default_factory=WarmUp, alias="warmUp")
     drain: BrokerSet = Field(default_factory=list)
+    demote: BrokerSet = Field(default_factory=list)
     execution: Execution = Field(default_factory=Execution)
     excluded_topics: list[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
         default_factory=list, alias="excludedTopics", max_length=100

@@ -50,7 +50,7 @@ def test_a_pool_and_its_goals_are_accepted_and_read_back_with_defaults(
     kube_bed: kube.KubeBed, crds: None
 ) -> None:
     pool = kube_bed.kubectl(
-        "create", "-f", "-", stdin=manifest("BrokerPool", "main", {**POOL_SPEC, "drain": [3]})
+        "create", "-f", "-", stdin=manifest("BrokerPool", "main", {**POOL_SPEC, "drain": [3], "demote": [1]})
     )
     goal = kube_bed.kubectl(
         "create",
@@ -80,6 +80,7 @@ def test_a_pool_and_its_goals_are_accepted_and_read_back_with_defaults(
     }
     assert spec["kafka"]["securityProtocol"] == "PLAINTEXT"
     assert spec["drain"] == [3]
+    assert spec["demote"] == [1]
     # What the apiserver stores (defaults filled in) is what the operator parses.
     parsed = BrokerPoolSpec.model_validate(spec)
     assert parsed.model_dump(by_alias=True, exclude_none=True) == {
@@ -167,6 +168,8 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
         'spec.execution.order: Unsupported value: "BiggestFirst": supported values: "Plan", "SmallestFirst"',
     ),
     ("drain-twice", {"drain": [1, 1]}, "spec.drain[1]: Duplicate value: 1"),
+    ("demote-twice", {"demote": [2, 2]}, "spec.demote[1]: Duplicate value: 2"),
+    ("demote-negative", {"demote": [-1]}, "spec.demote[0] in body should be greater than or equal to 0"),
     (
         "drain-and-warm",
         {"drain": [1], "warmUp": {"brokers": [1]}},

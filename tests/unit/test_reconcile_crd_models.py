@@ -152,6 +152,8 @@ def test_the_pools_execution_settings_reach_the_executor() -> None:
         ({"execution": {"order": "BiggestFirst"}}, "'Plan' or 'SmallestFirst'"),
         ({"execution": {"deadBrokerTimeoutSeconds": 1}}, "greater than or equal to 5"),
         ({"drain": [1, 1]}, "duplicate broker id"),
+        ({"demote": [2, 2]}, "duplicate broker id"),
+        ({"demote": [-1]}, "greater than or equal to 0"),
         ({"drain": [1], "warmUp": {"brokers": [1]}}, "both drained"),
         ({"kafka": {"bootstrapServers": "a:1", "securityProtocol": "SASL_SSL"}}, "needs kafka.sasl"),
         ({"scoring": {"engine": "SparkOnKubernetes"}}, "scoring.image is required"),

@@ -434,3 +434,56 @@ def test_whether_broker_cpu_is_measured_is_a_condition_that_never_makes_the_pool
     message = next(c["message"] for c in without["conditions"] if c["type"] == "CpuMeasured")
     assert "cpu goals (CpuCapacity, CpuDistribution) hold trivially" in message
     assert "CpuMeasured" not in conditions(decide_pool(pool_input()).status.to_dict())
+
+
+def message_of(status: dict[str, Any], type_: str) -> str:
+    return str(next(c["message"] for c in status["conditions"] if c["type"] == type_))
+
+
+def test_a_demoted_broker_is_planned_off_leadership_and_the_condition_counts_what_it_still_leads() -> None:
+    led_by_3 = ClusterMetadata(RACKS, tuple(PartitionMeta("t", p, (3, 1, 2), 3) for p in range(4)))
+
+    outcome = decide_pool(pool_input("DryRun", metadata=led_by_3, spec={"demote": [3]}))
+
+    assert outcome.new_plan is not None and outcome.new_plan.bytes_to_move == 0
+    assert all(r.replicas[0] != 3 for r in outcome.new_plan.reassignments)
+    assert len(outcome.new_plan.reassignments) == 4
+    status = outcome.status.to_dict()
+    assert conditions(status)["Demoted"] == ("False", "MovingLeadership")
+    assert message_of(status, "Demoted") == (
+        "brokers [3] still lead 4 partition(s) (broker 3 leads 4); leadership is being moved"
+    )
+    assert conditions(status)["Ready"] == ("True", "Reconciled")
+    assert "DemotionDone" not in [e.reason for e in outcome.events]
+
+
+def test_a_finished_demotion_is_an_event_once_and_unlisting_removes_the_condition() -> None:
+    led_by_1 = ClusterMetadata(RACKS, tuple(PartitionMeta("t", p, (1, 2, 3), 1) for p in range(4)))
+
+    done = decide_pool(pool_input("DryRun", metadata=led_by_1, spec={"demote": [3]}))
+    status = done.status.to_dict()
+    again = decide_pool(pool_input("DryRun", metadata=led_by_1, spec={"demote": [3]}, status=status))
+    unlisted = decide_pool(pool_input("DryRun", metadata=led_by_1, status=again.status.to_dict()))
+
+    assert conditions(status)["Demoted"] == ("True", "LeadershipMoved")
+    assert message_of(status, "Demoted") == "brokers [3] lead no partition"
+    assert [e.message for e in done.events if e.reason == "DemotionDone"] == ["brokers [3] lead no partition"]
+    assert "DemotionDone" not in [e.reason for e in again.events]
+    assert "Demoted" not in conditions(unlisted.status.to_dict())
+
+
+def test_partitions_whose_replicas_are_all_demoted_keep_their_leader_and_are_named() -> None:
+    both = ClusterMetadata(RACKS, (PartitionMeta("t", 0, (2, 3), 2), PartitionMeta("t", 1, (2, 1), 2)))
+
+    outcome = decide_pool(pool_input("DryRun", metadata=both, spec={"demote": [2, 3]}))
+
+    assert outcome.new_plan is not None and outcome.new_plan.bytes_to_move == 0
+    assert [(r.topic, r.partition, r.replicas) for r in outcome.new_plan.reassignments] == [("t", 1, (1, 2))]
+    before = outcome.status.to_dict()
+    assert conditions(before)["Demoted"] == ("False", "MovingLeadership")
+    moved = ClusterMetadata(RACKS, (PartitionMeta("t", 0, (2, 3), 2), PartitionMeta("t", 1, (1, 2), 1)))
+    after = decide_pool(pool_input("DryRun", metadata=moved, spec={"demote": [2, 3]})).status.to_dict()
+    assert conditions(after)["Demoted"] == ("False", "AllReplicasDemoted")
+    assert message_of(after, "Demoted") == (
+        "brokers [2, 3] still lead 1 partition(s) (broker 2 leads 1) whose replicas are all demoted: t-0"
+    )

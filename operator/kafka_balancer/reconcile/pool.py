@@ -305,7 +305,10 @@ def decide_pool(inp: PoolInput) -> PoolOutcome:
     conditions = [*observation_conditions(inp), *planned.conditions]
     if planned.complete:
         conditions += unknown_drain_conditions(brokers.unknown_drained)
-    events = [*_lifecycle_events(inp.status, brokers.views), *planned.events]
+    demoted = demoted_condition(inp)
+    events = [*_lifecycle_events(inp.status, brokers.views), *planned.events, *demotion_events(inp, demoted)]
+    if demoted is not None:
+        conditions.append(demoted)
     return finish(inp, brokers, conditions, events, planned)
 
 
@@ -374,7 +377,9 @@ def judge_stored_plan(inp: PoolInput) -> Decision:
 def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _Planned:
     """Plan the cluster as it is now; a changed plan (or Auto mode) is decided on afresh."""
     try:
-        cluster = build_cluster(inp.metadata, views, inp.spec.capacity, inp.spec.excluded_topics, inp.loads)
+        cluster = build_cluster(
+            inp.metadata, views, inp.spec.capacity, inp.spec.excluded_topics, inp.loads, inp.spec.demote
+        )
     except re.error as err:
         invalid = Condition("SpecValid", FALSE, "InvalidExcludedTopics", f"spec.excludedTopics: {err}")
         return _Planned((invalid,), (), decision, complete=False)
@@ -453,6 +458,49 @@ def drain_conditions(inp: PoolInput, views: Sequence[BrokerView]) -> tuple[Condi
     if draining:
         return (Condition("DrainBlocked", FALSE, "DrainPlanned", f"drain of brokers {draining} is planned"),)
     return (Condition("DrainBlocked", FALSE, "Drained", f"brokers {list(inp.spec.drain)} hold no replica"),)
+
+
+def demoted_condition(inp: PoolInput) -> Condition | None:
+    """With ``spec.demote``: how many partitions the demoted brokers still lead, from Kafka's metadata.
+
+    True once they lead none; ``AllReplicasDemoted`` when the only ones left have every replica on
+    a demoted broker (no other replica can lead them, and demotion never copies data)."""
+    if not inp.spec.demote:
+        return None
+    demoted = sorted(set(inp.spec.demote))
+    listed = set(demoted)
+    led = {b: 0 for b in demoted}
+    stuck = []
+    for p in inp.metadata.partitions:
+        if p.leader in listed:
+            led[p.leader] += 1
+            if set(p.replicas) <= listed:
+                stuck.append(f"{p.topic}-{p.partition}")
+    unknown = [b for b in demoted if b not in inp.metadata.brokers]
+    also = f"; not in the cluster: {unknown}" if unknown else ""
+    held = sum(led.values())
+    if held == 0:
+        return Condition("Demoted", TRUE, "LeadershipMoved", f"brokers {demoted} lead no partition{also}")
+    counts = ", ".join(f"broker {b} leads {n}" for b, n in led.items() if n)
+    if len(stuck) == held:
+        shown = ", ".join(stuck[:5]) + (", ..." if len(stuck) > 5 else "")
+        message = (
+            f"brokers {demoted} still lead {held} partition(s) ({counts}) whose replicas are all "
+            f"demoted: {shown}{also}"
+        )
+        return Condition("Demoted", FALSE, "AllReplicasDemoted", message)
+    message = f"brokers {demoted} still lead {held} partition(s) ({counts}); leadership is being moved{also}"
+    return Condition("Demoted", FALSE, "MovingLeadership", message)
+
+
+def demotion_events(inp: PoolInput, demoted: Condition | None) -> list[Event]:
+    """An event when a demotion completes (the condition turns True)."""
+    if demoted is None or demoted.status != TRUE:
+        return []
+    before = next((c for c in inp.status.get("conditions") or [] if c.get("type") == "Demoted"), None)
+    if before is not None and before.get("status") == TRUE and before.get("message") == demoted.message:
+        return []
+    return [Event("Normal", "DemotionDone", demoted.message)]
 
 
 def unknown_drain_conditions(unknown: Sequence[int]) -> list[Condition]:

@@ -61,11 +61,13 @@ def build_cluster(
     capacity: Capacity,
     excluded_topics: Sequence[str],
     loads: Mapping[tuple[str, int], PartitionLoad],
+    demoted: Sequence[int] = (),
 ) -> Cluster:
     """Excluded topics' partitions are in the model, not movable: their load counts on their
     brokers, and only a drain moves them (a broker being removed must give up every replica).
 
-    A partition without a measured load counts as empty (the collector fills ``loads``)."""
+    A partition without a measured load counts as empty (the collector fills ``loads``); the
+    brokers of ``demoted`` (``spec.demote``) lead nothing."""
     excluded = [re.compile(pattern) for pattern in excluded_topics]
     brokers = tuple(
         Broker(
@@ -76,6 +78,7 @@ def build_cluster(
             else BrokerState.ACTIVE,
             capacity=broker_capacity(capacity, v.id),
             warm_up_share=v.share,
+            demoted=v.id in demoted,
         )
         for v in views
     )
