@@ -262,6 +262,48 @@ def test_a_drained_broker_empties_into_its_own_rack_and_can_be_stopped(
     print(f"\ndrain: request → Drained {took:.1f}s")
 
 
+def test_a_demoted_broker_hands_its_leadership_over_without_moving_a_replica(
+    kube_bed: kube.KubeBed,
+    kafka_bed_factory: Callable[..., KafkaBed],
+    operator: OperatorProcess,
+    namespace: str,
+) -> None:
+    bed = kafka_bed_factory(brokers=4, racks=3)  # racks a, b, c, a
+    bed.start()
+    pairs = [(3, 1), (3, 2), (3, 4), (1, 3), (2, 3), (4, 3), (1, 2), (2, 4), (4, 1), (3, 2), (1, 4), (2, 1)]
+    topic = create_topic(bed, "e2e-demote", [list(p) for p in pairs])
+
+    with traffic(bed, topic):
+        auto_pool(bed, kube_bed, namespace, topic)
+        wait_for(balanced(kube_bed, namespace), BALANCE_TIMEOUT_S, "the pool to be Balanced", operator)
+        start = {p: replicas for p, (replicas, _, _) in partitions(bed, topic).items()}
+        led_before = sum(leader == 3 for _, leader, _ in partitions(bed, topic).values())
+        assert led_before > 0
+        patched = kube_bed.kubectl(
+            "patch", "bp", "main", "-n", namespace, "--type", "merge", "-p", '{"spec": {"demote": [3]}}'
+        )
+        assert patched.returncode == 0, patched.stderr
+        requested = time.monotonic()
+
+        def demoted() -> bool:
+            return condition(get(kube_bed, namespace, "bp", "main"), "Demoted").get("status") == "True"
+
+        wait_for(demoted, BALANCE_TIMEOUT_S, "broker 3 to lead no partition", operator)
+        took = time.monotonic() - requested
+        after = partitions(bed, topic)
+
+    assert [leader for _, leader, _ in after.values()].count(3) == 0
+    # A reordering only: every partition keeps its replica set, so no byte was copied.
+    assert {p: set(replicas) for p, (replicas, _, _) in after.items()} == {
+        p: set(replicas) for p, replicas in start.items()
+    }
+    # Kafka's preferred leader is no longer broker 3 either: a restart does not hand leadership back.
+    assert all(replicas[0] != 3 for replicas, _, _ in after.values())
+    assert "DemotionDone" in {e["reason"] for e in events(kube_bed, namespace)}
+    assert_clean(bed, topic)
+    print(f"\ndemote: {led_before} leaderships off broker 3, request → Demoted {took:.1f}s")
+
+
 SLOW = {"throttleBytesPerSecond": "512Ki", "maxMovesPerBroker": 1, "maxMoves": 2}
 
 
