@@ -3,6 +3,16 @@
 Layers, inner to outer (an inner layer never imports an outer one; ``lint-imports`` checks it):
 ``model`` ← ``goals`` ← ``planner`` (pure) ← ``scoring`` (PySpark) | ``kafka`` (collector,
 executor) | ``reconcile`` ← ``k8s`` (kopf handlers) ← ``cli``.
+
+``__version__`` is the installed distribution's version (pyproject.toml's, through its metadata), so
+``--version``, the operator's first log line and its ``kafka_balancer_build_info`` metric never drift
+from what was installed.
 """
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("kafka-balancer")
+except PackageNotFoundError:
+    # Sources on the path without an install (no metadata): say so rather than guess a number.
+    __version__ = "unknown (not installed)"

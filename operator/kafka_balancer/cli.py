@@ -2,7 +2,8 @@
 
 Exit codes (DESIGN.md): 0 done; 2 bad input (one line naming the field, no output file);
 3 hard goals cannot be satisfied (says which and why, no output file). Each command's
-implementation lives in its layer; this module only parses arguments and maps errors.
+implementation lives in its layer; this module only parses arguments and maps errors. Every
+command's ``--help`` ends with an example a person can copy (``EXAMPLES``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from kafka_balancer import __version__
 from kafka_balancer.commands.demo import add_arguments as add_demo_arguments
 from kafka_balancer.commands.run import add_arguments as add_run_arguments
 from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
@@ -31,6 +33,34 @@ class _Parser(argparse.ArgumentParser):
 
 
 Handler = Callable[[argparse.Namespace], int]
+
+# One copyable command line per command, shown at the end of its --help (a unit test parses each).
+EXAMPLES = {
+    "plan": "kafka-balancer plan --snapshot snapshot.json --goals goals.yaml --output plan.json",
+    "snapshot": "kafka-balancer snapshot --bootstrap-server kafka-0:9092 --window 5m --interval 10s "
+    "--disk-capacity 1e12 --network-capacity 1.25e8 --cpu-capacity 8 --output snapshot.json",
+    "execute": "kafka-balancer execute --plan plan.json --bootstrap-server kafka-0:9092 --throttle 50000000",
+    "status": "kafka-balancer status --state plan.json.state.json",
+    "cancel": "kafka-balancer cancel --state plan.json.state.json --bootstrap-server kafka-0:9092",
+    "run": "kafka-balancer run --kubeconfig ~/.kube/config --namespace kafka --metrics-port 8000",
+    "score": "kafka-balancer score --samples samples/ --topology brokers.json --goals goals.yaml "
+    "--out scores/",
+    "report": "kafka-balancer report --snapshot snapshot.json --plan plan.json --goals goals.yaml "
+    "--output report.png",
+    "demo": "kafka-balancer demo --fast",
+}
+
+
+def _command(commands: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with its example."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=help_text,
+        description=help_text[0].upper() + help_text[1:] + ".",
+        epilog=f"example:\n  {EXAMPLES[name]}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -98,7 +128,7 @@ def _positive(text: str) -> int:
 
 
 def _add_execution_commands(commands: Any) -> None:
-    execute = commands.add_parser("execute", help="execute a plan on Kafka: throttled, batched, resumable")
+    execute = _command(commands, "execute", "execute a plan on Kafka: throttled, batched, resumable")
     execute.add_argument("--plan", required=True, type=Path, help="plan (Kafka reassignment JSON)")
     execute.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
     execute.add_argument("--command-config", type=Path, help="client properties (security, SASL, SSL)")
@@ -136,11 +166,11 @@ def _add_execution_commands(commands: Any) -> None:
     )
     execute.set_defaults(handler=_execute)
 
-    status = commands.add_parser("status", help="progress of an execution")
+    status = _command(commands, "status", "progress of an execution")
     status.add_argument("--state", required=True, type=Path, help="the execution's state file")
     status.set_defaults(handler=_status)
 
-    cancel = commands.add_parser("cancel", help="cancel an execution and remove its throttles")
+    cancel = _command(commands, "cancel", "cancel an execution and remove its throttles")
     cancel.add_argument("--state", required=True, type=Path, help="the execution's state file")
     cancel.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
     cancel.add_argument("--command-config", type=Path, help="client properties (security, SASL, SSL)")
@@ -155,9 +185,10 @@ def _add_execution_commands(commands: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kafka-balancer", description="Keeps Apache Kafka clusters balanced.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    plan = commands.add_parser("plan", help="plan partition moves for a snapshot and goals")
+    plan = _command(commands, "plan", "plan partition moves for a snapshot and goals")
     plan.add_argument("--snapshot", required=True, type=Path, help="cluster snapshot JSON")
     plan.add_argument("--goals", required=True, type=Path, help="BalancerGoal manifests (YAML or JSON)")
     plan.add_argument(
@@ -166,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--report", type=Path, help="also write a JSON report of the plan")
     plan.set_defaults(handler=_plan)
 
-    snapshot = commands.add_parser("snapshot", help="sample load through the Admin API, write a snapshot")
+    snapshot = _command(commands, "snapshot", "sample load through the Admin API, write a snapshot")
     snapshot.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
     snapshot.add_argument("--command-config", type=Path, help="client properties (security, SASL, SSL)")
     snapshot.add_argument("--window", default="5m", help="how long to sample (e.g. 5m, 90s)")
@@ -186,22 +217,22 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.set_defaults(handler=_snapshot)
     _add_execution_commands(commands)
 
-    run = commands.add_parser("run", help="run the operator (BrokerPool and BalancerGoal resources)")
+    run = _command(commands, "run", "run the operator (BrokerPool and BalancerGoal resources)")
     add_run_arguments(run)
     run.set_defaults(handler=_run)
 
-    score = commands.add_parser("score", help="score the cluster model from a sample store (Spark)")
+    score = _command(commands, "score", "score the cluster model from a sample store (Spark)")
     add_score_arguments(score)
     score.set_defaults(handler=_score)
 
-    report = commands.add_parser("report", help="picture of a plan: per-broker load before/after")
+    report = _command(commands, "report", "picture of a plan: per-broker load before/after")
     report.add_argument("--snapshot", required=True, type=Path, help="cluster snapshot JSON")
     report.add_argument("--plan", required=True, type=Path, help="plan (Kafka reassignment JSON)")
     report.add_argument("--goals", type=Path, help="BalancerGoal manifests (default: the default goal set)")
     report.add_argument("--output", required=True, type=Path, help="where to write it: .png or .html")
     report.set_defaults(handler=_report)
 
-    demo = commands.add_parser("demo", help="local Kafka + API server + operator: balance, scale up, drain")
+    demo = _command(commands, "demo", "local Kafka + API server + operator: balance, scale up, drain")
     add_demo_arguments(demo)
     demo.set_defaults(handler=_demo)
     return parser

@@ -7,6 +7,8 @@ import time
 
 import kopf
 
+from kafka_balancer import __version__
+
 # Imported for its registrations: kopf runs the handlers the module declares.
 from kafka_balancer.k8s import handlers
 from kafka_balancer.k8s.settings import OperatorSettings
@@ -20,6 +22,8 @@ def run_operator(settings: OperatorSettings) -> None:
     # kafka-python logs every connection at INFO and aiohttp every probe: noise that buries ours.
     for noisy in ("kafka", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # The first line of the log: which version a bug report's log came from.
+    logging.getLogger(__name__).info("kafka-balancer %s starting", __version__)
     kopf.run(
         clusterwide=not settings.namespaces,
         namespaces=list(settings.namespaces),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from kafka_balancer import __version__
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
 
 # The label values a pool's counters take, created at 0 when the pool is first synced: a rate or an
@@ -21,6 +22,11 @@ SCORING_RESULTS = ("succeeded", "failed")
 class OperatorMetrics:
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.registry = registry
+        # Always 1: the label says which version runs (joined onto other series, or seen in a rollout).
+        self.build_info = Gauge(
+            "kafka_balancer_build_info", "The running operator's version", ["version"], registry=registry
+        )
+        self.build_info.labels(__version__).set(1)
         self.reconciles = Counter(
             "kafka_balancer_reconciles_total", "Pool syncs", ["pool", "result"], registry=registry
         )
