@@ -56,3 +56,18 @@ def parse_quantity(value: int | str) -> float:
     if suffix[:1] in ("e", "E"):
         return float(mantissa * Decimal(10) ** Decimal(suffix[1:].lstrip("+")))
     return float(mantissa * _SUFFIXES[suffix])
+
+
+_BINARY = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def binary_quantity(count: int) -> str:
+    """Bytes as a short binary quantity for people (``kubectl get``): ``0``, ``512``, ``1.5Gi``, ``12Mi``;
+    one decimal below 10 of a unit, none above (a column, not an accounting)."""
+    value, suffix = float(count), ""
+    for unit in _BINARY:
+        if value < 1024:
+            break
+        value, suffix = value / 1024, unit
+    text = f"{value:.1f}" if suffix and value < 10 else f"{value:.0f}"
+    return text.removesuffix(".0") + suffix

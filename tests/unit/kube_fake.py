@@ -149,3 +149,7 @@ class FakeKube:
 
     def reasons(self) -> list[str]:
         return [event.reason for _, event in self.events]
+
+    def message(self, reason: str) -> str:
+        """The message of the last Event posted with ``reason``."""
+        return next(event.message for _, event in reversed(self.events) if event.reason == reason)

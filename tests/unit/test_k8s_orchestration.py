@@ -184,7 +184,13 @@ def test_a_dry_run_pass_writes_the_plan_config_maps_status_goal_status_and_an_ev
     goal = b.kube.statuses[("balancergoals", "kafka", "replicas")]
     assert goal["observedGeneration"] == 2 and goal["conditions"][0]["type"] == "Satisfied"
     assert goal["conditions"][0]["status"] == "False"
+    assert status["worstGoal"] == f"replicas ({goal['worstDeviation']})"
     assert b.kube.reasons() == ["PlanReady"]
+    plan_status = status["plan"]
+    assert b.kube.message("PlanReady") == (
+        f"Plan {plan_status['id']} is ready: {plan_status['movesTotal']} replica move(s) copying "
+        f"{plan_status['dataToMove']} ({plan_status['bytesToMove']} bytes)."
+    )
     assert b.cluster.submitted == []  # DryRun never moves
 
 
@@ -252,6 +258,13 @@ def test_manual_executes_exactly_the_approved_plan_and_reports_it_done(tmp_path:
     assert "etaSeconds" not in status["execution"]
     assert status["plan"]["executedId"] == plan_id and status["plan"]["movesRemaining"] == 0
     assert b.kube.reasons()[-2:] == ["ExecutionStarted", "ExecutionFinished"]
+    moves = len(stored["partitions"])
+    assert b.kube.message("ExecutionStarted") == (
+        f"Executing plan {plan_id}: {moves} replica move(s) copying {status['plan']['dataToMove']}."
+    )
+    assert b.kube.message("ExecutionFinished") == (
+        f"Plan {plan_id} executed and verified: {moves} replica move(s) done."
+    )
     mirrored_plan, state = b.mirrored_state()
     assert mirrored_plan == plan_id and {m.status for m in state.moves} == {MoveStatus.DONE}
     assert not any(b.cluster.configs.values()), "no throttle is left"
@@ -308,6 +321,7 @@ def test_a_paused_execution_resumes_on_a_new_pod_from_the_config_map_without_mov
 
     assert first_pod.status()["execution"]["phase"] == "Paused"
     assert "ExecutionPaused" in first_pod.kube.reasons()
+    assert first_pod.kube.message("ExecutionPaused").startswith(f"Plan {plan_id} halted: spec.paused is true")
     _, paused_state = first_pod.mirrored_state()
     # A pause follows the moves in flight to their end (their throttles go with them): the mirror
     # holds what the first pod moved, and the execution is not finished.
@@ -405,6 +419,9 @@ def test_a_failed_execution_is_a_warning_event_and_makes_the_pool_unready(tmp_pa
     assert b.status()["execution"]["phase"] == "Failed"
     assert "under-replicated" in b.status()["execution"]["message"]
     assert "ExecutionFailed" in b.kube.reasons()
+    failed = b.kube.message("ExecutionFailed")
+    assert failed.startswith(f"Plan {plan_id} failed: ") and "under-replicated" in failed
+    assert failed.endswith(".")
     assert b.conditions()["Executing"] == ("False", "ExecutionFailed")
     assert b.conditions()["Ready"] == ("False", "ExecutionFailed")
     assert b.metric("kafka_balancer_execution_failed") == 1

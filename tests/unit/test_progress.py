@@ -37,6 +37,7 @@ def test_a_running_execution_reports_bytes_moves_and_the_time_left_at_its_rate()
         "bytesDone": 600,
         "bytesTotal": 1000,
         "etaSeconds": 40,
+        "eta": "0h00m40s",
         "message": "1/3 moves, 60% of bytes, ETA 0h00m40s",
     }
 
@@ -49,4 +50,5 @@ def test_no_eta_before_a_byte_moved_nor_once_finished() -> None:
     finished = replace(_state(), finished_at=STARTED + 90)
     fields = progress_status(finished, STARTED + 90)
     assert fields["etaSeconds"] is None  # a merge patch: removes the running execution's ETA
+    assert fields["eta"] is None
     assert "ETA" not in str(fields["message"])

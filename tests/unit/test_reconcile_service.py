@@ -293,7 +293,11 @@ def test_manual_refuses_a_stale_approval_and_executes_exactly_the_stored_plan() 
     assert wrong.decision.action is Action.REFUSE
     assert conditions(wrong.status.to_dict())["ApprovalValid"] == ("False", "StaleApproval")
     assert conditions(wrong.status.to_dict())["Ready"][0] == "False"
-    assert "ApprovalRefused" in [e.reason for e in wrong.events]
+    (refused,) = [e.message for e in wrong.events if e.reason == "ApprovalRefused"]
+    assert refused == (
+        f"Approval refused: kafkabalancer.io/approve=0123456789 names no current plan; "
+        f"the current plan is {stored.id}."
+    )
     assert right.decision.action is Action.EXECUTE
     assert right.new_plan is None  # nothing recomputed: the stored plan is what runs
     assert right.status.to_dict()["plan"]["id"] == stored.id
@@ -354,6 +358,8 @@ def test_an_impossible_drain_moves_nothing_and_says_why() -> None:
     assert message.startswith("drain blocked: ")
     assert outcome.status.to_dict()["brokers"][2]["state"] == "Draining"
     assert [e.reason for e in outcome.events] == ["DrainBlocked"]
+    assert outcome.events[0].message.startswith("Drain of brokers [3] is blocked: ")
+    assert outcome.events[0].message.endswith(".")
 
 
 def test_a_finished_drain_reports_the_broker_drained() -> None:
@@ -363,7 +369,9 @@ def test_a_finished_drain_reports_the_broker_drained() -> None:
     outcome = decide_pool(pool_input("Auto", metadata=emptied, spec={"drain": [3]}, status=status))
 
     assert outcome.status.to_dict()["brokers"][2]["state"] == "Drained"
-    assert "DrainDone" in [e.reason for e in outcome.events]
+    assert [e.message for e in outcome.events if e.reason == "DrainDone"] == [
+        "Broker 3 is drained: it holds no replica and can be removed from the cluster."
+    ]
 
 
 def test_a_drained_broker_that_left_the_cluster_is_removed_but_an_unknown_one_blocks() -> None:
@@ -411,7 +419,9 @@ def test_a_new_broker_warms_up_and_its_step_is_an_event() -> None:
 
     assert outcome.status.to_dict()["brokers"][2]["state"] == "Warming"
     assert outcome.status.to_dict()["brokers"][2]["warmUpShare"] == "25%"
-    assert "WarmUpStep" in [e.reason for e in outcome.events]
+    assert [e.message for e in outcome.events if e.reason == "WarmUpStep"] == [
+        "Broker 3 warms up: step 1 of 4, it now takes 25% of a full broker's share of the load."
+    ]
 
 
 def test_whether_broker_cpu_is_measured_is_a_condition_that_never_makes_the_pool_unready() -> None:

@@ -47,8 +47,9 @@ from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
 from kafka_balancer.kafka.fence import FencedAdmin
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.progress import duration_text, eta_seconds
+from kafka_balancer.kube_quantity import binary_quantity
 from kafka_balancer.reconcile.approval import halt_reason
-from kafka_balancer.reconcile.pool import Event, StoredPlan, execution_conditions
+from kafka_balancer.reconcile.pool import Event, StoredPlan, execution_conditions, sentence
 from kafka_balancer.reconcile.status import (
     ExecutionPhase,
     ExecutionProgress,
@@ -115,6 +116,7 @@ def execution_progress(state: ExecutionState, now: float) -> tuple[ExecutionProg
         bytes_done=done,
         bytes_total=total,
         eta_seconds=None if eta is None else round(eta),
+        eta=None if eta is None else duration_text(eta),
     )
     return progress, message + (f", ETA {duration_text(eta)}" if eta is not None else "")
 
@@ -201,7 +203,9 @@ class ExecutionService:
         def recovered(seconds: float) -> None:
             note = f"the Kubernetes API was unreachable for {seconds:.0f}s; moves went on"
             outage.append(note)
-            self.kube.post_event(pool, Event("Warning", "KubernetesApiOutage", f"plan {stored.id}: {note}"))
+            self.kube.post_event(
+                pool, Event("Warning", "KubernetesApiOutage", sentence(f"Plan {stored.id}: {note}"))
+            )
 
         resumed = (seen.execution or {}).get("planId") == stored.id
         # One for every attempt: an outage that cost the lease is reported once the API is back.
@@ -225,7 +229,8 @@ class ExecutionService:
                             Event(
                                 "Normal",
                                 "ExecutionStarted",
-                                f"executing plan {stored.id} ({stored.moves} moves)",
+                                f"Executing plan {stored.id}: {stored.moves} replica move(s) copying "
+                                f"{binary_quantity(stored.bytes_to_move)}.",
                             ),
                         )
                     message = "resuming" if resumed else "starting"
@@ -272,7 +277,12 @@ class ExecutionService:
             return None
         self.metrics.executions.labels(pool.key, "succeeded").inc()
         self.kube.post_event(
-            pool, Event("Normal", "ExecutionFinished", f"plan {stored.id} executed and verified")
+            pool,
+            Event(
+                "Normal",
+                "ExecutionFinished",
+                f"Plan {stored.id} executed and verified: {stored.moves} replica move(s) done.",
+            ),
         )
         write(
             ExecutionStatus(stored.id, ExecutionPhase.SUCCEEDED, "", moves_done=stored.moves),
@@ -300,7 +310,7 @@ class ExecutionService:
             Event(
                 "Normal" if halted else "Warning",
                 "ExecutionPaused" if halted else "ExecutionFailed",
-                f"plan {stored.id}: {err}",
+                sentence(f"Plan {stored.id} {'halted' if halted else 'failed'}: {err}"),
             ),
         )
         phase = ExecutionPhase.PAUSED if halted else ExecutionPhase.FAILED

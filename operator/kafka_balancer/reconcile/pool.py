@@ -21,6 +21,7 @@ from kafka_balancer.errors import InfeasibleError
 from kafka_balancer.formats.plan_file import plan_document
 from kafka_balancer.formats.report import report_document
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType, default_goal_set
+from kafka_balancer.kube_quantity import binary_quantity
 from kafka_balancer.model.cluster import PartitionLoad
 from kafka_balancer.model.plan import ReassignmentPlan
 from kafka_balancer.planner.optimizer import plan as make_plan
@@ -37,14 +38,25 @@ from kafka_balancer.reconcile.status import (
     GoalStatus,
     PlanStatus,
     PoolStatus,
+    worst_goal,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
+    """A Kubernetes Event on the pool: ``reason`` CamelCase, ``message`` a sentence (see sentence())."""
+
     type: str  # Normal | Warning
     reason: str
     message: str
+
+
+def sentence(text: str) -> str:
+    """An Event's message as ``kubectl describe`` shows it to a person: capitalised, ending in a full
+    stop (messages embed error texts, which start lower-case and end bare)."""
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "?", "!")) else text + "."
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,12 +271,18 @@ def _lifecycle_events(previous: Mapping[str, Any], views: Sequence[BrokerView]) 
                 Event(
                     "Normal",
                     "WarmUpStep",
-                    f"broker {view.id} warms up: step {view.step}/{view.steps}, "
-                    f"share {view.share * 100:.0f}%",
+                    f"Broker {view.id} warms up: step {view.step} of {view.steps}, it now takes "
+                    f"{view.share * 100:.0f}% of a full broker's share of the load.",
                 )
             )
         if view.state is Lifecycle.DRAINED and old.get("state") != Lifecycle.DRAINED.value:
-            events.append(Event("Normal", "DrainDone", f"broker {view.id} is drained: it holds no replica"))
+            events.append(
+                Event(
+                    "Normal",
+                    "DrainDone",
+                    f"Broker {view.id} is drained: it holds no replica and can be removed from the cluster.",
+                )
+            )
     return events
 
 
@@ -394,7 +412,8 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
     events: tuple[Event, ...] = ()
     if changed:
         ready_message = (
-            f"plan {new_plan.id}: {new_plan.moves} replica move(s), {new_plan.bytes_to_move} bytes"
+            f"Plan {new_plan.id} is ready: {new_plan.moves} replica move(s) copying "
+            f"{binary_quantity(new_plan.bytes_to_move)} ({new_plan.bytes_to_move} bytes)."
         )
         events = (Event("Normal", "PlanReady", ready_message),)
     if changed or inp.spec.mode == "Auto":
@@ -432,7 +451,8 @@ def infeasible(inp: PoolInput, err: InfeasibleError) -> tuple[tuple[Condition, .
     events: tuple[Event, ...] = ()
     if inp.spec.drain:
         conditions.append(Condition("DrainBlocked", TRUE, "Infeasible", f"drain blocked: {err}"))
-        events = (Event("Warning", "DrainBlocked", f"drain blocked: {err}"),)
+        blocked = f"Drain of brokers {list(inp.spec.drain)} is blocked: {err}"
+        events = (Event("Warning", "DrainBlocked", sentence(blocked)),)
     conditions.append(Condition("Balanced", FALSE, "Infeasible", str(err)))
     return tuple(conditions), events
 
@@ -567,7 +587,7 @@ def approval_conditions(inp: PoolInput, decision: Decision) -> tuple[list[Condit
     """Manual mode says whether the approval annotation is usable; a stale one is also an event."""
     if decision.action is Action.REFUSE:
         return [Condition("ApprovalValid", FALSE, decision.reason, decision.message)], [
-            Event("Warning", "ApprovalRefused", decision.message)
+            Event("Warning", "ApprovalRefused", sentence(f"Approval refused: {decision.message}"))
         ]
     if inp.spec.mode == "Manual":
         return [Condition("ApprovalValid", TRUE, decision.reason, decision.message)], []
@@ -589,6 +609,7 @@ def finish(
     # A later condition of a type replaces an earlier one, in the earlier one's place.
     by_type: dict[str, Condition] = {c.type: c for c in conditions}
     ordered = [ready(list(by_type.values())), *by_type.values()]
+    goals = tuple(_goal_status(r) for r in planned.results) if planned.planned else None
     status = PoolStatus(
         observed_generation=inp.generation,
         conditions=merge_conditions(
@@ -598,12 +619,8 @@ def finish(
         brokers=brokers.statuses,
         goal_set=goal_set_id(inp.goals),
         plan=None if current is None else plan_status(inp, current, execution),
-        goals=tuple(
-            GoalStatus(r.name or r.type, r.type, r.hard, r.satisfied, r.worst_deviation)
-            for r in planned.results
-        )
-        if planned.planned
-        else None,
+        goals=goals,
+        worst_goal=None if goals is None else worst_goal(goals),
     )
     return PoolOutcome(
         status, planned.decision, planned.new_plan, planned.report, planned.results, (*events, *refused)

@@ -2,8 +2,10 @@
 
 Status is a contract with users (``kubectl get`` printer columns, dashboards, GitOps health checks) and
 with the CRDs' schemas (crds/*.yaml): ``to_dict()`` produces exactly those names. Every status write
-is a merge patch, so a field left ``None`` is omitted (the apiserver keeps what was there); the one
-field that must be removed explicitly (``etaSeconds`` once there is none) is written as ``None``.
+is a merge patch, so a field left ``None`` is omitted (the apiserver keeps what was there); the
+fields that must be removed explicitly (``etaSeconds`` and ``eta`` once there is none) are written as
+``None``. A few fields repeat a number as text for ``kubectl get -o wide`` (``moves`` "3/12",
+``dataToMove`` "1.5Gi", ``eta`` "0h02m10s", ``worstGoal``): printer columns can only show a field.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from kafka_balancer.kube_quantity import binary_quantity
 
 
 class ExecutionPhase(enum.Enum):
@@ -44,9 +48,10 @@ class ExecutionProgress:
     bytes_done: int
     bytes_total: int
     eta_seconds: int | None  # at the byte rate so far; None before any byte moved and once finished
+    eta: str | None = None  # eta_seconds for people ("0h02m10s")
 
     def to_dict(self) -> dict[str, Any]:
-        # etaSeconds is written even when None: the merge patch then removes the last ETA.
+        # etaSeconds and eta are written even when None: the merge patch then removes the last ETA.
         return {
             "movesDone": self.moves_done,
             "movesInFlight": self.moves_in_flight,
@@ -54,6 +59,7 @@ class ExecutionProgress:
             "bytesDone": self.bytes_done,
             "bytesTotal": self.bytes_total,
             "etaSeconds": self.eta_seconds,
+            "eta": self.eta,
         }
 
 
@@ -114,7 +120,9 @@ class PlanStatus:
                 "movesTotal": self.moves_total,
                 "movesDone": self.moves_done,
                 "movesRemaining": self.moves_total - self.moves_done,
+                "moves": f"{self.moves_done}/{self.moves_total}",
                 "bytesToMove": self.bytes_to_move,
+                "dataToMove": binary_quantity(self.bytes_to_move),
                 "executedId": self.executed_id,
             }
         )
@@ -134,6 +142,7 @@ class PlanProgress:
                 "executedId": self.executed_id,
                 "movesDone": self.moves_done,
                 "movesRemaining": self.moves_remaining,
+                "moves": f"{self.moves_done}/{self.moves_done + self.moves_remaining}",
             }
         )
 
@@ -184,6 +193,20 @@ class GoalStatus:
         }
 
 
+ALL_GOALS_HOLD = "all hold"
+
+
+def worst_goal(goals: tuple[GoalStatus, ...]) -> str:
+    """``status.worstGoal``: the goal a person should look at first, by name and deviation. A hard goal
+    not met before a soft one, then the planner's order (highest priority first); deviations are not
+    compared across goals, their units differ (percent, partitions, replicas)."""
+    unmet = [g for g in goals if not g.satisfied]
+    if not unmet:
+        return ALL_GOALS_HOLD
+    worst = next((g for g in unmet if g.hard), unmet[0])
+    return f"{worst.name} ({worst.worst_deviation})"
+
+
 @dataclass(frozen=True, slots=True)
 class ConditionStatus:
     """One of ``status.conditions``, as written (Kubernetes API conventions)."""
@@ -229,6 +252,7 @@ class PoolStatus:
     goal_set: str | None = None
     plan: PlanStatus | None = None
     goals: tuple[GoalStatus, ...] | None = None
+    worst_goal: str | None = None  # written with goals: see worst_goal()
 
     def to_dict(self) -> dict[str, Any]:
         return _present(
@@ -239,6 +263,7 @@ class PoolStatus:
                 "goalSet": self.goal_set,
                 "plan": None if self.plan is None else self.plan.to_dict(),
                 "goals": None if self.goals is None else [g.to_dict() for g in self.goals],
+                "worstGoal": self.worst_goal,
                 "conditions": [c.to_dict() for c in self.conditions],
             }
         )
