@@ -2,8 +2,9 @@
 
 Exit codes (DESIGN.md): 0 done; 2 bad input (one line naming the field, no output file);
 3 hard goals cannot be satisfied (says which and why, no output file). Each command's
-implementation lives in its layer; this module only parses arguments and maps errors. Every
-command's ``--help`` ends with an example a person can copy (``EXAMPLES``).
+implementation lives in its layer; this module only parses arguments, sends the Kafka clients' own
+log lines to ``--kafka-log`` (kafka/client_log.py) and maps errors. Every command's ``--help`` ends
+with an example a person can copy (``EXAMPLES``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -18,6 +20,7 @@ from kafka_balancer import __version__
 from kafka_balancer.commands.demo import add_arguments as add_demo_arguments
 from kafka_balancer.commands.run import add_arguments as add_run_arguments
 from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
+from kafka_balancer.kafka.client_log import clients_logging_to, default_log_file, log_handler
 from kafka_balancer.kafka.execution_state import MoveOrder
 from kafka_balancer.scoring.options import add_arguments as add_score_arguments
 
@@ -127,6 +130,15 @@ def _positive(text: str) -> int:
     return value
 
 
+def _add_kafka_log(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kafka-log",
+        type=Path,
+        help="where the Kafka clients' own log lines go (librdkafka's connection failures and retries), "
+        f"appended; default {default_log_file()} ($XDG_STATE_HOME), dropped when that cannot be written",
+    )
+
+
 def _add_execution_commands(commands: Any) -> None:
     execute = _command(commands, "execute", "execute a plan on Kafka: throttled, batched, resumable")
     execute.add_argument("--plan", required=True, type=Path, help="plan (Kafka reassignment JSON)")
@@ -164,6 +176,7 @@ def _add_execution_commands(commands: Any) -> None:
         help="which pending moves start first: the plan's order (default) or the smallest partitions; "
         "a resumed run keeps its order unless given again",
     )
+    _add_kafka_log(execute)
     execute.set_defaults(handler=_execute)
 
     status = _command(commands, "status", "progress of an execution")
@@ -180,6 +193,7 @@ def _add_execution_commands(commands: Any) -> None:
         default=120,
         help="seconds the whole cancel may take, waiting for the executor and Kafka's answers included",
     )
+    _add_kafka_log(cancel)
     cancel.set_defaults(handler=_cancel)
 
 
@@ -214,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--prometheus-config", type=Path, help="Prometheus source settings (JSON: label, queries, TLS)"
     )
     snapshot.add_argument("--output", required=True, type=Path, help="where to write the snapshot JSON")
+    _add_kafka_log(snapshot)
     snapshot.set_defaults(handler=_snapshot)
     _add_execution_commands(commands)
 
@@ -238,11 +253,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _kafka_log(args: argparse.Namespace) -> AbstractContextManager[None]:
+    """The Kafka clients' log lines into the command's --kafka-log file (or the default one); the
+    operator (``run``) logs them with its own lines."""
+    if "kafka_log" not in args:
+        return nullcontext()
+    if args.kafka_log is not None:
+        try:
+            handler = log_handler(args.kafka_log)
+        except OSError as err:
+            raise InputError(f"--kafka-log {args.kafka_log}: cannot be written: {err.strerror}") from None
+    else:
+        try:
+            handler = log_handler(default_log_file())
+        except OSError:
+            # A read-only home (a container): the lines are dropped rather than printed.
+            handler = log_handler(None)
+    return clients_logging_to(handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     try:
-        return handler(args)
+        with _kafka_log(args):
+            return handler(args)
     except InputError as exc:
         print(f"kafka-balancer {args.command}: bad input: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -26,6 +26,7 @@ from typing import Any
 from confluent_kafka import cimpl
 from confluent_kafka.admin import AdminClient
 
+from kafka_balancer.kafka.client_log import clients_logging_to, log_handler, served, with_client_log
 from kafka_balancer_dev.checkout import repo_root
 from kafka_balancer_dev.demo import view
 from kafka_balancer_dev.demo.traffic import Traffic, read_back
@@ -35,6 +36,9 @@ from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.ports import answers_ok, free_ports
 
 NAMESPACE, POOL, TOPIC, PEERING = "demo", "main", "orders", "kafka-balancer-demo"
+# The Kafka clients' own log lines (librdkafka's), of the demo and of the commands it runs: kept off
+# the terminal, where they would break into the story (a stopped broker makes every client complain).
+KAFKA_CLIENTS_LOG = "kafka-clients.log"
 PARTITIONS = 12
 REFRESH_S = 3.0
 # Embedded Spark scores the pool once 30 s of samples exist, then every minute (production: 5 min).
@@ -156,10 +160,11 @@ class Demo:
         if operator.poll() is not None:
             raise BedError(f"the operator exited with {operator.returncode}; see {log}")
         self.say(f"operator started (pid {operator.pid}); its log: {log}")
+        self.say(f"the Kafka clients' own log lines (librdkafka's) go to {self.work / KAFKA_CLIENTS_LOG}")
 
     def _skewed_topic(self, bed: KafkaBed) -> None:
         assignment = [[1, 2] if p % 2 else [2, 1] for p in range(PARTITIONS)]
-        admin = AdminClient({"bootstrap.servers": bed.bootstrap_servers})
+        admin = AdminClient(with_client_log({"bootstrap.servers": bed.bootstrap_servers}))
         new = cimpl.NewTopic(TOPIC, num_partitions=PARTITIONS, replica_assignment=assignment)
         admin.create_topics([new], operation_timeout=30)[TOPIC].result(timeout=60)
         _wait(lambda: sum(view.replica_counts(bed.bootstrap_servers, TOPIC).values()) == 2 * PARTITIONS, 30)
@@ -173,7 +178,7 @@ class Demo:
         _cli(
             "snapshot", "--bootstrap-server", bed.bootstrap_servers, "--window", "10s", "--interval", "5s",
             "--disk-capacity", "107374182400", "--network-capacity", "100000000", "--cpu-capacity", "4",
-            "--output", str(path),
+            "--output", str(path), "--kafka-log", str(self.work / KAFKA_CLIENTS_LOG),
         )  # fmt: skip
         return path
 
@@ -283,7 +288,6 @@ class Demo:
             line = view.status_line(
                 view.read(kube_bed, NAMESPACE, "bp", POOL),
                 view.replica_counts(bed.bootstrap_servers, TOPIC),
-                view.goals_line(kube_bed, NAMESPACE),
             )
             if line != shown:
                 self.say(f"  {line}")
@@ -333,7 +337,8 @@ def run(options: DemoOptions) -> int:
     failed (said in one line), 130 when interrupted; everything it started is stopped in every case."""
     demo = Demo(options, say=lambda line: print(line, flush=True))
     try:
-        demo.run()
+        with clients_logging_to(log_handler(demo.work / KAFKA_CLIENTS_LOG)):
+            demo.run()
     except BaseException as err:
         if demo.interrupted:
             print("interrupted: everything the demo started is stopped", file=sys.stderr, flush=True)
@@ -358,7 +363,9 @@ def _racks(bed: KafkaBed) -> str:
 
 
 def _assignment(bed: KafkaBed) -> dict[int, list[int]]:
-    meta = AdminClient({"bootstrap.servers": bed.bootstrap_servers}).list_topics(topic=TOPIC, timeout=10)
+    admin = AdminClient(with_client_log({"bootstrap.servers": bed.bootstrap_servers}))
+    meta = served(admin).list_topics(topic=TOPIC, timeout=10)
+    served(admin)  # what the call logged, before the client goes
     return {p: list(m.replicas) for p, m in meta.topics[TOPIC].partitions.items()}
 
 

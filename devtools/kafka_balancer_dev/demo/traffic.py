@@ -12,6 +12,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 
+from kafka_balancer.kafka.client_log import with_client_log
 from kafka_balancer_dev.errors import BedError
 
 Digest = tuple[Counter[str], dict[str, str]]
@@ -27,7 +28,7 @@ class Traffic:
         self.rate = rate
         self.size = size
         config = {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True}
-        self._producer = Producer({**config, "linger.ms": 5})
+        self._producer = Producer(with_client_log({**config, "linger.ms": 5}))
         self._counts: Counter[str] = Counter()
         self._digests: defaultdict[str, Any] = defaultdict(hashlib.sha256)
         self._failures: list[KafkaError] = []
@@ -71,12 +72,14 @@ class Traffic:
 def read_back(bootstrap: str, topic: str, count: int, timeout_s: float = 120.0) -> Digest:
     """Per-key counts and SHA-256 of ``count`` messages read from the start of ``topic``."""
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"demo-check-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
+        with_client_log(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"demo-check-{uuid.uuid4().hex[:8]}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
     )
     counts: Counter[str] = Counter()
     digests: defaultdict[str, Any] = defaultdict(hashlib.sha256)

@@ -1,4 +1,5 @@
-"""What the demo shows while it runs: one status line per refresh, read from Kubernetes and Kafka."""
+"""What the demo shows while it runs: one status line per refresh, from the pool's status (one read,
+so its parts agree) and Kafka's replica counts."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from kafka_balancer.kafka.client_log import served, with_client_log
 from kafka_balancer_dev.localbed.kube import KubeBed
 
 
 def replica_counts(bootstrap: str, topic: str) -> dict[int, int]:
     """Broker → replicas of ``topic`` it holds, from Kafka's metadata."""
-    meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic=topic, timeout=10)
+    admin = AdminClient(with_client_log({"bootstrap.servers": bootstrap}))
+    meta = served(admin).list_topics(topic=topic, timeout=10)
+    served(admin)  # what the call logged, before the client goes
     counts: dict[int, int] = {}
     for partition in meta.topics[topic].partitions.values():
         for broker in partition.replicas:
@@ -33,16 +37,16 @@ def condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), {})
 
 
-def goals_line(kube: KubeBed, namespace: str) -> str:
-    got = kube.kubectl("get", "bg", "-n", namespace, "-o", "json")
-    if got.returncode != 0:
-        return ""
+def goals_text(pool: Mapping[str, Any]) -> str:
+    """The goals as the pool's own status tells them (``status.goals``): written in the same patch as
+    its Balanced condition, from the same evaluation, so the line never calls a goal violated in a
+    pool it calls balanced. (The BalancerGoal objects' status is patched after the pool's, one goal
+    at a time: read separately, a refresh can pair a new Balanced=True with a goal's old verdict.)"""
     parts = []
-    for goal in json.loads(got.stdout)["items"]:
-        satisfied = condition(goal, "Satisfied").get("status", "?")
-        mark = {"True": "ok", "False": "violated"}.get(satisfied, "?")
-        deviation = goal.get("status", {}).get("worstDeviation", "")
-        parts.append(f"{goal['metadata']['name']} {mark}{f' ({deviation})' if deviation else ''}")
+    for goal in pool.get("status", {}).get("goals", []):
+        mark = "ok" if goal.get("satisfied") else "violated"
+        deviation = goal.get("worstDeviation", "")
+        parts.append(f"{goal['name']} {mark}{f' ({deviation})' if deviation else ''}")
     return ", ".join(parts)
 
 
@@ -55,7 +59,7 @@ def broker_cell(broker: Mapping[str, Any], replicas: Mapping[int, int]) -> str:
     return f"{broker['id']}({broker.get('rack', '-')}) {count}r {state}{detail}"
 
 
-def status_line(pool: Mapping[str, Any], replicas: Mapping[int, int], goals: str) -> str:
+def status_line(pool: Mapping[str, Any], replicas: Mapping[int, int]) -> str:
     status = pool.get("status", {})
     plan = status.get("plan", {})
     balanced = condition(pool, "Balanced").get("status", "?")
@@ -66,5 +70,5 @@ def status_line(pool: Mapping[str, Any], replicas: Mapping[int, int], goals: str
     total_mb = plan.get("bytesToMove", 0) / 1e6
     return (
         f"balanced={balanced} moves {done}/{total} (~{moved / 1e6:.1f}/{total_mb:.1f} MB)"
-        f" | loads {loads} | goals: {goals or '-'}\n    brokers: {brokers}"
+        f" | loads {loads} | goals: {goals_text(pool) or '-'}\n    brokers: {brokers}"
     )

@@ -25,6 +25,7 @@ from confluent_kafka.admin._scram import (
     UserScramCredentialUpsertion,
 )
 
+from kafka_balancer.kafka.client_log import with_client_log
 from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import kafka_config as cfg
 from kafka_balancer_dev.localbed.ports import accepts_connections, free_port, free_ports
@@ -454,7 +455,7 @@ class KafkaBed:
 
     def _create_scram_users(self, found: _Secrets) -> None:
         """SCRAM credentials through the Admin API (over PLAINTEXT); return once every broker accepts them."""
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        admin = AdminClient(with_client_log({"bootstrap.servers": self.bootstrap_servers}))
         # One request per mechanism: Kafka refuses two alterations of one user in the same request.
         for mechanism in _SCRAM:
             upsert: list[UserScramCredentialAlteration] = [
@@ -480,15 +481,17 @@ class KafkaBed:
 
     def _authenticates(self, node: _Node, mechanism: str, found: _Secrets) -> bool:
         admin = AdminClient(
-            {
-                "bootstrap.servers": f"{cfg.HOST}:{node.secured_ports[cfg.SASL_LISTENER]}",
-                "security.protocol": "SASL_PLAINTEXT",
-                "sasl.mechanism": mechanism,
-                "sasl.username": found.scram_user,
-                "sasl.password": found.scram_password,
-                "socket.timeout.ms": 3000,
-                "log_level": 0,
-            }
+            with_client_log(
+                {
+                    "bootstrap.servers": f"{cfg.HOST}:{node.secured_ports[cfg.SASL_LISTENER]}",
+                    "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": mechanism,
+                    "sasl.username": found.scram_user,
+                    "sasl.password": found.scram_password,
+                    "socket.timeout.ms": 3000,
+                    "log_level": 0,
+                }
+            )
         )
         try:
             admin.describe_cluster(request_timeout=3).result(timeout=5)
@@ -577,7 +580,9 @@ class KafkaBed:
 
     def _live_brokers(self) -> dict[int, str | None]:
         """Broker id → rack of every registered, unfenced broker, as the Admin API reports them."""
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 5000})
+        admin = AdminClient(
+            with_client_log({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 5000})
+        )
         try:
             described = admin.describe_cluster(request_timeout=5).result(timeout=10)
         except Exception:  # the cluster is still coming up or a broker just left: ask again

@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--work-dir",
         type=Path,
         default=Path("run/demo"),
-        help="logs, plan and report.png (default: run/demo)",
+        help="logs (the operator's, and the Kafka clients' own lines in kafka-clients.log), plan and "
+        "report.png (default: run/demo)",
     )
     parser.add_argument("--fast", action="store_true", help="a 60 s warm-up in 3 steps instead of 2 min in 4")
 

@@ -23,6 +23,7 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kp_errors
 
 from kafka_balancer.errors import InputError, KafkaOperationError, KafkaUnavailableError
+from kafka_balancer.kafka.client_log import served, with_client_log
 
 TIMEOUT_S = 30.0
 TOPICS_PER_DESCRIBE = 500
@@ -97,8 +98,8 @@ def _checks_hostname(props: Mapping[str, str]) -> bool:
 
 def confluent_config(bootstrap: str, props: Mapping[str, str]) -> dict[str, Any]:
     """librdkafka settings for the usual client property names (PLAINTEXT, SSL, SASL PLAIN/SCRAM)."""
-    # log_level 2: librdkafka's connection chatter must not drown the CLI's own messages.
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000, "log_level": 2}
+    # librdkafka's own log lines go to Python logging (client_log.py), never straight to stderr.
+    config: dict[str, Any] = with_client_log({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
     for name in ("security.protocol", "sasl.mechanism", "ssl.key.password"):
         if name in props:
             config[name] = props[name]
@@ -336,7 +337,7 @@ class KafkaAdmin:
         what = "describing the cluster"
         timeout_s = self._timeout(what)
         try:
-            described = self._ck.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
+            described = served(self._ck).describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
         except Exception as err:
             raise self._confluent_failed(what, err, timeout_s) from err
         return {node.id: node.rack for node in described.nodes}
@@ -346,7 +347,7 @@ class KafkaAdmin:
         what = "reading topic metadata"
         timeout_s = self._timeout(what)
         try:
-            metadata = self._ck.list_topics(timeout=timeout_s)
+            metadata = served(self._ck).list_topics(timeout=timeout_s)
         except KafkaException as err:
             raise self._confluent_failed(what, err, timeout_s) from err
         wanted = None if topics is None else set(topics)
@@ -427,7 +428,7 @@ class KafkaAdmin:
             what = f"describing configs of {kind} {batch[0].name}"
             timeout_s = self._timeout(what)
             try:
-                futures = self._ck.describe_configs(batch, request_timeout=timeout_s)
+                futures = served(self._ck).describe_configs(batch, request_timeout=timeout_s)
                 answered = [
                     (resource, future.result(timeout=timeout_s)) for resource, future in futures.items()
                 ]
@@ -454,7 +455,9 @@ class KafkaAdmin:
         what = f"altering configs of {kind} {name}"
         timeout_s = self._timeout(what)
         try:
-            for future in self._ck.incremental_alter_configs([resource], request_timeout=timeout_s).values():
+            for future in (
+                served(self._ck).incremental_alter_configs([resource], request_timeout=timeout_s).values()
+            ):
                 future.result(timeout=timeout_s)
         except Exception as err:
             raise self._confluent_failed(what, err, timeout_s, controller=True) from err
@@ -471,7 +474,7 @@ class KafkaAdmin:
         try:
             # No request_timeout here: confluent-kafka 2.16 fails parsing it ("more argument specifiers
             # than keyword list entries"); the wait below bounds the call all the same.
-            answer = self._ck.elect_leaders(ElectionType.PREFERRED, request).result(timeout=timeout_s)
+            answer = served(self._ck).elect_leaders(ElectionType.PREFERRED, request).result(timeout=timeout_s)
         except Exception as err:
             raise self._confluent_failed(what, err, timeout_s, controller=True) from err
         return {

@@ -31,6 +31,7 @@ from kafka import KafkaAdminClient
 
 from kafka_balancer.errors import KafkaOperationError, MetricsSourceError
 from kafka_balancer.kafka.admin import check_connection, confluent_config, kafka_python_config
+from kafka_balancer.kafka.client_log import served
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import BrokerInfo
 from kafka_balancer.samples.broker_usage import BrokerUsage, BrokerUsageSource
@@ -90,7 +91,7 @@ class AdminReader:
         # librdkafka answers describe_cluster with a Metadata request (seen in its statistics).
         self.requests["Metadata"] += 1
         try:
-            described = self._ck.describe_cluster(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+            described = served(self._ck).describe_cluster(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
         except Exception as err:
             raise _fail("describing the cluster", err) from err
         return tuple(sorted((BrokerInfo(n.id, n.rack) for n in described.nodes), key=lambda b: b.id))
@@ -98,7 +99,7 @@ class AdminReader:
     def partitions(self) -> dict[Tp, PartitionInfo]:
         self.requests["Metadata"] += 1
         try:
-            metadata = self._ck.list_topics(timeout=TIMEOUT_S)
+            metadata = served(self._ck).list_topics(timeout=TIMEOUT_S)
         except KafkaException as err:
             raise _fail("reading topic metadata", err) from err
         return {
@@ -136,7 +137,7 @@ class AdminReader:
         self.requests["ListOffsets"] += len(set(leaders.values()))
         request = {TopicPartition(t, p): spec for t, p in leaders}
         try:
-            futures = self._ck.list_offsets(request, request_timeout=TIMEOUT_S)
+            futures = served(self._ck).list_offsets(request, request_timeout=TIMEOUT_S)
         except KafkaException as err:
             raise _fail("listing offsets", err) from err
         return {(tp.topic, tp.partition): info.offset for tp, info in _settled(futures).items()}
@@ -145,7 +146,9 @@ class AdminReader:
         """(group, partition) → committed offset, for every consumer group."""
         self.requests["ListGroups"] += broker_count
         try:
-            listed = self._ck.list_consumer_groups(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+            listed = (
+                served(self._ck).list_consumer_groups(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+            )
         except Exception as err:
             raise _fail("listing consumer groups", err) from err
         groups = sorted(g.group_id for g in listed.valid)
@@ -154,7 +157,7 @@ class AdminReader:
         futures: dict[str, Future[Any]] = {}
         for group in groups:
             futures.update(
-                self._ck.list_consumer_group_offsets(
+                served(self._ck).list_consumer_group_offsets(
                     [ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT_S
                 )
             )
