@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from kafka_balancer.commands.progress_display import ProgressDisplay, progress_display
 from kafka_balancer.errors import ExecutionError, InputError, KafkaUnavailableError
 from kafka_balancer.formats.plan_file import read_plan
 from kafka_balancer.kafka.admin import TIMEOUT_S, KafkaAdmin, check_connection, load_properties
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_lock import CancelMarker, StateLock
-from kafka_balancer.kafka.execution_state import ExecutionState, MoveOrder, load_state, save_state
+from kafka_balancer.kafka.execution_state import ExecutionState, MoveOrder, MoveStatus, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_plan, new_state
 from kafka_balancer.kafka.progress import summary
 
@@ -32,6 +35,20 @@ def _command(name: str, args: argparse.Namespace, *flags: str) -> str:
         if value is not None:
             words += [flag, str(value)]
     return shlex.join(words)
+
+
+class _ShownExecutor(Executor):
+    """The CLI's executor: each state it commits also moves the terminal's bar (bytes copied)."""
+
+    def __init__(self, *args: Any, display: ProgressDisplay, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._display = display
+
+    def commit(self, state: ExecutionState) -> ExecutionState:
+        state = super().commit(state)
+        done = len(state.by_status(MoveStatus.DONE))
+        self._display.update(state.bytes_done, state.bytes_total, status=f"{done}/{len(state.moves)} moves")
+        return state
 
 
 def run_execute(args: argparse.Namespace) -> int:
@@ -64,15 +81,17 @@ def run_execute(args: argparse.Namespace) -> int:
             print(f"resuming from {state_path}", flush=True)
         else:
             state = new_state(admin, plan, options, time.time())
-        executor = Executor(
-            admin,
-            state_path,
-            options,
-            log=lambda line: print(line, flush=True),
-            cancel_requested=lambda: marker.requested(lambda line: print(line, flush=True)),
-            resume_hint=f"`{resume}` resumes it safely",
-        )
-        state = executor.run(state)
+        with progress_display(sys.stdout, "executing", state.bytes_total, data=True) as display:
+            executor = _ShownExecutor(
+                admin,
+                state_path,
+                options,
+                display=display,
+                log=display.line,
+                cancel_requested=lambda: marker.requested(display.line),
+                resume_hint=f"`{resume}` resumes it safely",
+            )
+            state = executor.run(state)
         print(summary(state, time.time()), flush=True)
         return 0
     finally:

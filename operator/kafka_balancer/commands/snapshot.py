@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kafka_balancer.commands.progress_display import ProgressDisplay, progress_display
 from kafka_balancer.errors import InputError
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import write_json_atomically
@@ -106,7 +107,7 @@ def prometheus_source(args: argparse.Namespace) -> PrometheusSource | None:
     return PrometheusSource(spec.resolve(args.prometheus_url))
 
 
-def _progress(passes: int, caps: Capacities) -> Callable[[int, PassResult], None]:
+def _progress(passes: int, caps: Capacities, display: ProgressDisplay) -> Callable[[int, PassResult], None]:
     def show(i: int, result: PassResult) -> None:
         obs = result.observation
         for broker in obs.brokers:
@@ -118,12 +119,14 @@ def _progress(passes: int, caps: Capacities) -> Callable[[int, PassResult], None
         elif result.usage:
             cores = sum(u.cpu for u in result.usage.values() if u.cpu is not None)
             usage = f"; Prometheus: {cores:.2f} core(s) used by {len(result.usage)} broker(s)"
-        print(
-            f"pass {i + 1}/{passes}: {len(obs.partitions)} partition(s), {len(obs.brokers)} broker(s), "
+        counts = f"{len(obs.partitions)} partition(s), {len(obs.brokers)} broker(s)"
+        display.update(i + 1, status=counts)
+        if display.on_terminal and result.usage_error is None:
+            return  # the bar says it; a failed Prometheus query is still said in a line
+        display.line(
+            f"pass {i + 1}/{passes}: {counts}, "
             f"{result.samples_written} sample(s) stored, {sum(obs.requests.values())} admin request(s)"
-            f"{usage}",
-            file=sys.stderr,
-            flush=True,
+            f"{usage}"
         )
 
     return show
@@ -150,7 +153,10 @@ def run_snapshot(args: argparse.Namespace) -> int:
                 # A wrong url, label or query fails now, not as a window of unknown cpu.
                 usage_source.check(int(time.time() * 1000), interval_ms, brokers)
             collector = Collector(reader, store, usage_source=usage_source)
-            results = collector.run(passes, interval_ms / 1000.0, on_pass=_progress(passes, caps))
+            with progress_display(sys.stderr, "sampling", passes) as display:
+                results = collector.run(
+                    passes, interval_ms / 1000.0, on_pass=_progress(passes, caps, display)
+                )
         finally:
             reader.close()
             if usage_source is not None:
