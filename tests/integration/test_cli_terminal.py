@@ -12,6 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+from tests.support.executor_cli import write_plan
+from tests.support.kafka_checks import Writer, assert_no_throttle_left, create_topic, delete_topic, partitions
+
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.ports import free_ports
 
@@ -114,3 +117,28 @@ def test_snapshot_on_a_terminal_draws_a_progress_bar(kafka_bed: KafkaBed, tmp_pa
     assert not [line for line in drawn.splitlines() if PASS_LINE.match(line.strip())], "the bar replaces them"
     assert "snapshot: " in drawn  # the summary is still printed after the bar
     assert not [line for line in drawn.splitlines() if line.startswith("%")], "no librdkafka line"
+
+
+def test_execute_on_a_terminal_draws_the_bytes_copied(kafka_bed: KafkaBed, tmp_path: Path) -> None:
+    topic = create_topic(kafka_bed, "terminal", [[1, 2], [1, 2]])
+    writer = Writer(kafka_bed, topic)
+    writer.write(4_000, 500)  # 2 MB: at 500 kB/s the copy takes seconds, the bar is drawn meanwhile
+    plan = write_plan(tmp_path / "plan.json", topic, {0: [3, 1], 1: [2, 3]})
+    try:
+        code, drawn = _run_on_a_terminal(
+            [*CLI, "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+             "--throttle", "500000", "--poll-interval", "0.5", "--kafka-log", str(tmp_path / "kafka.log")],
+            300,
+        )  # fmt: skip
+
+        assert code == 0, drawn[-3000:]
+        assert {p: r for p, (r, _, _) in partitions(kafka_bed, topic).items()} == {0: [3, 1], 1: [2, 3]}
+        assert_no_throttle_left(kafka_bed, topic)
+        assert "executing" in drawn and "━" in drawn and ANSI.search(drawn)
+        assert "2/2 moves" in drawn, "the bar counts the moves done"
+        assert re.search(r"\d+(\.\d)? MiB", drawn), "and the bytes copied"
+        assert "moves: 0 pending, 0 in-flight, 2 done" in drawn  # the summary after the bar, as in a pipe
+        assert not [line for line in drawn.splitlines() if line.startswith("%")], "no librdkafka line"
+    finally:
+        delete_topic(kafka_bed, topic)
+        del writer  # its producer goes now, not at the end of the session once the bed is stopped
