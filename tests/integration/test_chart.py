@@ -121,6 +121,8 @@ def test_helm_install_creates_the_crds_and_the_operators_objects(
         ("create", "events", "any-team"),
         ("patch", "clusterkopfpeerings.kopf.dev", ""),
         ("get", "secrets", RELEASE_NAMESPACE),
+        # kopf follows CRDs (test_chart_rbac.py runs the operator on this account).
+        ("watch", "customresourcedefinitions.apiextensions.k8s.io", ""),
     ],
 )
 def test_the_operator_may_do_what_it_needs(
@@ -139,6 +141,9 @@ def test_the_operator_may_do_what_it_needs(
         ("update", "brokerpools.kafkabalancer.io", "any-team"),
         ("create", "pods", RELEASE_NAMESPACE),
         ("create", "customresourcedefinitions.apiextensions.k8s.io", ""),
+        ("patch", "customresourcedefinitions.apiextensions.k8s.io", ""),
+        # Only a namespaced install's kopf lists namespaces.
+        ("list", "namespaces", ""),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", ""),
     ],
 )

@@ -33,6 +33,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- toJson $namespaces -}}
 {{- end -}}
 
+{{/* Kopf watches CRDs to notice when our resources' versions change; read-only, cluster-scoped. */}}
+{{- define "kafka-balancer.crdRule" -}}
+- apiGroups: ["apiextensions.k8s.io"]
+  resources: ["customresourcedefinitions"]
+  verbs: ["get", "list", "watch"]
+{{- end -}}
+
 {{/* The rules for the operator's own resources, ConfigMaps and Events (cluster-wide or per namespace). */}}
 {{- define "kafka-balancer.workRules" -}}
 - apiGroups: ["kafkabalancer.io"]

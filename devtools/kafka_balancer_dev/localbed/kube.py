@@ -346,11 +346,19 @@ class KubeBed:
     def kubeconfig_of(self, user: str) -> Path:
         """A kubeconfig whose only context is ``user`` (for components that cannot choose a context)."""
         path = self.run_dir / f"kubeconfig-{user}"
-        self._write_kubeconfig(path, (user,))
+        self._write_kubeconfig(path, {user: self.tokens[user]})
         return path
 
-    def _write_kubeconfig(self, path: Path | None = None, users: Sequence[str] | None = None) -> None:
-        users = list(users or self.tokens)
+    def kubeconfig_with_token(self, name: str, token: str) -> Path:
+        """A kubeconfig whose only context, ``name``, authenticates with ``token`` (e.g. a
+        ServiceAccount's, from the TokenRequest API), so RBAC judges that identity and not a bed user."""
+        path = self.run_dir / f"kubeconfig-{name}"
+        self._write_kubeconfig(path, {name: token})
+        return path
+
+    def _write_kubeconfig(self, path: Path | None = None, tokens: Mapping[str, str] | None = None) -> None:
+        tokens = tokens or self.tokens
+        users = list(tokens)
         config = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -360,7 +368,7 @@ class KubeBed:
                     "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)},
                 }
             ],
-            "users": [{"name": user, "user": {"token": self.tokens[user]}} for user in users],
+            "users": [{"name": user, "user": {"token": tokens[user]}} for user in users],
             "contexts": [{"name": user, "context": {"cluster": "bed", "user": user}} for user in users],
             "current-context": users[0],
         }

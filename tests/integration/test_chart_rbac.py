@@ -1,0 +1,192 @@
+"""The chart's RBAC as the real apiserver enforces it on the chart's ServiceAccount.
+
+``kubectl auth can-i`` (test_chart.py) says what a rule grants; here the operator process itself runs
+with nothing but a token of that ServiceAccount (the TokenRequest API, as a pod's projected token), so
+any request the chart forgot is refused for real and shows in its log, and a Secret outside
+``kafka.secretNamespaces`` is really unreadable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from tests.e2e.conftest import OperatorProcess, wait_for
+from tests.e2e.objects import PLAN_TIMEOUT_S, apply, condition, get, goal, pool
+from tests.support.chart import CHART
+from tests.support.kafka_checks import create_topic, delete_topic
+
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.ports import free_ports
+
+# A refused request in the operator's log: kopf logs each 403 it retries ("... -> APIForbiddenError(
+# ... 'Forbidden' ... 403 ...)") and then warns "Not enough permissions to watch for resources: changes
+# (creation/deletion/updates) will not be noticed; ..." (kopf/_core/reactor/observation.py), or "Not
+# enough RBAC permissions to create a ..." (kopf/_core/engines/admission.py).
+REFUSED = re.compile(r"\b403\b|Forbidden|Not enough (RBAC )?permissions")
+SECRET = "kafka-credentials"
+
+
+@dataclass(frozen=True)
+class Release:
+    """One helm install of the chart: its release and namespace, where its pools live, its values."""
+
+    name: str
+    namespace: str
+    pools: str
+    secrets: str
+    watch_namespaces: bool
+
+    @property
+    def service_account(self) -> str:
+        return f"{self.name}-kafka-balancer"
+
+    @property
+    def values(self) -> list[str]:
+        # Each release its own peering object: the session's other installs use the default one.
+        values = [f"peering={self.namespace}", f"kafka.secretNamespaces={{{self.secrets}}}"]
+        return values + ([f"watchNamespaces={{{self.pools}}}"] if self.watch_namespaces else [])
+
+
+CLUSTER_WIDE = Release("kbrc", "kb-rbac-cluster", "kb-rbac-cluster-pools", "kb-rbac-cluster-secrets", False)
+NAMESPACED = Release("kbrn", "kb-rbac-ns", "kb-rbac-ns-pools", "kb-rbac-ns-secrets", True)
+
+
+@dataclass(frozen=True)
+class Installed:
+    release: Release
+    token: str
+    kubeconfig: Path
+
+
+@pytest.fixture(scope="module", params=[CLUSTER_WIDE, NAMESPACED], ids=["cluster-wide", "watchNamespaces"])
+def installed(kube_bed: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator[Installed]:
+    release: Release = request.param
+    for namespace in (release.namespace, release.pools, release.secrets):
+        created = kube_bed.kubectl("create", "namespace", namespace)
+        assert created.returncode == 0, created.stderr
+    done = kube_bed.helm(
+        "install", release.name, str(CHART), "-n", release.namespace,
+        *(arg for value in release.values for arg in ("--set", value)),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    try:
+        for crd in ("brokerpools.kafkabalancer.io", "balancergoals.kafkabalancer.io"):
+            kube.wait_established(kube_bed, crd)
+        # What a pod's projected token is: a short-lived token of the ServiceAccount, nothing more.
+        token = kube_bed.kubectl(
+            "create", "token", release.service_account, "-n", release.namespace, "--duration=1h"
+        )
+        assert token.returncode == 0, token.stderr
+        kubeconfig = kube_bed.kubeconfig_with_token(release.service_account, token.stdout.strip())
+        yield Installed(release, token.stdout.strip(), kubeconfig)
+    finally:
+        kube_bed.helm("uninstall", release.name, "-n", release.namespace)
+        for namespace in (release.namespace, release.pools, release.secrets):
+            kube_bed.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+def operator_as(installed: Installed, run_dir: Path) -> OperatorProcess:
+    """The operator process as the chart's Deployment runs it, logged in with the ServiceAccount's token."""
+    release = installed.release
+    port, metrics_port = free_ports(2)
+    argv = [
+        str(Path(sys.executable).with_name("kafka-balancer")),
+        "run",
+        "--kubeconfig", str(installed.kubeconfig),
+        "--peering", release.namespace,
+        "--state-dir", str(run_dir / "state"),
+        "--liveness", f"http://127.0.0.1:{port}/healthz",
+        "--metrics-port", str(metrics_port),
+        *([f"--namespace={release.pools}"] if release.watch_namespaces else []),
+    ]  # fmt: skip
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return OperatorProcess(
+        argv,
+        run_dir / "operator.log",
+        f"http://127.0.0.1:{port}/healthz",
+        f"http://127.0.0.1:{metrics_port}/",
+    )
+
+
+def test_the_operator_on_the_charts_service_account_is_never_refused(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, installed: Installed, tmp_path: Path
+) -> None:
+    namespace = installed.release.pools
+    topic = create_topic(kafka_bed, "rbac", [[1, 2] if p % 2 else [2, 1] for p in range(8)])
+    operator = operator_as(installed, tmp_path)
+    operator.start()
+    try:
+        apply(
+            kube_bed,
+            namespace,
+            pool("main", kafka_bed.bootstrap_servers, "DryRun", topic),
+            goal("racks", "main", type="RackAware"),
+        )
+
+        # A whole pass: the pool read and patched, its ConfigMaps written, an Event, the goal's status.
+        wait_for(
+            lambda: get(kube_bed, namespace, "bp", "main").get("status", {}).get("plan"),
+            PLAN_TIMEOUT_S,
+            "a plan in the pool's status",
+            operator,
+        )
+        wait_for(
+            lambda: condition(get(kube_bed, namespace, "bg", "racks"), "Satisfied"),
+            30,
+            "the goal's status",
+            operator,
+        )
+        assert get(kube_bed, namespace, "configmap", "main-plan")["data"]["plan.id"]
+        # This process did it (another operator of the session may watch every namespace too).
+        assert f"pool {namespace}/main reconciled" in operator.log.read_text(), operator.tail()
+    finally:
+        kube_bed.kubectl("delete", "brokerpools,balancergoals", "--all", "-n", namespace, "--timeout=60s")
+        operator.stop()
+        delete_topic(kafka_bed, topic)
+
+    refused = [line for line in operator.log.read_text().splitlines() if REFUSED.search(line)]
+    assert refused == [], "\n".join(refused)
+
+
+def test_secrets_are_readable_only_in_the_secret_namespaces(
+    kube_bed: kube.KubeBed, installed: Installed
+) -> None:
+    release = installed.release
+    for namespace in (release.secrets, release.namespace, release.pools):
+        created = kube_bed.kubectl(
+            "create", "secret", "generic", SECRET, "-n", namespace, "--from-literal=password=s3cret"
+        )
+        assert created.returncode == 0, created.stderr
+
+    status, body = get_as(kube_bed, installed.token, f"/api/v1/namespaces/{release.secrets}/secrets/{SECRET}")
+    assert status == 200, body
+    assert json.loads(body)["data"]["password"] == "czNjcmV0"  # base64 of s3cret
+    # Not the release's own namespace once secretNamespaces is set, nor where the pools live.
+    for namespace in (release.namespace, release.pools):
+        status, body = get_as(kube_bed, installed.token, f"/api/v1/namespaces/{namespace}/secrets/{SECRET}")
+        assert status == 403, body
+        assert json.loads(body)["reason"] == "Forbidden"
+    # Reading one by name is all: no listing, even where reading is allowed.
+    status, body = get_as(kube_bed, installed.token, f"/api/v1/namespaces/{release.secrets}/secrets")
+    assert status == 403, body
+
+
+def get_as(bed: kube.KubeBed, token: str, path: str) -> tuple[int, str]:
+    """A GET of the apiserver with ``token``: (HTTP status, body)."""
+    request = urllib.request.Request(bed.server + path, headers={"Authorization": f"Bearer {token}"})
+    context = ssl.create_default_context(cafile=str(bed.ca_file))
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
