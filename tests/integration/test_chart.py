@@ -4,7 +4,9 @@ and its RBAC lets the operator's ServiceAccount do what the operator does and no
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +21,66 @@ OPERATOR = f"system:serviceaccount:{RELEASE_NAMESPACE}:{RELEASE}-kafka-balancer"
 def test_chart_lints(kube_bed: kube.KubeBed) -> None:
     lint = kube_bed.helm("lint", "--strict", str(CHART), "--kube-version", KUBE_VERSION)
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("replicaCount=two", "at '/replicaCount': got string, want integer"),
+        ("replicaCount=0", "at '/replicaCount': minimum: got 0, want 1"),
+        ("metrics.port=70000", "at '/metrics/port': maximum: got 70,000, want 65,535"),
+        ("probes.port=0", "at '/probes/port': minimum: got 0, want 1"),
+        ("replicas=2", "additional properties 'replicas' not allowed"),
+        ("scoring.interval=60", "at '/scoring': additional properties 'interval' not allowed"),
+        ("image.pullPolicy=Sometimes", "at '/image/pullPolicy': value must be one of"),
+        ("watchNamespaces={Team_A}", "at '/watchNamespaces/0': 'Team_A' does not match pattern"),
+    ],
+)
+def test_an_invalid_value_is_refused_naming_it(kube_bed: kube.KubeBed, value: str, named: str) -> None:
+    for command in (
+        ("template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION),
+        ("install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--dry-run"),
+    ):
+        refused = kube_bed.helm(*command, "--set", value)
+
+        assert refused.returncode != 0, f"helm {command[0]} accepted {value}"
+        assert "values don't meet the specifications of the schema" in refused.stderr, refused.stderr
+        assert named in refused.stderr, refused.stderr
+
+
+def test_the_values_the_readme_and_values_yaml_show_render(kube_bed: kube.KubeBed, tmp_path: Path) -> None:
+    readme_sets = re.findall(r"--set ([^\s\\]+)", (CHART.parents[1] / "README.md").read_text())
+    assert readme_sets, "the README's helm install sets no value any more"
+    # The pools example in values.yaml's comment.
+    pools = tmp_path / "pools.yaml"
+    pools.write_text(
+        yaml.safe_dump(
+            {
+                "pools": [
+                    {
+                        "name": "main",
+                        "spec": {
+                            "kafka": {"bootstrapServers": "kafka-0.kafka:9092"},
+                            "capacity": {
+                                "disk": "2Ti",
+                                "networkIn": "125M",
+                                "networkOut": "125M",
+                                "cpu": "8",
+                            },
+                        },
+                    }
+                ]
+            }
+        )
+    )
+
+    docs = render(kube_bed, *readme_sets, values_file=pools)
+
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == (
+        "registry.example.com/kafka-balancer:0.1.0"
+    )
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "BrokerPool"] == ["main"]
 
 
 @pytest.mark.parametrize(

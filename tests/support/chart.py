@@ -16,10 +16,20 @@ RELEASE_NAMESPACE = "kb-test-chart"
 RELEASE = "kb"
 
 
-def render(bed: kube.KubeBed, *values: str) -> list[dict[str, Any]]:
+def render(bed: kube.KubeBed, *values: str, values_file: Path | None = None) -> list[dict[str, Any]]:
+    """``helm template`` with each of ``values`` as ``--set`` and ``values_file`` as ``-f``."""
     sets = [arg for value in values for arg in ("--set", value)]
+    files = ["-f", str(values_file)] if values_file else []
     rendered = bed.helm(
-        "template", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--kube-version", KUBE_VERSION, *sets
+        "template",
+        RELEASE,
+        str(CHART),
+        "-n",
+        RELEASE_NAMESPACE,
+        "--kube-version",
+        KUBE_VERSION,
+        *sets,
+        *files,
     )
     assert rendered.returncode == 0, rendered.stderr
     return [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
