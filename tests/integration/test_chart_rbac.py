@@ -24,6 +24,7 @@ from tests.e2e.objects import PLAN_TIMEOUT_S, apply, condition, get, goal, pool
 from tests.support.chart import CHART
 from tests.support.kafka_checks import create_topic, delete_topic
 
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.ports import free_ports
@@ -52,7 +53,7 @@ class Release:
 
     @property
     def values(self) -> list[str]:
-        # Each release its own peering object: the session's other installs use the default one.
+        # Each release its own peering object: neither install owns the other's.
         values = [f"peering={self.namespace}", f"kafka.secretNamespaces={{{self.secrets}}}"]
         return values + ([f"watchNamespaces={{{self.pools}}}"] if self.watch_namespaces else [])
 
@@ -68,31 +69,48 @@ class Installed:
     kubeconfig: Path
 
 
+@pytest.fixture(scope="module")
+def own_api(
+    kube_binaries: kube.KubeBinaries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[kube.KubeBed]:
+    """An apiserver no other operator watches: the e2e tier's operator (admin, every namespace) runs
+    on the session's bed for the whole session, and two operators on one pool race for its ConfigMaps."""
+    bed = kube.KubeBed(kube_binaries, tmp_path_factory.mktemp("kube-rbac"))
+    try:
+        bed.start()
+    except BedError as err:
+        pytest.fail(f"the Kubernetes bed did not start: {err}", pytrace=False)
+    try:
+        yield bed
+    finally:
+        bed.stop()
+
+
 @pytest.fixture(scope="module", params=[CLUSTER_WIDE, NAMESPACED], ids=["cluster-wide", "watchNamespaces"])
-def installed(kube_bed: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator[Installed]:
+def installed(own_api: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator[Installed]:
     release: Release = request.param
     for namespace in (release.namespace, release.pools, release.secrets):
-        created = kube_bed.kubectl("create", "namespace", namespace)
+        created = own_api.kubectl("create", "namespace", namespace)
         assert created.returncode == 0, created.stderr
-    done = kube_bed.helm(
+    done = own_api.helm(
         "install", release.name, str(CHART), "-n", release.namespace,
         *(arg for value in release.values for arg in ("--set", value)),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     try:
         for crd in ("brokerpools.kafkabalancer.io", "balancergoals.kafkabalancer.io"):
-            kube.wait_established(kube_bed, crd)
+            kube.wait_established(own_api, crd)
         # What a pod's projected token is: a short-lived token of the ServiceAccount, nothing more.
-        token = kube_bed.kubectl(
+        token = own_api.kubectl(
             "create", "token", release.service_account, "-n", release.namespace, "--duration=1h"
         )
         assert token.returncode == 0, token.stderr
-        kubeconfig = kube_bed.kubeconfig_with_token(release.service_account, token.stdout.strip())
+        kubeconfig = own_api.kubeconfig_with_token(release.service_account, token.stdout.strip())
         yield Installed(release, token.stdout.strip(), kubeconfig)
     finally:
-        kube_bed.helm("uninstall", release.name, "-n", release.namespace)
+        own_api.helm("uninstall", release.name, "-n", release.namespace)
         for namespace in (release.namespace, release.pools, release.secrets):
-            kube_bed.kubectl("delete", "namespace", namespace, "--wait=false")
+            own_api.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
 def operator_as(installed: Installed, run_dir: Path) -> OperatorProcess:
@@ -119,7 +137,7 @@ def operator_as(installed: Installed, run_dir: Path) -> OperatorProcess:
 
 
 def test_the_operator_on_the_charts_service_account_is_never_refused(
-    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, installed: Installed, tmp_path: Path
+    own_api: kube.KubeBed, kafka_bed: KafkaBed, installed: Installed, tmp_path: Path
 ) -> None:
     namespace = installed.release.pools
     topic = create_topic(kafka_bed, "rbac", [[1, 2] if p % 2 else [2, 1] for p in range(8)])
@@ -127,7 +145,7 @@ def test_the_operator_on_the_charts_service_account_is_never_refused(
     operator.start()
     try:
         apply(
-            kube_bed,
+            own_api,
             namespace,
             pool("main", kafka_bed.bootstrap_servers, "DryRun", topic),
             goal("racks", "main", type="RackAware"),
@@ -135,22 +153,22 @@ def test_the_operator_on_the_charts_service_account_is_never_refused(
 
         # A whole pass: the pool read and patched, its ConfigMaps written, an Event, the goal's status.
         wait_for(
-            lambda: get(kube_bed, namespace, "bp", "main").get("status", {}).get("plan"),
+            lambda: get(own_api, namespace, "bp", "main").get("status", {}).get("plan"),
             PLAN_TIMEOUT_S,
             "a plan in the pool's status",
             operator,
         )
         wait_for(
-            lambda: condition(get(kube_bed, namespace, "bg", "racks"), "Satisfied"),
+            lambda: condition(get(own_api, namespace, "bg", "racks"), "Satisfied"),
             30,
             "the goal's status",
             operator,
         )
-        assert get(kube_bed, namespace, "configmap", "main-plan")["data"]["plan.id"]
-        # This process did it (another operator of the session may watch every namespace too).
+        assert get(own_api, namespace, "configmap", "main-plan")["data"]["plan.id"]
+        # This process did it.
         assert f"pool {namespace}/main reconciled" in operator.log.read_text(), operator.tail()
     finally:
-        kube_bed.kubectl("delete", "brokerpools,balancergoals", "--all", "-n", namespace, "--timeout=60s")
+        own_api.kubectl("delete", "brokerpools,balancergoals", "--all", "-n", namespace, "--timeout=60s")
         operator.stop()
         delete_topic(kafka_bed, topic)
 
@@ -159,25 +177,25 @@ def test_the_operator_on_the_charts_service_account_is_never_refused(
 
 
 def test_secrets_are_readable_only_in_the_secret_namespaces(
-    kube_bed: kube.KubeBed, installed: Installed
+    own_api: kube.KubeBed, installed: Installed
 ) -> None:
     release = installed.release
     for namespace in (release.secrets, release.namespace, release.pools):
-        created = kube_bed.kubectl(
+        created = own_api.kubectl(
             "create", "secret", "generic", SECRET, "-n", namespace, "--from-literal=password=s3cret"
         )
         assert created.returncode == 0, created.stderr
 
-    status, body = get_as(kube_bed, installed.token, f"/api/v1/namespaces/{release.secrets}/secrets/{SECRET}")
+    status, body = get_as(own_api, installed.token, f"/api/v1/namespaces/{release.secrets}/secrets/{SECRET}")
     assert status == 200, body
     assert json.loads(body)["data"]["password"] == "czNjcmV0"  # base64 of s3cret
     # Not the release's own namespace once secretNamespaces is set, nor where the pools live.
     for namespace in (release.namespace, release.pools):
-        status, body = get_as(kube_bed, installed.token, f"/api/v1/namespaces/{namespace}/secrets/{SECRET}")
+        status, body = get_as(own_api, installed.token, f"/api/v1/namespaces/{namespace}/secrets/{SECRET}")
         assert status == 403, body
         assert json.loads(body)["reason"] == "Forbidden"
     # Reading one by name is all: no listing, even where reading is allowed.
-    status, body = get_as(kube_bed, installed.token, f"/api/v1/namespaces/{release.secrets}/secrets")
+    status, body = get_as(own_api, installed.token, f"/api/v1/namespaces/{release.secrets}/secrets")
     assert status == 403, body
 
 
