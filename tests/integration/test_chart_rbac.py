@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from tests.e2e.conftest import OperatorProcess, wait_for
-from tests.e2e.objects import PLAN_TIMEOUT_S, apply, condition, get, goal, pool
+from tests.e2e.objects import PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool
 from tests.support.chart import CHART
 from tests.support.kafka_checks import create_topic, delete_topic
 
@@ -165,6 +165,7 @@ def test_the_operator_on_the_charts_service_account_is_never_refused(
             operator,
         )
         assert get(own_api, namespace, "configmap", "main-plan")["data"]["plan.id"]
+        assert "PlanReady" in {e["reason"] for e in events(own_api, namespace)}
         # This process did it.
         assert f"pool {namespace}/main reconciled" in operator.log.read_text(), operator.tail()
     finally:
