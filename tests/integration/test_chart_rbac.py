@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 from tests.e2e.conftest import OperatorProcess, wait_for
-from tests.e2e.objects import PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool
+from tests.e2e.objects import apply, condition, events, get, goal, pool
+from tests.e2e.test_lifecycle import BALANCE_TIMEOUT_S, GOALS, assert_clean, balanced, replica_counts
 from tests.support.chart import CHART
 from tests.support.kafka_checks import create_topic, delete_topic
 
@@ -28,6 +29,7 @@ from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.ports import free_ports
+from kafka_balancer_dev.localbed.procs import wait_until
 
 # A refused request in the operator's log: kopf logs each 403 it retries ("... -> APIForbiddenError(
 # ... 'Forbidden' ... 403 ...)") and then warns "Not enough permissions to watch for resources: changes
@@ -105,6 +107,26 @@ def installed(own_api: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator
             "create", "token", release.service_account, "-n", release.namespace, "--duration=1h"
         )
         assert token.returncode == 0, token.stderr
+        # The apiserver authorizes from a cache of the RBAC objects: the operator starts once the
+        # bindings helm just made are in it, so any refusal it meets is the chart's doing.
+        account = f"system:serviceaccount:{release.namespace}:{release.service_account}"
+        wait_until(
+            lambda: (
+                own_api.kubectl(
+                    "auth",
+                    "can-i",
+                    "watch",
+                    "brokerpools.kafkabalancer.io",
+                    "-n",
+                    release.pools,
+                    "--as",
+                    account,
+                ).stdout.strip()
+                == "yes"
+            ),
+            timeout_s=30,
+            what=f"the chart's RBAC to be in force for {account}",
+        )
         kubeconfig = own_api.kubeconfig_with_token(release.service_account, token.stdout.strip())
         yield Installed(release, token.stdout.strip(), kubeconfig)
     finally:
@@ -140,6 +162,7 @@ def test_the_operator_on_the_charts_service_account_is_never_refused(
     own_api: kube.KubeBed, kafka_bed: KafkaBed, installed: Installed, tmp_path: Path
 ) -> None:
     namespace = installed.release.pools
+    # 8 partitions, RF 2, all on brokers 1 and 2: an Auto pool must plan and execute moves.
     topic = create_topic(kafka_bed, "rbac", [[1, 2] if p % 2 else [2, 1] for p in range(8)])
     operator = operator_as(installed, tmp_path)
     operator.start()
@@ -147,34 +170,52 @@ def test_the_operator_on_the_charts_service_account_is_never_refused(
         apply(
             own_api,
             namespace,
-            pool("main", kafka_bed.bootstrap_servers, "DryRun", topic),
-            goal("racks", "main", type="RackAware"),
+            pool("main", kafka_bed.bootstrap_servers, "Auto", topic),
+            *(goal(name, "main", **g) for name, g in GOALS),
         )
 
-        # A whole pass: the pool read and patched, its ConfigMaps written, an Event, the goal's status.
+        # The operator's whole job: the pool read and patched, its plan and execution ConfigMaps, the
+        # execution's Lease, Events, the goals' status; and Kafka balanced, as with the admin's token.
+        # A refusal ends the wait at once: an operator refused its Lease would otherwise wait it out.
+        is_balanced = balanced(own_api, namespace)
         wait_for(
-            lambda: get(own_api, namespace, "bp", "main").get("status", {}).get("plan"),
-            PLAN_TIMEOUT_S,
-            "a plan in the pool's status",
+            lambda: refused(operator) or is_balanced(),
+            BALANCE_TIMEOUT_S,
+            "the pool to report Balanced",
             operator,
         )
-        wait_for(
-            lambda: condition(get(own_api, namespace, "bg", "racks"), "Satisfied"),
-            30,
-            "the goal's status",
-            operator,
-        )
+        assert refused(operator) == [], "\n".join(refused(operator))
         assert get(own_api, namespace, "configmap", "main-plan")["data"]["plan.id"]
-        assert "PlanReady" in {e["reason"] for e in events(own_api, namespace)}
+        assert {"PlanReady", "ExecutionStarted"} <= {e["reason"] for e in events(own_api, namespace)}
+        # Taken for the execution and handed back (its holder cleared) once it finished, which may
+        # come just after the status says Balanced; so may the goals' status.
+        wait_for(
+            lambda: "holderIdentity" not in get(own_api, namespace, "lease", "main-execution")["spec"],
+            30,
+            "the execution's Lease to be handed back",
+            operator,
+        )
+        wait_for(
+            lambda: condition(get(own_api, namespace, "bg", "racks"), "Satisfied").get("status") == "True",
+            30,
+            "the racks goal to be Satisfied",
+            operator,
+        )
+        assert min(replica_counts(kafka_bed, topic).values()) >= 3
+        assert_clean(kafka_bed, topic)
         # This process did it.
         assert f"pool {namespace}/main reconciled" in operator.log.read_text(), operator.tail()
     finally:
         own_api.kubectl("delete", "brokerpools,balancergoals", "--all", "-n", namespace, "--timeout=60s")
         operator.stop()
         delete_topic(kafka_bed, topic)
+    # Nor while the pool was deleted (its finalizer) and the operator stopped.
+    assert refused(operator) == [], "\n".join(refused(operator))
 
-    refused = [line for line in operator.log.read_text().splitlines() if REFUSED.search(line)]
-    assert refused == [], "\n".join(refused)
+
+def refused(operator: OperatorProcess) -> list[str]:
+    """The lines of the operator's log that show a request refused for want of a permission."""
+    return [line for line in operator.log.read_text().splitlines() if REFUSED.search(line)]
 
 
 def test_secrets_are_readable_only_in_the_secret_namespaces(
