@@ -34,6 +34,11 @@ def test_chart_lints(kube_bed: kube.KubeBed) -> None:
         ("scoring.interval=60", "at '/scoring': additional properties 'interval' not allowed"),
         ("image.pullPolicy=Sometimes", "at '/image/pullPolicy': value must be one of"),
         ("watchNamespaces={Team_A}", "at '/watchNamespaces/0': 'Team_A' does not match pattern"),
+        # A misspelt alert would otherwise keep its default silently.
+        (
+            "alerts.rules.KafkaBalancerMoveStuk.for=5m",
+            "at '/alerts/rules': additional properties 'KafkaBalancerMoveStuk' not allowed",
+        ),
     ],
 )
 def test_an_invalid_value_is_refused_naming_it(kube_bed: kube.KubeBed, value: str, named: str) -> None:
@@ -49,7 +54,7 @@ def test_an_invalid_value_is_refused_naming_it(kube_bed: kube.KubeBed, value: st
 
 
 def test_the_values_the_readme_and_values_yaml_show_render(kube_bed: kube.KubeBed, tmp_path: Path) -> None:
-    readme_sets = re.findall(r"--set ([^\s\\]+)", (CHART.parents[1] / "README.md").read_text())
+    readme_sets = re.findall(r"--set ([^\s\\`]+)", (CHART.parents[1] / "README.md").read_text())
     assert readme_sets, "the README's helm install sets no value any more"
     # The pools example in values.yaml's comment.
     pools = tmp_path / "pools.yaml"
