@@ -328,6 +328,13 @@ class Prometheus(PrometheusQuerying):
         return self
 
 
+class SelfHealing(_Spec):
+    """What the operator may repair without a person's approval in mode Manual."""
+
+    # A plan planned with the hard goals alone, made while one of them is violated, runs unapproved.
+    repair_hard_goals: bool = Field(default=False, alias="repairHardGoals")
+
+
 Mode = Literal["Auto", "Manual", "DryRun"]
 
 
@@ -348,6 +355,7 @@ class BrokerPoolSpec(_Spec):
     )
     scoring: Scoring = Field(default_factory=Scoring)
     prometheus: Prometheus | None = None
+    self_healing: SelfHealing = Field(default_factory=SelfHealing, alias="selfHealing")
 
     @model_validator(mode="after")
     def _cross_field(self) -> BrokerPoolSpec:

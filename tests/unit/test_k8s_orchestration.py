@@ -68,7 +68,7 @@ class FakeReader:
             PartitionMeta(t, p, replicas, self.cluster.leader((t, p)))
             for (t, p), replicas in sorted(self.cluster.replicas.items())
         )
-        return ClusterMetadata(dict(RACKS), partitions), {}
+        return ClusterMetadata(dict(self.cluster.racks), partitions), {}
 
 
 @dataclass
@@ -85,7 +85,7 @@ class Bed:
             {**SPEC, "mode": mode, **meta.get("spec", {})},
             self.kube.pool_status(POOL),
             meta.get("annotations", {}),
-            (GOAL,),
+            meta.get("goals", (GOAL,)),
         )
         return self.service.sync_blocking(pool, retry, live)
 
@@ -466,3 +466,40 @@ def test_an_execution_whose_lease_another_process_holds_writes_nothing_to_kafka(
     assert "ExecutionStarted" not in b.kube.reasons()
     lease = b.kube.read_lease("kafka", "main-execution")
     assert lease is not None and lease.holder == "active-replica"
+
+
+# -- mode Manual with spec.selfHealing.repairHardGoals ----------------------------------------------------
+
+
+def test_a_rack_repair_runs_unapproved_and_a_new_pod_resumes_it_without_approval(tmp_path: Path) -> None:
+    # Broker 4 joins rack a; "orders" 0..2 sit on brokers 1 and 4 only: 3 partitions break RackAware.
+    racks = {**RACKS, 4: "a"}
+    broken = {("orders", p): (1, 4) if p % 2 else (4, 1) for p in range(3)}
+    kafka = FakeKafkaCluster(
+        brokers=frozenset(racks), replicas=dict(broken), sizes=dict.fromkeys(broken, 1000), racks=racks
+    )
+    goals = (GoalObject("racks", {"type": "RackAware", "poolRef": {"name": "main"}}, 1, ()), GOAL)
+    repair = {"selfHealing": {"repairHardGoals": True}}
+    first_pod = bed(tmp_path / "pod-1", kafka=kafka)
+    pausing = Liveness(stopping=lambda: False, paused=lambda: bool(kafka.submitted))
+
+    first_pod.sync("Manual", goals=goals, spec=repair)  # records the goals; a repair waits for them
+    assert kafka.submitted == []
+    first_pod.sync("Manual", live=pausing, goals=goals, spec=repair)  # runs unapproved, then is paused
+
+    plan_id = first_pod.status()["plan"]["id"]
+    assert first_pod.status()["execution"]["planId"] == plan_id
+    assert first_pod.status()["execution"]["phase"] == "Paused"
+    assert first_pod.conditions()["ApprovalValid"] == ("True", "RepairsHardGoals")
+    (auto,) = [e for _, e in first_pod.kube.events if e.reason == "PlanAutoApproved"]
+    assert auto.message.startswith(f"Plan {plan_id} auto-approved: it repairs RackAware (racks) (3 ")
+    second_pod = bed(tmp_path / "pod-2", kafka=kafka, kube=first_pod.kube)
+
+    second_pod.sync("Manual", goals=goals, spec=repair)
+
+    # The same plan went on (it was stored as a repair), with no approval annotation anywhere.
+    assert second_pod.status()["execution"]["phase"] == "Succeeded"
+    assert second_pod.status()["plan"]["executedId"] == plan_id
+    assert all(len({racks[b] for b in replicas}) == 2 for replicas in kafka.replicas.values())
+    assert set(submissions(kafka).values()) == {1}, "every partition moved exactly once"
+    assert not any(kafka.configs.values()), "no throttle is left"

@@ -4,12 +4,13 @@ At most one execution per pool at a time in this process (a lock per pool, held 
 which can outlive the daemon that started it), and at most one across processes: every Kafka write
 is fenced by the pool's execution lease (k8s/lease.py) and every state write is conditional
 (k8s/state_mirror.py), so a replica frozen past its peering lifetime cannot act on a pool another
-replica took over. A pause, mode DryRun or a withdrawn approval halts the run at its next batch and
-releases its throttles as its moves finish. Its progress, end and failure go into the pool's
-``status.execution`` / ``status.plan`` with the ``Executing`` and ``Ready`` conditions, Events and
-metrics; an apiserver outage is ridden out and reported (KubernetesApiOutage) once it is back. The
-mechanics (resume, mirror, settle) are in :mod:`kafka_balancer.k8s.execution`. Every method blocks:
-the pool service calls them from its worker thread.
+replica took over. A pause, mode DryRun or a withdrawn approval (for a repair that runs unapproved:
+the opt-in turned off) halts the run at its next batch and releases its throttles as its moves
+finish. Its progress, end and failure go into the pool's ``status.execution`` / ``status.plan``
+with the ``Executing`` and ``Ready`` conditions, Events and metrics; an apiserver outage is ridden
+out and reported (KubernetesApiOutage) once it is back. The mechanics (resume, mirror, settle) are
+in :mod:`kafka_balancer.k8s.execution`. Every method blocks: the pool service calls them from its
+worker thread.
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ def _unknown() -> str | None:
     return None
 
 
+def _unknown_flag() -> bool | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Liveness:
     """What the pool's daemon knows while an execution runs: kopf's live view of the pool."""
@@ -86,6 +91,8 @@ class Liveness:
     mode: Callable[[], str | None] = _unknown
     # The approval annotation as it is now; None here (no live view): as the sync read it.
     approved: Callable[[], str | None] | None = None
+    # spec.selfHealing.repairHardGoals as it is now; None: as the sync read it.
+    repair_hard_goals: Callable[[], bool | None] = _unknown_flag
 
 
 @dataclass(frozen=True)
@@ -169,13 +176,17 @@ class ExecutionService:
         outage: list[str] = []
 
         def halt() -> str | None:
-            # kopf's live view of the pool: a pause, a mode change or a withdrawn approval stops the
-            # execution at its next batch.
+            # kopf's live view of the pool: a pause, a mode change or a withdrawn approval (or opt-in,
+            # for a repair) stops the execution at its next batch.
+            opted_in = live.repair_hard_goals()
+            if opted_in is None:
+                opted_in = spec.self_healing.repair_hard_goals
             return halt_reason(
                 mode=live.mode() or spec.mode,
                 paused=live.paused(),
                 approved=seen.approved if live.approved is None else live.approved(),
                 plan=stored.id,
+                repair=stored.repairs is not None and opted_in,
             )
 
         def write(execution: ExecutionStatus, plan: PlanProgress | None = None) -> None:

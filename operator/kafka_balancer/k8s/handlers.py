@@ -108,6 +108,7 @@ async def pool_daemon(
         paused=lambda: bool(body.spec.get("paused", False)),
         mode=lambda: body.spec.get("mode"),
         approved=lambda: body.meta.annotations.get(APPROVE_ANNOTATION),
+        repair_hard_goals=lambda: (body.spec.get("selfHealing") or {}).get("repairHardGoals"),
     )
     while not stopped:
         seen = (body.meta.get("generation"), body.meta.annotations.get(APPROVE_ANNOTATION))

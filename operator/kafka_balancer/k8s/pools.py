@@ -49,6 +49,7 @@ from kafka_balancer.report.document import report_text
 
 PLURAL_POOLS = "brokerpools"
 PLAN_KEY = "plan.json"
+REPAIRS_KEY = "repairs"
 PLURAL_GOALS = "balancergoals"
 _log = logging.getLogger(__name__)
 
@@ -243,7 +244,11 @@ class PoolService:
         fields, document = found
         reassignments = parse_plan(json.loads(document), f"ConfigMap {plan_config_map(pool.name)}")
         return StoredPlan(
-            fields["plan.id"], reassignments, int(fields["bytes-to-move"]), int(fields["moves"])
+            fields["plan.id"],
+            reassignments,
+            int(fields["bytes-to-move"]),
+            int(fields["moves"]),
+            fields.get(REPAIRS_KEY),
         )
 
     def decide_and_write(
@@ -285,12 +290,16 @@ class PoolService:
         owner = pool.id
         if outcome.new_plan is not None:
             plan = outcome.new_plan
+            fields = {"plan.id": plan.id, "moves": str(plan.moves), "bytes-to-move": str(plan.bytes_to_move)}
+            if plan.repairs is not None:
+                # Kept with the plan: a repair interrupted by a restart resumes without approval.
+                fields[REPAIRS_KEY] = plan.repairs
             blobs.store(
                 self.kube,
                 owner.namespace,
                 plan_config_map(owner.name),
                 owner,
-                {"plan.id": plan.id, "moves": str(plan.moves), "bytes-to-move": str(plan.bytes_to_move)},
+                fields,
                 PLAN_KEY,
                 json_text(plan_document(plan.reassignments)).encode(),
             )

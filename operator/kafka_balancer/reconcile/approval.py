@@ -9,13 +9,15 @@ from dataclasses import dataclass
 from typing import Any
 
 APPROVE_ANNOTATION = "kafkabalancer.io/approve"
+# The reason of a Manual pool's plan that runs without approval because it repairs hard goals.
+REPAIR_REASON = "RepairsHardGoals"
 
 
 class Action(enum.Enum):
     NOTHING = "Nothing"  # no plan, an empty one, or paused
     PLAN_ONLY = "PlanOnly"  # DryRun
     AWAIT_APPROVAL = "AwaitApproval"  # Manual, no approval yet
-    EXECUTE = "Execute"
+    EXECUTE = "Execute"  # Auto, approved, or (Manual) a plan that repairs hard goals
     REFUSE = "Refuse"  # Manual, an approval naming another plan
 
 
@@ -33,10 +35,19 @@ def plan_id(plan_document: dict[str, Any]) -> str:
 
 
 def decide(
-    *, mode: str, paused: bool, stored_id: str | None, empty: bool, approved: str | None, executed: str | None
+    *,
+    mode: str,
+    paused: bool,
+    stored_id: str | None,
+    empty: bool,
+    approved: str | None,
+    executed: str | None,
+    repairs: str | None = None,
 ) -> Decision:
     """``stored_id``: the plan in the pool's plan ConfigMap; ``approved``: the annotation's value;
-    ``executed``: the plan already executed (never run twice)."""
+    ``executed``: the plan already executed (never run twice); ``repairs``: the violated hard goals
+    the plan repairs when the pool lets such a plan run unapproved (spec.selfHealing.repairHardGoals),
+    None for any other plan."""
     if paused:
         return Decision(Action.NOTHING, "Paused", "spec.paused is true: nothing is planned or moved")
     if stored_id is None or empty:
@@ -47,28 +58,36 @@ def decide(
         return Decision(Action.PLAN_ONLY, "DryRun", f"plan {stored_id} is ready; mode DryRun never executes")
     if mode == "Auto":
         return Decision(Action.EXECUTE, "AutoApproved", f"mode Auto: executing plan {stored_id}")
+    if approved == stored_id:
+        return Decision(Action.EXECUTE, "Approved", f"executing approved plan {stored_id}")
+    if repairs is not None:
+        return Decision(
+            Action.EXECUTE, REPAIR_REASON, f"plan {stored_id} auto-approved: it repairs {repairs}"
+        )
     if approved is None or approved == executed:
         return Decision(
             Action.AWAIT_APPROVAL,
             "AwaitingApproval",
             f"plan {stored_id} waits for the annotation {APPROVE_ANNOTATION}={stored_id}",
         )
-    if approved != stored_id:
-        return Decision(
-            Action.REFUSE,
-            "StaleApproval",
-            f"{APPROVE_ANNOTATION}={approved} names no current plan; the current plan is {stored_id}",
-        )
-    return Decision(Action.EXECUTE, "Approved", f"executing approved plan {stored_id}")
+    return Decision(
+        Action.REFUSE,
+        "StaleApproval",
+        f"{APPROVE_ANNOTATION}={approved} names no current plan; the current plan is {stored_id}",
+    )
 
 
-def halt_reason(*, mode: str, paused: bool, approved: str | None, plan: str) -> str | None:
+def halt_reason(
+    *, mode: str, paused: bool, approved: str | None, plan: str, repair: bool = False
+) -> str | None:
     """Why a running execution of ``plan`` must stop at its next batch, as the spec reads now; None
-    while it may go on. Only what the user changes counts: a new plan never halts a running one."""
+    while it may go on. Only what the user changes counts: a new plan never halts a running one.
+    ``repair``: ``plan`` repairs hard goals and spec.selfHealing.repairHardGoals is still true, so
+    mode Manual runs it without an approval."""
     if paused:
         return "spec.paused is true"
     if mode == "DryRun":
         return "mode DryRun never executes"
-    if mode == "Manual" and approved != plan:
+    if mode == "Manual" and approved != plan and not repair:
         return f"mode Manual and {APPROVE_ANNOTATION} no longer names plan {plan}"
     return None

@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,7 +26,7 @@ from kafka_balancer.model.cluster import PartitionLoad
 from kafka_balancer.model.plan import ReassignmentPlan
 from kafka_balancer.planner.optimizer import plan as make_plan
 from kafka_balancer.planner.plan import GoalOutcome, Plan
-from kafka_balancer.reconcile.approval import Action, Decision, decide, plan_id
+from kafka_balancer.reconcile.approval import REPAIR_REASON, Action, Decision, decide, plan_id
 from kafka_balancer.reconcile.brokers import ESTABLISHED, BrokerView, Lifecycle, WarmUpPolicy, broker_views
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, build_cluster
@@ -67,6 +67,9 @@ class StoredPlan:
     reassignments: ReassignmentPlan
     bytes_to_move: int
     moves: int
+    # The violated hard goals it repairs, when it was planned with the hard goals alone to run without
+    # approval (spec.selfHealing.repairHardGoals); None for a plan made with every goal.
+    repairs: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,12 +215,15 @@ def goal_set_id(goals: Sequence[tuple[str, BalancerGoalSpec]]) -> str:
 
 
 def settled(decision: Decision, plan: str, *, goals_changed: bool) -> Decision:
-    """Auto mode waits one reconcile after the goals change (or on a pool's first reconcile).
+    """Auto mode, and a repair running unapproved, wait one reconcile after the goals change (or on a
+    pool's first reconcile).
 
     Goals arrive through their own watch: a pool applied together with its goals can be reconciled
-    before the operator has seen them all, and its plan would then serve the wrong goals.
+    before the operator has seen them all, and its plan would then serve the wrong goals (a repair
+    could even serve a hard goal the user has not asked for).
     """
-    if decision.action is Action.EXECUTE and decision.reason == "AutoApproved" and goals_changed:
+    unapproved = decision.reason in ("AutoApproved", REPAIR_REASON)
+    if decision.action is Action.EXECUTE and unapproved and goals_changed:
         return Decision(
             Action.PLAN_ONLY,
             "GoalsChanged",
@@ -327,6 +333,8 @@ def decide_pool(inp: PoolInput) -> PoolOutcome:
     events = [*_lifecycle_events(inp.status, brokers.views), *planned.events, *demotion_events(inp, demoted)]
     if demoted is not None:
         conditions.append(demoted)
+    if planned.decision.action is Action.EXECUTE and planned.decision.reason == REPAIR_REASON:
+        events.append(Event("Normal", "PlanAutoApproved", sentence(planned.decision.message)))
     return finish(inp, brokers, conditions, events, planned)
 
 
@@ -382,6 +390,8 @@ def judge_stored_plan(inp: PoolInput) -> Decision:
     )
     if inp.spec.mode == "Auto" and not resuming:
         stored = None
+    # A repair, like an Auto plan, runs unapproved from the stored plan only to resume it.
+    repairs = stored.repairs if stored is not None and resuming and repairs_unapproved(inp.spec) else None
     return decide(
         mode=inp.spec.mode,
         paused=inp.spec.paused,
@@ -389,7 +399,13 @@ def judge_stored_plan(inp: PoolInput) -> Decision:
         empty=stored is None or not stored.reassignments,
         approved=inp.approved,
         executed=_executed_id(inp),
+        repairs=repairs,
     )
+
+
+def repairs_unapproved(spec: BrokerPoolSpec) -> bool:
+    """Mode Manual with the opt-in: a plan that repairs hard goals runs without approval."""
+    return spec.mode == "Manual" and spec.self_healing.repair_hard_goals
 
 
 def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _Planned:
@@ -408,7 +424,18 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
         blocked, warnings = infeasible(inp, err)
         return _Planned((valid, *blocked), warnings, decision, complete=False)
     new_plan, report, results = _stored(plan, cluster, inp.goals)
-    changed = inp.stored is None or new_plan.id != inp.stored.id
+    repairs = violated_hard_goals(inp, views, plan)
+    if repairs is not None:
+        # Only the repair runs unapproved: it is planned with the hard goals alone, so no soft goal's
+        # move rides along; what the soft goals want is planned (for approval) once it is done.
+        hard_only = tuple(spec for spec in goal_specs(inp.goals) if spec.hard)
+        try:
+            repair, report, _ = _stored(make_plan(cluster, hard_only), cluster, inp.goals)
+        except InfeasibleError as err:
+            blocked, warnings = infeasible(inp, err)
+            return _Planned((valid, *blocked), warnings, decision, complete=False)
+        new_plan = replace(repair, repairs=repairs)
+    changed = inp.stored is None or (new_plan.id, new_plan.repairs) != (inp.stored.id, inp.stored.repairs)
     events: tuple[Event, ...] = ()
     if changed:
         ready_message = (
@@ -416,7 +443,7 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
             f"{binary_quantity(new_plan.bytes_to_move)} ({new_plan.bytes_to_move} bytes)."
         )
         events = (Event("Normal", "PlanReady", ready_message),)
-    if changed or inp.spec.mode == "Auto":
+    if changed or inp.spec.mode == "Auto" or new_plan.repairs is not None:
         decision = decide_new_plan(inp, new_plan)
     current = new_plan if changed else inp.stored
     assert current is not None
@@ -429,8 +456,24 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
     return _Planned(conditions, events, decision, True, True, new_plan if changed else None, report, results)
 
 
+def violated_hard_goals(inp: PoolInput, views: Sequence[BrokerView], plan: Plan) -> str | None:
+    """The hard goals violated before ``plan`` (each with how), when a repair of them may run without
+    approval; None when no hard goal is violated, the pool has not opted in, or a drain or a
+    demotion is pending (a plan then also empties the draining brokers or moves leadership off the
+    demoted ones, which is the user's to approve)."""
+    if not repairs_unapproved(inp.spec) or any(v.state is Lifecycle.DRAINING for v in views):
+        return None
+    demoted = set(inp.spec.demote)
+    if any(p.leader in demoted and not set(p.replicas) <= demoted for p in inp.metadata.partitions):
+        return None
+    violated = [g for g in plan.goals if g.hard and not g.before.satisfied]
+    if not violated:
+        return None
+    return "; ".join(f"{g.label} ({g.before.detail})" for g in violated)
+
+
 def decide_new_plan(inp: PoolInput, new_plan: StoredPlan) -> Decision:
-    """The mode and approval applied to a plan just made (Auto waits for goals to settle)."""
+    """The mode and approval applied to a plan just made (Auto and repairs wait for goals to settle)."""
     return settled(
         decide(
             mode=inp.spec.mode,
@@ -439,6 +482,7 @@ def decide_new_plan(inp: PoolInput, new_plan: StoredPlan) -> Decision:
             empty=not new_plan.reassignments,
             approved=inp.approved,
             executed=_executed_id(inp),
+            repairs=new_plan.repairs,
         ),
         new_plan.id,
         goals_changed=inp.status.get("goalSet") != goal_set_id(inp.goals),
