@@ -25,7 +25,6 @@ from tests.e2e.test_lifecycle import (
     BALANCE_TIMEOUT_S,
     GOALS,
     assert_clean,
-    balanced,
     rack_aware,
     replica_counts,
 )
@@ -182,13 +181,14 @@ def test_the_operator_on_the_charts_service_account_is_never_refused(
         )
 
         # The operator's whole job: the pool read and patched, its plan and execution ConfigMaps, the
-        # execution's Lease, Events, the goals' status; and Kafka balanced, as with the admin's token.
-        # A refusal ends the wait at once: an operator refused its Lease would otherwise wait it out.
-        is_balanced = balanced(own_api, namespace)
+        # execution's Lease, Events, the goals' status, and its plan executed, as with the admin's token.
+        # Not "Balanced": the shared Kafka bed holds the other tests' topics, which count in the replica
+        # distribution and can keep it out of band whatever this topic does (seen in CI). A refusal ends
+        # the wait at once: an operator refused its Lease would otherwise wait it out.
         wait_for(
-            lambda: refused(operator) or is_balanced(),
+            lambda: refused(operator) or executed(own_api, namespace),
             BALANCE_TIMEOUT_S,
-            "the pool to report Balanced",
+            "the pool's plan to be executed",
             operator,
         )
         assert refused(operator) == [], "\n".join(refused(operator))
@@ -202,10 +202,15 @@ def test_the_operator_on_the_charts_service_account_is_never_refused(
             "the execution's Lease to be handed back",
             operator,
         )
+        # Whether the goal holds depends on the shared bed's other topics too: that its status was
+        # written at all is what the permission is for (this topic's rack awareness is checked below).
         wait_for(
-            lambda: condition(get(own_api, namespace, "bg", "racks"), "Satisfied").get("status") == "True",
+            lambda: (
+                condition(get(own_api, namespace, "bg", "racks"), "Satisfied").get("status")
+                in ("True", "False")
+            ),
             30,
-            "the racks goal to be Satisfied",
+            "the racks goal's Satisfied condition",
             operator,
         )
         # Moves were made (the shared bed's other topics count in the distribution, so not how many).
@@ -221,6 +226,12 @@ def test_the_operator_on_the_charts_service_account_is_never_refused(
         delete_topic(kafka_bed, topic)
     # Nor while the pool was deleted (its finalizer) and the operator stopped.
     assert refused(operator) == [], "\n".join(refused(operator))
+
+
+def executed(api: kube.KubeBed, namespace: str) -> bool:
+    """The pool's current plan was executed to its end."""
+    status = get(api, namespace, "bp", "main").get("status", {})
+    return bool(status.get("execution", {}).get("phase") == "Succeeded")
 
 
 def refused(operator: OperatorProcess) -> list[str]:
