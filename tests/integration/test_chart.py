@@ -124,9 +124,10 @@ def test_the_deployment_runs_the_operator_hardened_with_kopf_probes(kube_bed: ku
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
-    assert container["args"][:3] == [
+    assert container["args"][:4] == [
         "run",
         "--peering=kafka-balancer",
+        "--peering-lifetime=60",
         "--liveness=http://0.0.0.0:8080/healthz",
     ]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
