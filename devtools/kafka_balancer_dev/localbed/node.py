@@ -172,6 +172,11 @@ class NodeBed:
     def logs(self) -> Path:
         return self.run_dir / "logs"
 
+    @property
+    def pod_logs(self) -> Path:
+        """kubelet's container logs: ``<namespace>_<pod>_<uid>/<container>/<restart>.log``."""
+        return self.run_dir / "pod-logs"
+
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -209,6 +214,19 @@ class NodeBed:
         undone = self.journal.undo()
         kube.STATE.remove(self.api.run_dir)
         return undone
+
+    def stop_apiserver(self) -> None:
+        """Kill the node's kube-apiserver alone (an outage): etcd, kubelet and the pods go on running."""
+        self.api.stop_apiserver()
+
+    def start_apiserver(self) -> None:
+        """Bring the kube-apiserver back on the same address; the new process is journaled like the
+        first, so ``stop`` (or ``hack/node/down.sh`` after a crash) stops it too."""
+        try:
+            self.api.start_apiserver()
+        finally:
+            for name, pid in self.api.pids().items():
+                self.journal.own_process(name, pid, str(self.api.run_dir))
 
     def __enter__(self) -> NodeBed:
         self.start()
@@ -390,7 +408,7 @@ class NodeBed:
                 "clusterDomain": CLUSTER_DOMAIN,
                 # Pods resolve cluster names only: no host resolver, no search domains from the host.
                 "resolvConf": "",
-                "podLogsDir": str(self.run_dir / "pod-logs"),
+                "podLogsDir": str(self.pod_logs),
                 "failSwapOn": False,
                 "maxPods": 30,
                 # The machine's disk is shared and mostly someone else's: never evict for it.
