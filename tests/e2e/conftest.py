@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -20,6 +20,12 @@ from kafka_balancer_dev.localbed.ports import answers_ok, free_ports
 CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer" / "crds"
 PEERING = "kafka-balancer-e2e"
 START_TIMEOUT_S = 90.0
+
+
+class Logged(Protocol):
+    """Whatever can show the tail of an operator's log when a wait times out (a process, a pod)."""
+
+    def tail(self, lines: int = 40) -> str: ...
 
 
 class OperatorProcess:
@@ -67,9 +73,7 @@ class OperatorProcess:
             self.process.wait(timeout=10)
 
 
-def wait_for(
-    check: Callable[[], Any], timeout_s: float, what: str, log: OperatorProcess | None = None
-) -> Any:
+def wait_for(check: Callable[[], Any], timeout_s: float, what: str, log: Logged | None = None) -> Any:
     """Poll ``check`` until it returns something truthy; fail naming ``what`` (and the operator's log)."""
     deadline = time.monotonic() + timeout_s
     while True:

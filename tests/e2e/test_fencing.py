@@ -21,10 +21,11 @@ from tests.support.kafka_checks import (
     assert_no_throttle_left,
     create_topic,
     ongoing_reassignments,
+    partitions,
     throttles_left,
 )
 
-from .conftest import OperatorProcess, operator_process, wait_for
+from .conftest import Logged, OperatorProcess, operator_process, wait_for
 from .objects import condition, events, get
 from .test_lifecycle import BALANCE_TIMEOUT_S, SLOW, assert_clean, auto_pool, half_done, pool_status, traffic
 
@@ -99,6 +100,17 @@ def finished_state(kube_bed: kube.KubeBed, namespace: str, plan: str) -> Callabl
     return check
 
 
+def finished_then_dry_run(kube_bed: kube.KubeBed, namespace: str, plan: str, log: Logged) -> dict[str, Any]:
+    """The execution state of ``plan`` once it finished; then mode DryRun. The plan is the scenario;
+    the pool would balance on (a next plan runs once a second sync confirms it, so not at once), and
+    the next plan's state would replace this one's: DryRun stops that before any operator starts one."""
+    state: dict[str, Any] = wait_for(
+        finished_state(kube_bed, namespace, plan), BALANCE_TIMEOUT_S, "the plan to finish", log
+    )
+    patch_spec(kube_bed, namespace, {"mode": "DryRun"})
+    return state
+
+
 def executed(kube_bed: kube.KubeBed, namespace: str, plan: str) -> bool:
     return bool(pool_status(kube_bed, namespace).get("plan", {}).get("executedId") == plan)
 
@@ -157,6 +169,43 @@ def copying_with_moves_to_go(
     return check
 
 
+def assert_taken_over_once(
+    kube_bed: kube.KubeBed,
+    bed: KafkaBed,
+    namespace: str,
+    plan: str,
+    state: dict[str, Any],
+    logs: list[str],
+    topic: str,
+    log: Logged,
+) -> float:
+    """What a takeover of pool ``main``'s execution of ``plan`` must leave: every move done and
+    submitted exactly once across the operators' ``logs``, never two owners at once, one start and
+    one finish of the plan, then nothing in flight and no throttle. Returns the longest overlap (0)."""
+    assert {m["status"] for m in state["moves"]} == {"done"}
+    now = partitions(bed, topic)
+    for move in state["moves"]:  # done means done in Kafka: nothing lost or reverted
+        assert now[move["partition"]][0] == (move.get("planned") or move["target"]), move
+    planned = sorted(m["partition"] for m in state["moves"])
+    submitted = sorted(p for text in logs for p in submissions(text, topic))
+    assert planned and submitted == planned, f"submitted {submitted}, planned {planned}"
+    spans = ownership(logs, f"{namespace}/main")
+    overlap = longest_overlap(spans)
+    assert len({holder for holder, _, _ in spans}) >= 2, spans  # there was a takeover
+    assert overlap == 0.0, f"two processes owned the execution at once for {overlap:.3f}s: {spans}"
+    # Of this plan: the operator active after the scenario may have started the next one.
+    assert len(reasons_for(kube_bed, namespace, "ExecutionStarted", plan)) == 1
+    assert len(reasons_for(kube_bed, namespace, "ExecutionFinished", plan)) == 1
+    wait_for(
+        lambda: not ongoing_reassignments(bed, topic) and not throttles_left(bed, topic),
+        BALANCE_TIMEOUT_S,
+        "nothing in flight and no throttle left",
+        log,
+    )
+    assert_clean(bed, topic)
+    return overlap
+
+
 def test_a_frozen_replica_that_wakes_after_a_takeover_never_submits_again(
     kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str, tmp_path: Path
 ) -> None:
@@ -210,39 +259,13 @@ def test_a_frozen_replica_that_wakes_after_a_takeover_never_submits_again(
             )
             # Read together, before the second replica stops: once it does, the standby becomes
             # active and may start the next plan, whose state replaces this one's.
-            state = wait_for(
-                finished_state(kube_bed, namespace, plan["id"]),
-                BALANCE_TIMEOUT_S,
-                "the plan to finish",
-                second,
-            )
-            # This plan is the scenario; the pool would balance on (a next plan runs once a second sync
-            # confirms it, so not at once): DryRun stops that before either replica starts one.
-            patch_spec(kube_bed, namespace, {"mode": "DryRun"})
+            state = finished_then_dry_run(kube_bed, namespace, plan["id"], second)
         logs = [log_of(first, first_from), log_of(second)]
     finally:
         second.stop()
 
-    assert {m["status"] for m in state["moves"]} == {"done"}
-    planned = sorted(m["partition"] for m in state["moves"])
-    # Every move submitted exactly once, across both processes.
-    submitted = sorted(submissions(logs[0], topic) + submissions(logs[1], topic))
-    assert planned and submitted == planned, f"submitted {submitted}, planned {planned}"
-    spans = ownership(logs, key)
-    overlap = longest_overlap(spans)
-    assert len({holder for holder, _, _ in spans}) >= 2, spans  # there was a takeover
-    assert overlap == 0.0, f"two processes owned the execution at once for {overlap:.3f}s: {spans}"
-    # Of this plan: the standby, active once the second replica stopped, may have started the next one.
-    assert len(reasons_for(kube_bed, namespace, "ExecutionStarted", plan["id"])) == 1
-    assert len(reasons_for(kube_bed, namespace, "ExecutionFinished", plan["id"])) == 1
-    wait_for(
-        lambda: not ongoing_reassignments(kafka_bed, topic) and not throttles_left(kafka_bed, topic),
-        BALANCE_TIMEOUT_S,
-        "nothing in flight and no throttle left",
-        first,
-    )
-    assert_clean(kafka_bed, topic)
-    print(f"\nfreeze: longest time two processes both owned the execution: {overlap:.3f}s; spans {spans}")
+    overlap = assert_taken_over_once(kube_bed, kafka_bed, namespace, plan["id"], state, logs, topic, first)
+    print(f"\nfreeze: longest time two processes both owned the execution: {overlap:.3f}s")
 
 
 def test_an_apiserver_outage_mid_execution_is_ridden_out(

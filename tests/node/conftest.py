@@ -3,19 +3,41 @@ that pods reach on the node's bridge."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import node
 from kafka_balancer_dev.localbed.kafka import KafkaBed
+from tests.e2e.conftest import wait_for
+from tests.e2e.objects import apply, goal, pool
+from tests.e2e.test_lifecycle import BALANCE_TIMEOUT_S, SLOW, half_done
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer"
 OPERATOR_NAMESPACE = "kafka-balancer"
 RELEASE = "kb"
+# Goals of the pools that test executions: the spread of the pool's own topic and rack awareness.
+# The pods' Kafka bed is shared by the tier, so a replica count over all topics would also measure
+# other tests' topics and __consumer_offsets, which the pools may not move.
+OWN_TOPIC_GOALS = (
+    ("spread", {"type": "TopicReplicaDistribution", "rangePercent": 10}),
+    ("racks", {"type": "RackAware"}),
+)
+
+
+def kubectl_json(bed: node.NodeBed, *args: str) -> dict[str, Any]:
+    """``kubectl <args> -o json`` on the node's apiserver, parsed."""
+    done = bed.kubectl(*args, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    document: dict[str, Any] = json.loads(done.stdout)
+    return document
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +75,131 @@ def pod_kafka(
         yield bed
     finally:
         bed.stop()
+
+
+SELECTOR = "app.kubernetes.io/name=kafka-balancer"
+# Kubelet's liveness probe (period 20 s, 3 failures) plus the 30 s grace of a hung process, a restart
+# and the readiness probe, with room for a loaded machine.
+RESTART_TIMEOUT_S = 300.0
+
+
+class OperatorPods:
+    """The chart's operator pods; ``tail`` shows their logs when a wait times out."""
+
+    def __init__(self, bed: node.NodeBed) -> None:
+        self.bed = bed
+
+    def live(self) -> list[dict[str, Any]]:
+        """The pods not being deleted, oldest first."""
+        found = kubectl_json(self.bed, "get", "pods", "-n", OPERATOR_NAMESPACE, "-l", SELECTOR)["items"]
+        pods = [p for p in found if "deletionTimestamp" not in p["metadata"]]
+        return sorted(pods, key=lambda p: str(p["metadata"]["creationTimestamp"]))
+
+    def ready(self, count: int) -> list[dict[str, Any]] | None:
+        pods = self.live()
+        statuses = [p["status"].get("containerStatuses", [{}])[0] for p in pods]
+        return pods if len(pods) == count and all(s.get("ready") for s in statuses) else None
+
+    def log(self, name: str) -> str:
+        shown = self.bed.kubectl("logs", "-n", OPERATOR_NAMESPACE, name)
+        return shown.stdout if shown.returncode == 0 else ""
+
+    def tail(self, lines: int = 40) -> str:
+        shown = self.bed.kubectl(
+            "logs", "-n", OPERATOR_NAMESPACE, "-l", SELECTOR, "--prefix", f"--tail={lines}"
+        )
+        return shown.stdout + shown.stderr
+
+
+@pytest.fixture
+def pods(node_bed: node.NodeBed, operator_release: float) -> OperatorPods:
+    return OperatorPods(node_bed)
+
+
+@contextmanager
+def namespace_of(bed: node.NodeBed, name: str) -> Iterator[str]:
+    """A namespace for a test's pools; they are deleted at the end, so the operator forgets them."""
+    created = bed.kubectl("create", "namespace", name)
+    assert created.returncode == 0, created.stderr
+    try:
+        yield name
+    finally:
+        bed.kubectl("delete", "bp", "--all", "-n", name, "--timeout=180s", timeout_s=200.0)
+
+
+def container_pids(container_id: str) -> list[int]:
+    """The host PIDs of a container's processes, found by the container's id in their cgroup."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cgroups = (entry / "cgroup").read_text()
+        except OSError:  # exited meanwhile
+            continue
+        if container_id in cgroups:
+            found.append(int(entry.name))
+    return found
+
+
+class KeptLogs:
+    """Operator pods' container logs, hard-linked from kubelet's pod log directory: a deleted pod's
+    log stays readable, whole, after kubelet removed its directory (no API stream that may end)."""
+
+    def __init__(self, bed: node.NodeBed, directory: Path) -> None:
+        self.bed = bed
+        self.directory = directory
+
+    def keep(self, name: str) -> None:
+        uid = kubectl_json(self.bed, "get", "pod", name, "-n", OPERATOR_NAMESPACE)["metadata"]["uid"]
+        written = self.bed.pod_logs / f"{OPERATOR_NAMESPACE}_{name}_{uid}" / "operator" / "0.log"
+        os.link(written, self.directory / f"{name}.log")
+
+    def text(self, name: str) -> str:
+        return (self.directory / f"{name}.log").read_text(errors="replace")
+
+
+@pytest.fixture
+def kept_logs(node_bed: node.NodeBed, tmp_path: Path) -> KeptLogs:
+    return KeptLogs(node_bed, tmp_path)
+
+
+def upgrade(bed: node.NodeBed, **values: int) -> None:
+    """``helm upgrade`` of the release with its values and ``values`` set over them; waits for the rollout."""
+    settings = [item for key, value in values.items() for item in ("--set", f"{key}={value}")]
+    upgraded = bed.helm(
+        "upgrade",
+        RELEASE,
+        str(CHART),
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--reuse-values",
+        *settings,
+        "--wait",
+        "--timeout",
+        "5m",
+    )
+    assert upgraded.returncode == 0, upgraded.stderr
+
+
+def apply_pool(
+    bed: node.NodeBed, kafka: KafkaBed, namespace: str, topic: str, **execution: str | int
+) -> None:
+    """An Auto pool ``main`` of ``topic`` on the pods' Kafka, executing slowly (SLOW, then ``execution``)."""
+    apply(
+        bed.api,
+        namespace,
+        pool("main", kafka.pod_bootstrap_servers, "Auto", topic, execution={**SLOW, **execution}),
+        *(goal(name, "main", **g) for name, g in OWN_TOPIC_GOALS),
+    )
+
+
+def half_done_pool(
+    bed: node.NodeBed, pods: OperatorPods, kafka: KafkaBed, namespace: str, topic: str
+) -> dict[str, Any]:
+    """Apply the pool; return its plan status once some moves are done and others are copying."""
+    apply_pool(bed, kafka, namespace, topic)
+    plan: dict[str, Any] = wait_for(
+        half_done(bed.api, kafka, namespace, topic), BALANCE_TIMEOUT_S, "moves in flight", pods
+    )
+    return plan

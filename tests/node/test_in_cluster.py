@@ -18,31 +18,33 @@ from tests.e2e.test_lifecycle import (
 )
 from tests.support.kafka_checks import create_topic
 
+from .conftest import namespace_of
+
 
 def test_the_in_cluster_operator_balances_a_skewed_topic_under_traffic(
     node_bed: node.NodeBed, operator_release: float, pod_kafka: KafkaBed
 ) -> None:
-    namespace = "kb-node-balance"
-    node_bed.kubectl("create", "namespace", namespace)
-    # 8 partitions, RF 2, all on brokers 1 and 2: brokers 3 and 4 are empty.
-    topic = create_topic(pod_kafka, "node-auto", [[1, 2] if p % 2 else [2, 1] for p in range(8)])
+    # Its pool is deleted at the end: it would go on balancing its topic beside later tests.
+    with namespace_of(node_bed, "kb-node-balance") as namespace:
+        # 8 partitions, RF 2, all on brokers 1 and 2: brokers 3 and 4 are empty.
+        topic = create_topic(pod_kafka, "node-auto", [[1, 2] if p % 2 else [2, 1] for p in range(8)])
 
-    with traffic(pod_kafka, topic):
-        # The pod reaches the brokers on the node's bridge, never on this machine's loopback.
-        apply(
-            node_bed.api,
-            namespace,
-            pool("main", pod_kafka.pod_bootstrap_servers, "Auto", topic),
-            *(goal(name, "main", **g) for name, g in GOALS),
-        )
-        wait_for(balanced(node_bed.api, namespace), BALANCE_TIMEOUT_S, "the pool to report Balanced")
+        with traffic(pod_kafka, topic):
+            # The pod reaches the brokers on the node's bridge, never on this machine's loopback.
+            apply(
+                node_bed.api,
+                namespace,
+                pool("main", pod_kafka.pod_bootstrap_servers, "Auto", topic),
+                *(goal(name, "main", **g) for name, g in GOALS),
+            )
+            wait_for(balanced(node_bed.api, namespace), BALANCE_TIMEOUT_S, "the pool to report Balanced")
 
-    counts = replica_counts(pod_kafka, topic)
-    assert sorted(counts) == [1, 2, 3, 4] and all(3 <= n <= 5 for n in counts.values()), counts
-    assert rack_aware(pod_kafka, topic)
-    assert_clean(pod_kafka, topic)
-    shown = node_bed.kubectl("get", "bp,bg", "-n", namespace)
-    assert shown.returncode == 0, shown.stderr
-    print(shown.stdout)
-    pool_line = next(line for line in shown.stdout.splitlines() if line.startswith("brokerpool"))
-    assert "Auto" in pool_line and "True" in pool_line, shown.stdout
+        counts = replica_counts(pod_kafka, topic)
+        assert sorted(counts) == [1, 2, 3, 4] and all(3 <= n <= 5 for n in counts.values()), counts
+        assert rack_aware(pod_kafka, topic)
+        assert_clean(pod_kafka, topic)
+        shown = node_bed.kubectl("get", "bp,bg", "-n", namespace)
+        assert shown.returncode == 0, shown.stderr
+        print(shown.stdout)
+        pool_line = next(line for line in shown.stdout.splitlines() if line.startswith("brokerpool"))
+        assert "Auto" in pool_line and "True" in pool_line, shown.stdout

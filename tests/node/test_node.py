@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from kafka_balancer_dev.localbed import node
 from kafka_balancer_dev.localbed.ports import answers_ok
 from kafka_balancer_dev.localbed.procs import wait_until
 
-from .conftest import OPERATOR_NAMESPACE, RELEASE
+from .conftest import OPERATOR_NAMESPACE, RELEASE, kubectl_json
 
 # The chart's pod and container security context: what the operator pod runs under.
 RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}}
@@ -19,13 +18,6 @@ RESTRICTED_CONTAINER = {
     "readOnlyRootFilesystem": True,
     "capabilities": {"drop": ["ALL"]},
 }
-
-
-def _json(bed: node.NodeBed, *args: str) -> dict[str, Any]:
-    done = bed.kubectl(*args, "-o", "json")
-    assert done.returncode == 0, done.stderr
-    document: dict[str, Any] = json.loads(done.stdout)
-    return document
 
 
 def test_a_pod_runs_the_operator_image_non_root(
@@ -56,14 +48,14 @@ def test_a_pod_runs_the_operator_image_non_root(
     assert created.returncode == 0, created.stderr
 
     def finished() -> str | None:
-        phase: str = _json(node_bed, "get", "pod", "help", "-n", namespace)["status"].get("phase", "")
+        phase: str = kubectl_json(node_bed, "get", "pod", "help", "-n", namespace)["status"].get("phase", "")
         return phase if phase in ("Succeeded", "Failed") else None
 
     phase = wait_until(finished, timeout_s=120, what="the pod to finish")
     logs = node_bed.kubectl("logs", "help", "-n", namespace)
     assert phase == "Succeeded", logs.stdout + logs.stderr
     assert "usage: kafka-balancer" in logs.stdout
-    status = _json(node_bed, "get", "pod", "help", "-n", namespace)["status"]["containerStatuses"][0]
+    status = kubectl_json(node_bed, "get", "pod", "help", "-n", namespace)["status"]["containerStatuses"][0]
     assert status["state"]["terminated"]["exitCode"] == 0
     assert status["imageID"], "the container ran no image"
 
@@ -74,7 +66,7 @@ def test_helm_install_gives_a_ready_operator_on_its_own_service_account(
     deployment = f"{RELEASE}-kafka-balancer"
     print(f"helm install to operator Ready: {operator_release:.1f}s")
 
-    (pod,) = _json(
+    (pod,) = kubectl_json(
         node_bed, "get", "pods", "-n", OPERATOR_NAMESPACE, "-l", "app.kubernetes.io/name=kafka-balancer"
     )["items"]
     assert pod["spec"]["containers"][0]["image"] == operator_image.name
@@ -84,9 +76,13 @@ def test_helm_install_gives_a_ready_operator_on_its_own_service_account(
     assert status["ready"] is True
     # The operator reached the apiserver from the pod (Service, kube-proxy, the projected token and CA):
     # it registered in the chart's peering object under its pod name.
-    peering = _json(node_bed, "get", "clusterkopfpeering", "kafka-balancer")
+    peering = kubectl_json(node_bed, "get", "clusterkopfpeering", "kafka-balancer")
     assert any(pod["metadata"]["name"] in peer for peer in peering.get("status", {})), peering
     # kopf's liveness endpoint answers on the pod's address, where kubelet's probes go.
     assert answers_ok(f"http://{pod['status']['podIP']}:8080/healthz")
     logs = node_bed.kubectl("logs", "-n", OPERATOR_NAMESPACE, pod["metadata"]["name"])
     assert "Traceback" not in logs.stdout, logs.stdout[-4000:]
+    # The chart's RBAC as the apiserver enforces it: kopf warns when it may not read or watch something
+    # ("Not enough permissions ... will not be noticed") and a refused call shows as 403/Forbidden.
+    for refused in ("permission", "403", "forbidden"):
+        assert refused not in logs.stdout.lower(), logs.stdout[-4000:]
