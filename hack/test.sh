@@ -20,8 +20,10 @@ log "Kafka bed jars (resolved once from Maven Central, then cached)"
 "$KB_ROOT/hack/kafka/provision.sh" >/dev/null
 log "Prometheus and the JMX exporter agent (fetched once, then cached)"
 "$KB_ROOT/hack/prometheus/provision.sh" >/dev/null
+log "the node's binaries and images (built once from Go modules and Debian's packages, then cached)"
+"$KB_ROOT/hack/node/provision.sh" >/dev/null
 log "pytest"
 if [ "$#" -eq 0 ]; then
-  set -- -m "unit or spark or integration or e2e"
+  set -- -m "unit or spark or integration or e2e or node"
 fi
 exec "$KB_VENV/bin/pytest" "$@"
