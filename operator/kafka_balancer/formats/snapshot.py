@@ -32,7 +32,8 @@ class CapacityIn(_Model):
 class BrokerIn(_Model):
     id: int = Field(ge=0)
     rack: str | None = None
-    state: Literal["active", "draining"] = "active"
+    # "failed" is optional and backward compatible: older snapshots never carry it.
+    state: Literal["active", "draining", "failed"] = "active"
     capacity: CapacityIn
     warm_up_share: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
         default=1.0, alias="warmUpShare"

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 class BrokerState(enum.Enum):
     ACTIVE = "active"
     DRAINING = "draining"
+    # Found dead by self-healing: planned like a draining broker, but it sends nothing, so a move
+    # copies from the partition's other replicas and it never leads.
+    FAILED = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,7 @@ class Broker:
 
     @property
     def active(self) -> bool:
+        """Not leaving: a draining or failed broker keeps no replica and receives none."""
         return self.state is BrokerState.ACTIVE
 
 
