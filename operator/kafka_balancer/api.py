@@ -329,10 +329,17 @@ class Prometheus(PrometheusQuerying):
 
 
 class SelfHealing(_Spec):
-    """What the operator may repair without a person's approval in mode Manual."""
+    """What the operator repairs by itself: hard goals (mode Manual) and failed brokers (every mode)."""
 
     # A plan planned with the hard goals alone, made while one of them is violated, runs unapproved.
     repair_hard_goals: bool = Field(default=False, alias="repairHardGoals")
+    # A pool broker missing from the cluster for brokerFailureSeconds is failed and its replicas are
+    # re-homed, in mode Manual too without approval.
+    enabled: bool = False
+    broker_failure_seconds: int = Field(default=1800, ge=10, le=604800, alias="brokerFailureSeconds")
+    # The guard: more failed brokers than either bound at once is a larger outage, not a broker to replace.
+    max_failed_brokers: int = Field(default=10, ge=1, le=1000, alias="maxFailedBrokers")
+    max_failed_percent: int = Field(default=40, ge=1, le=100, alias="maxFailedPercent")
 
 
 Mode = Literal["Auto", "Manual", "DryRun"]
@@ -362,6 +369,11 @@ class BrokerPoolSpec(_Spec):
         if set(self.drain) & set(self.warm_up.brokers):
             raise ValueError(
                 "a broker cannot be both drained (spec.drain) and warmed up as new (spec.warmUp.brokers)"
+            )
+        if self.self_healing.broker_failure_seconds < self.detection_interval_seconds:
+            raise ValueError(
+                "selfHealing.brokerFailureSeconds must not be shorter than detectionIntervalSeconds "
+                "(a missing broker is noticed at a detection pass)"
             )
         return self
 

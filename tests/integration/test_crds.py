@@ -158,6 +158,16 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
         "prometheus.caSecretRef is only used with an https:// url",
     ),
     (
+        "failure-before-detection",
+        {"detectionIntervalSeconds": 120, "selfHealing": {"enabled": True, "brokerFailureSeconds": 60}},
+        "selfHealing.brokerFailureSeconds must not be shorter than detectionIntervalSeconds",
+    ),
+    (
+        "guard-share-zero",
+        {"selfHealing": {"maxFailedPercent": 0}},
+        "spec.selfHealing.maxFailedPercent in body should be greater than or equal to 1",
+    ),
+    (
         "move-timeout-too-short",
         {"execution": {"moveTimeoutSeconds": 1}},
         "spec.execution.moveTimeoutSeconds in body should be greater than or equal to 10",

@@ -120,6 +120,9 @@ def test_a_minimal_pool_gets_the_documented_defaults() -> None:
     assert (spec.warm_up.duration, spec.warm_up.steps, spec.warm_up.seconds) == ("30m", 4, 1800)
     assert (spec.execution.max_moves_per_broker, spec.execution.max_moves) == (5, 50)
     assert spec.kafka.security_protocol == "PLAINTEXT"
+    healing = spec.self_healing
+    assert (healing.enabled, healing.broker_failure_seconds) == (False, 1800)
+    assert (healing.max_failed_brokers, healing.max_failed_percent) == (10, 40)
 
 
 def test_the_pools_execution_settings_reach_the_executor() -> None:
@@ -160,6 +163,9 @@ def test_the_pools_execution_settings_reach_the_executor() -> None:
         ({"detectionIntervalSeconds": 5}, "greater than or equal to 10"),
         ({"warmUp": {"duration": "30 minutes"}}, "should match pattern"),
         ({"mode": "Yolo"}, "Auto"),
+        ({"selfHealing": {"brokerFailureSeconds": 30}}, "must not be shorter than detectionIntervalSeconds"),
+        ({"selfHealing": {"maxFailedBrokers": 0}}, "greater than or equal to 1"),
+        ({"selfHealing": {"maxFailedPercent": 101}}, "less than or equal to 100"),
     ],
 )
 def test_an_invalid_pool_is_refused_with_the_crd_message(patch: dict[str, Any], message: str) -> None:

@@ -49,7 +49,7 @@ from kafka_balancer.kafka.fence import FencedAdmin
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.progress import duration_text, eta_seconds
 from kafka_balancer.kube_quantity import binary_quantity
-from kafka_balancer.reconcile.approval import halt_reason
+from kafka_balancer.reconcile.approval import halt_reason, repair_opted_in
 from kafka_balancer.reconcile.pool import Event, StoredPlan, execution_conditions, sentence
 from kafka_balancer.reconcile.status import (
     ExecutionPhase,
@@ -91,8 +91,9 @@ class Liveness:
     mode: Callable[[], str | None] = _unknown
     # The approval annotation as it is now; None here (no live view): as the sync read it.
     approved: Callable[[], str | None] | None = None
-    # spec.selfHealing.repairHardGoals as it is now; None: as the sync read it.
+    # spec.selfHealing.repairHardGoals and .enabled as they are now; None: as the sync read them.
     repair_hard_goals: Callable[[], bool | None] = _unknown_flag
+    heal_brokers: Callable[[], bool | None] = _unknown_flag
 
 
 @dataclass(frozen=True)
@@ -178,15 +179,21 @@ class ExecutionService:
         def halt() -> str | None:
             # kopf's live view of the pool: a pause, a mode change or a withdrawn approval (or opt-in,
             # for a repair) stops the execution at its next batch.
-            opted_in = live.repair_hard_goals()
-            if opted_in is None:
-                opted_in = spec.self_healing.repair_hard_goals
+            repair_hard_goals = live.repair_hard_goals()
+            heal_brokers = live.heal_brokers()
+            opted_in = stored.repairs is not None and repair_opted_in(
+                stored.repairs,
+                repair_hard_goals=spec.self_healing.repair_hard_goals
+                if repair_hard_goals is None
+                else repair_hard_goals,
+                heal_brokers=spec.self_healing.enabled if heal_brokers is None else heal_brokers,
+            )
             return halt_reason(
                 mode=live.mode() or spec.mode,
                 paused=live.paused(),
                 approved=seen.approved if live.approved is None else live.approved(),
                 plan=stored.id,
-                repair=stored.repairs is not None and opted_in,
+                repair=opted_in,
             )
 
         def write(execution: ExecutionStatus, plan: PlanProgress | None = None) -> None:

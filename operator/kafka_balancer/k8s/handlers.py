@@ -109,6 +109,7 @@ async def pool_daemon(
         mode=lambda: body.spec.get("mode"),
         approved=lambda: body.meta.annotations.get(APPROVE_ANNOTATION),
         repair_hard_goals=lambda: (body.spec.get("selfHealing") or {}).get("repairHardGoals"),
+        heal_brokers=lambda: (body.spec.get("selfHealing") or {}).get("enabled"),
     )
     while not stopped:
         seen = (body.meta.get("generation"), body.meta.annotations.get(APPROVE_ANNOTATION))

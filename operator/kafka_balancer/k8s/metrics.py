@@ -99,6 +99,24 @@ class OperatorMetrics:
             ["pool"],
             registry=registry,
         )
+        self.brokers_missing = Gauge(
+            "kafka_balancer_brokers_missing",
+            "Pool brokers missing from the cluster, not (yet) failed (status.brokers state Missing)",
+            ["pool"],
+            registry=registry,
+        )
+        self.brokers_failed = Gauge(
+            "kafka_balancer_brokers_failed",
+            "Pool brokers failed by self-healing whose replicas are being re-homed (state Failed)",
+            ["pool"],
+            registry=registry,
+        )
+        self.self_healing_blocked = Gauge(
+            "kafka_balancer_self_healing_blocked",
+            "1 when more brokers failed at once than spec.selfHealing's guard lets heal",
+            ["pool"],
+            registry=registry,
+        )
         self.execution_running = Gauge(
             "kafka_balancer_execution_running", "1 while a plan executes", ["pool"], registry=registry
         )
@@ -138,6 +156,9 @@ class OperatorMetrics:
             self.balanced,
             self.kafka_reachable,
             self.drain_blocked,
+            self.brokers_missing,
+            self.brokers_failed,
+            self.self_healing_blocked,
             self.execution_running,
             self.execution_failed,
             self.moves_done,

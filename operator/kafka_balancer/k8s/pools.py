@@ -30,9 +30,11 @@ from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.scored_loads import Loads
 from kafka_balancer.k8s.settings import Timings
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, Action
+from kafka_balancer.reconcile.brokers import Lifecycle
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
 from kafka_balancer.reconcile.connection import client_properties
 from kafka_balancer.reconcile.pool import (
+    GUARD_REASON,
     LoadSource,
     PoolInput,
     PoolOutcome,
@@ -360,3 +362,9 @@ class PoolService:
         executing = status.condition("Executing")
         failed = executing is not None and executing.reason == "ExecutionFailed"
         self.metrics.execution_failed.labels(pool.key).set(1 if failed else 0)
+        states = [b.state for b in status.brokers or ()]
+        self.metrics.brokers_missing.labels(pool.key).set(states.count(Lifecycle.MISSING.value))
+        self.metrics.brokers_failed.labels(pool.key).set(states.count(Lifecycle.FAILED.value))
+        failure = status.condition("BrokerFailure")
+        guarded = failure is not None and failure.reason == GUARD_REASON
+        self.metrics.self_healing_blocked.labels(pool.key).set(1 if guarded else 0)

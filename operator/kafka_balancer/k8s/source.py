@@ -227,6 +227,7 @@ def merge_loads(metadata: ClusterMetadata, collected: Loads, scored: Loads) -> L
 
 def metadata_of(obs: Observation) -> ClusterMetadata:
     brokers = {b.id: b.rack or "" for b in obs.brokers}
+    live = frozenset(brokers)
     # A replica on a broker missing from the metadata (offline) still counts: it must be planned around.
     for info in obs.partitions.values():
         for replica in info.replicas:
@@ -235,7 +236,7 @@ def metadata_of(obs: Observation) -> ClusterMetadata:
         PartitionMeta(topic, pid, info.replicas, info.leader)
         for (topic, pid), info in sorted(obs.partitions.items())
     )
-    return ClusterMetadata(brokers, partitions)
+    return ClusterMetadata(brokers, partitions, frozenset(brokers) - live)
 
 
 def loads_from(

@@ -11,6 +11,16 @@ from typing import Any
 APPROVE_ANNOTATION = "kafkabalancer.io/approve"
 # The reason of a Manual pool's plan that runs without approval because it repairs hard goals.
 REPAIR_REASON = "RepairsHardGoals"
+# How the repairs of a plan that heals failed brokers begin (spec.selfHealing.enabled): such a plan
+# runs without approval like a repair of hard goals, on its own opt-in.
+HEALS = "failed brokers"
+
+
+def repair_opted_in(repairs: str, *, repair_hard_goals: bool, heal_brokers: bool) -> bool:
+    """Whether the spec still lets a plan that repairs ``repairs`` run without approval: a plan that
+    heals failed brokers on spec.selfHealing.enabled, a plan that repairs hard goals on
+    spec.selfHealing.repairHardGoals."""
+    return heal_brokers if repairs.startswith(HEALS) else repair_hard_goals
 
 
 class Action(enum.Enum):
@@ -45,9 +55,9 @@ def decide(
     repairs: str | None = None,
 ) -> Decision:
     """``stored_id``: the plan in the pool's plan ConfigMap; ``approved``: the annotation's value;
-    ``executed``: the plan already executed (never run twice); ``repairs``: the violated hard goals
-    the plan repairs when the pool lets such a plan run unapproved (spec.selfHealing.repairHardGoals),
-    None for any other plan."""
+    ``executed``: the plan already executed (never run twice); ``repairs``: the failed brokers it heals
+    or the violated hard goals it repairs when the pool lets such a plan run unapproved
+    (spec.selfHealing.enabled, spec.selfHealing.repairHardGoals), None for any other plan."""
     if paused:
         return Decision(Action.NOTHING, "Paused", "spec.paused is true: nothing is planned or moved")
     if stored_id is None or empty:
@@ -82,8 +92,8 @@ def halt_reason(
 ) -> str | None:
     """Why a running execution of ``plan`` must stop at its next batch, as the spec reads now; None
     while it may go on. Only what the user changes counts: a new plan never halts a running one.
-    ``repair``: ``plan`` repairs hard goals and spec.selfHealing.repairHardGoals is still true, so
-    mode Manual runs it without an approval."""
+    ``repair``: ``plan`` heals failed brokers or repairs hard goals and its opt-in (see
+    :func:`repair_opted_in`) is still on, so mode Manual runs it without an approval."""
     if paused:
         return "spec.paused is true"
     if mode == "DryRun":

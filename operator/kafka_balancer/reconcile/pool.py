@@ -26,8 +26,27 @@ from kafka_balancer.model.cluster import PartitionLoad
 from kafka_balancer.model.plan import ReassignmentPlan
 from kafka_balancer.planner.optimizer import plan as make_plan
 from kafka_balancer.planner.plan import GoalOutcome, Plan
-from kafka_balancer.reconcile.approval import REPAIR_REASON, Action, Decision, decide, plan_id
-from kafka_balancer.reconcile.brokers import ESTABLISHED, BrokerView, Lifecycle, WarmUpPolicy, broker_views
+from kafka_balancer.reconcile.approval import (
+    HEALS,
+    REPAIR_REASON,
+    Action,
+    Decision,
+    decide,
+    plan_id,
+    repair_opted_in,
+)
+from kafka_balancer.reconcile.brokers import (
+    ESTABLISHED,
+    Absence,
+    BrokerView,
+    FailurePolicy,
+    Lifecycle,
+    WarmUpPolicy,
+    absent_views,
+    broker_views,
+    guard_exceeded,
+    returned_late,
+)
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, build_cluster
 from kafka_balancer.reconcile.status import (
@@ -254,6 +273,21 @@ def _first_seen(status: Mapping[str, Any]) -> dict[int, float] | None:
     }
 
 
+def _absences(status: Mapping[str, Any]) -> dict[int, Absence]:
+    """The brokers status recorded (not Removed): their rack, since when they are missing, whether
+    they had failed; what a broker that is absent now is known by."""
+    return {
+        int(b["id"]): Absence(
+            str(b.get("rack") or ""),
+            parse_rfc3339(b["firstSeen"]) if "firstSeen" in b else ESTABLISHED,
+            parse_rfc3339(b["missingSince"]) if "missingSince" in b else None,
+            failed=b.get("state") == Lifecycle.FAILED.value,
+        )
+        for b in status.get("brokers") or []
+        if b.get("state") != Lifecycle.REMOVED.value
+    }
+
+
 def _broker_status(view: BrokerView) -> BrokerStatus:
     warming = view.state is Lifecycle.WARMING
     return BrokerStatus(
@@ -264,6 +298,7 @@ def _broker_status(view: BrokerView) -> BrokerStatus:
         warm_up_step=view.step if warming else None,
         warm_up_steps=view.steps if warming else None,
         warm_up_share=f"{view.share * 100:.0f}%" if warming else None,
+        missing_since=None if view.missing_since is None else rfc3339(view.missing_since),
     )
 
 
@@ -299,6 +334,8 @@ class _Brokers:
     views: tuple[BrokerView, ...]
     statuses: tuple[BrokerStatus, ...]
     unknown_drained: tuple[int, ...]
+    # Why the failed brokers are too many to heal (spec.selfHealing's guard); None: within it.
+    guard: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,13 +361,20 @@ def decide_pool(inp: PoolInput) -> PoolOutcome:
     if decision.action is Action.EXECUTE or inp.spec.paused:
         # The plan that runs (or waits) is the stored one: nothing is replanned under it.
         planned = _Planned((Condition("SpecValid", TRUE, "Valid", "the spec is usable"),), (), decision)
+    elif brokers.guard is not None:
+        planned = guarded(inp, brokers.guard)
     else:
         planned = replan(inp, brokers.views, decision)
-    conditions = [*observation_conditions(inp), *planned.conditions]
+    conditions = [*observation_conditions(inp), *planned.conditions, *failure_conditions(inp, brokers)]
     if planned.complete:
         conditions += unknown_drain_conditions(brokers.unknown_drained)
     demoted = demoted_condition(inp)
-    events = [*_lifecycle_events(inp.status, brokers.views), *planned.events, *demotion_events(inp, demoted)]
+    events = [
+        *_lifecycle_events(inp.status, brokers.views),
+        *failure_events(inp, brokers),
+        *planned.events,
+        *demotion_events(inp, demoted),
+    ]
     if demoted is not None:
         conditions.append(demoted)
     if planned.decision.action is Action.EXECUTE and planned.decision.reason == REPAIR_REASON:
@@ -339,30 +383,51 @@ def decide_pool(inp: PoolInput) -> PoolOutcome:
 
 
 def observe_brokers(inp: PoolInput) -> _Brokers:
-    """Each broker's lifecycle (warming, draining, ...) from the metadata and what status recorded.
+    """Each broker's lifecycle (warming, draining, missing, ...) from the metadata and what status
+    recorded.
 
     A drained broker that has since left the cluster (the scale-down finished) is Removed, not an
-    error; a listed broker Kafka never had (a typo) blocks the drain."""
+    error; a listed broker Kafka never had (a typo) blocks the drain. Any other pool broker that is
+    not in the cluster is Missing, then Failed after spec.selfHealing.brokerFailureSeconds; one
+    recorded Failed that is back is a new broker (it warms up), one recorded Missing is as it was."""
     spec = inp.spec
-    views = broker_views(
-        inp.metadata.brokers,
+    live = inp.metadata.live
+    recorded = _absences(inp.status)
+    first_seen = _first_seen(inp.status)
+    if first_seen is not None:
+        first_seen.update(dict.fromkeys(returned_late(recorded, live), inp.now))
+    present = broker_views(
+        live,
         inp.metadata.replicas_on(),
-        _first_seen(inp.status),
+        first_seen,
         spec.drain,
         WarmUpPolicy(spec.warm_up.seconds, spec.warm_up.steps, frozenset(spec.warm_up.brokers)),
         inp.now,
     )
+    gone = {b: was for b, was in recorded.items() if b not in live and b not in spec.drain}
+    for b in inp.metadata.offline - set(spec.drain):
+        gone.setdefault(b, Absence(inp.metadata.brokers[b], ESTABLISHED, None, failed=False))
+    healing = spec.self_healing
+    policy = FailurePolicy(
+        healing.enabled,
+        healing.broker_failure_seconds,
+        healing.max_failed_brokers,
+        healing.max_failed_percent,
+    )
+    absent = absent_views(gone, inp.metadata.replicas_on(), policy, inp.now)
+    views = tuple(sorted((*present, *absent), key=lambda v: v.id))
     was_drained = {
         int(b["id"])
         for b in inp.status.get("brokers") or []
         if b.get("state") in (Lifecycle.DRAINED.value, Lifecycle.REMOVED.value)
     }
-    gone = sorted(set(spec.drain) - set(inp.metadata.brokers))
-    removed = tuple(BrokerStatus(b, Lifecycle.REMOVED.value) for b in gone if b in was_drained)
+    left = sorted(set(spec.drain) - set(inp.metadata.brokers))
+    removed = tuple(BrokerStatus(b, Lifecycle.REMOVED.value) for b in left if b in was_drained)
     return _Brokers(
-        tuple(views),
+        views,
         (*(_broker_status(v) for v in views), *removed),
-        tuple(b for b in gone if b not in was_drained),
+        tuple(b for b in left if b not in was_drained),
+        guard_exceeded(views, policy),
     )
 
 
@@ -391,7 +456,17 @@ def judge_stored_plan(inp: PoolInput) -> Decision:
     if inp.spec.mode == "Auto" and not resuming:
         stored = None
     # A repair, like an Auto plan, runs unapproved from the stored plan only to resume it.
-    repairs = stored.repairs if stored is not None and resuming and repairs_unapproved(inp.spec) else None
+    repairs = (
+        stored.repairs
+        if stored is not None and stored.repairs is not None and resuming and repairs_unapproved(inp.spec)
+        else None
+    )
+    if repairs is not None and not repair_opted_in(
+        repairs,
+        repair_hard_goals=inp.spec.self_healing.repair_hard_goals,
+        heal_brokers=inp.spec.self_healing.enabled,
+    ):
+        repairs = None
     return decide(
         mode=inp.spec.mode,
         paused=inp.spec.paused,
@@ -404,8 +479,10 @@ def judge_stored_plan(inp: PoolInput) -> Decision:
 
 
 def repairs_unapproved(spec: BrokerPoolSpec) -> bool:
-    """Mode Manual with the opt-in: a plan that repairs hard goals runs without approval."""
-    return spec.mode == "Manual" and spec.self_healing.repair_hard_goals
+    """Mode Manual with an opt-in: a plan that heals failed brokers (spec.selfHealing.enabled) or
+    repairs hard goals (spec.selfHealing.repairHardGoals) runs without approval."""
+    healing = spec.self_healing
+    return spec.mode == "Manual" and (healing.repair_hard_goals or healing.enabled)
 
 
 def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _Planned:
@@ -457,19 +534,24 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
 
 
 def violated_hard_goals(inp: PoolInput, views: Sequence[BrokerView], plan: Plan) -> str | None:
-    """The hard goals violated before ``plan`` (each with how), when a repair of them may run without
-    approval; None when no hard goal is violated, the pool has not opted in, or a drain or a
-    demotion is pending (a plan then also empties the draining brokers or moves leadership off the
-    demoted ones, which is the user's to approve)."""
+    """What ``plan`` repairs when a repair may run without approval: the failed brokers it heals
+    (spec.selfHealing.enabled), then the hard goals violated before it, each with how
+    (spec.selfHealing.repairHardGoals); None when there is nothing such to repair, the pool has not
+    opted in, or a drain or a demotion is pending (a plan then also empties the draining brokers or
+    moves leadership off the demoted ones, which is the user's to approve)."""
     if not repairs_unapproved(inp.spec) or any(v.state is Lifecycle.DRAINING for v in views):
         return None
     demoted = set(inp.spec.demote)
     if any(p.leader in demoted and not set(p.replicas) <= demoted for p in inp.metadata.partitions):
         return None
-    violated = [g for g in plan.goals if g.hard and not g.before.satisfied]
-    if not violated:
-        return None
-    return "; ".join(f"{g.label} ({g.before.detail})" for g in violated)
+    healing = inp.spec.self_healing
+    failed = [v.id for v in views if v.state is Lifecycle.FAILED] if healing.enabled else []
+    violated = (
+        [g for g in plan.goals if g.hard and not g.before.satisfied] if healing.repair_hard_goals else []
+    )
+    repairs = [f"{HEALS} {failed}"] if failed else []
+    repairs += [f"{g.label} ({g.before.detail})" for g in violated]
+    return "; ".join(repairs) or None
 
 
 def decide_new_plan(inp: PoolInput, new_plan: StoredPlan) -> Decision:
@@ -565,6 +647,86 @@ def demotion_events(inp: PoolInput, demoted: Condition | None) -> list[Event]:
     if before is not None and before.get("status") == TRUE and before.get("message") == demoted.message:
         return []
     return [Event("Normal", "DemotionDone", demoted.message)]
+
+
+def guarded(inp: PoolInput, guard: str) -> _Planned:
+    """Too many failed brokers at once: nothing is planned or moved, and the status says why."""
+    message = f"{guard}: nothing is healed or moved until brokers return or the guard is raised"
+    conditions = (
+        Condition("SpecValid", TRUE, "Valid", "the spec is usable"),
+        Condition("PlanReady", FALSE, GUARD_REASON, message),
+    )
+    return _Planned(conditions, (), Decision(Action.NOTHING, GUARD_REASON, message), complete=False)
+
+
+# Condition BrokerFailure and PlanReady's reason when spec.selfHealing's guard holds healing back.
+GUARD_REASON = "TooManyFailedBrokers"
+
+
+def failure_conditions(inp: PoolInput, brokers: _Brokers) -> list[Condition]:
+    """``BrokerFailure``, with self-healing on or a broker missing: True while a pool broker is
+    missing or failed (why, and what happens next), False when every one is in the cluster."""
+    healing = inp.spec.self_healing
+    missing = [v for v in brokers.views if v.state is Lifecycle.MISSING]
+    failed = [v.id for v in brokers.views if v.state is Lifecycle.FAILED]
+    if not missing and not failed:
+        if not healing.enabled:
+            return []
+        return [Condition("BrokerFailure", FALSE, "AllBrokersPresent", "every pool broker is in the cluster")]
+    if brokers.guard is not None:
+        return [Condition("BrokerFailure", TRUE, GUARD_REASON, f"{brokers.guard}: nothing is healed")]
+    parts = []
+    if failed:
+        parts.append(f"brokers {failed} failed: their replicas are re-homed to live brokers, same rack first")
+    for v in missing:
+        since = rfc3339(v.missing_since if v.missing_since is not None else inp.now)
+        if healing.enabled:
+            deadline = rfc3339((v.missing_since or inp.now) + healing.broker_failure_seconds)
+            parts.append(f"broker {v.id} missing since {since}, failed at {deadline} unless it returns")
+        else:
+            parts.append(
+                f"broker {v.id} missing since {since}; spec.selfHealing.enabled is false: not healed"
+            )
+    return [
+        Condition("BrokerFailure", TRUE, "BrokersFailed" if failed else "BrokersMissing", "; ".join(parts))
+    ]
+
+
+def failure_events(inp: PoolInput, brokers: _Brokers) -> list[Event]:
+    """A broker gone missing, failed, back (in time or late), or healed (failed, and no replica left
+    on it); the guard holding healing back."""
+    before = {int(b["id"]): b.get("state") for b in inp.status.get("brokers") or []}
+    timeout = inp.spec.self_healing.broker_failure_seconds
+    now = {v.id: v for v in brokers.views}
+    events = []
+    for v in brokers.views:
+        was = before.get(v.id)
+        if v.state is Lifecycle.MISSING and was != Lifecycle.MISSING.value:
+            text = f"Broker {v.id} (rack {v.rack or 'none'}) is missing from the cluster"
+            if inp.spec.self_healing.enabled:
+                text += f"; it is failed and its replicas re-homed if it is still missing in {timeout} s"
+            events.append(Event("Warning", "BrokerMissing", sentence(text)))
+        if v.state is Lifecycle.FAILED and was != Lifecycle.FAILED.value:
+            text = (
+                f"Broker {v.id} (rack {v.rack or 'none'}) has been missing for {timeout} s or more: it is "
+                "failed and its replicas are re-homed to live brokers, same rack first"
+            )
+            events.append(Event("Warning", "BrokerFailed", sentence(text)))
+    for broker_id, was in sorted(before.items()):
+        view = now.get(broker_id)
+        if was == Lifecycle.MISSING.value and view is not None and not view.absent:
+            text = f"Broker {broker_id} is back before the failure timeout: nothing is healed"
+            events.append(Event("Normal", "BrokerReturned", sentence(text)))
+        if was == Lifecycle.FAILED.value and view is not None and not view.absent:
+            text = f"Broker {broker_id} is back after it failed: it is a new broker and warms up"
+            events.append(Event("Normal", "BrokerReturned", sentence(text)))
+        if was == Lifecycle.FAILED.value and view is None:
+            text = f"Broker {broker_id} is healed: every replica it held is on live brokers again"
+            events.append(Event("Normal", "BrokerHealed", sentence(text)))
+    previous = next((c for c in inp.status.get("conditions") or [] if c.get("type") == "BrokerFailure"), None)
+    if brokers.guard is not None and (previous is None or previous.get("reason") != GUARD_REASON):
+        events.append(Event("Warning", "SelfHealingBlocked", sentence(f"{brokers.guard}: nothing is healed")))
+    return events
 
 
 def unknown_drain_conditions(unknown: Sequence[int]) -> list[Condition]:

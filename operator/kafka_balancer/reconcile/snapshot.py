@@ -24,10 +24,17 @@ class PartitionMeta:
 
 @dataclass(frozen=True, slots=True)
 class ClusterMetadata:
-    """What Kafka says: brokers (id → rack, "" if none) and partitions."""
+    """What Kafka says: brokers (id → rack, "" if none) and partitions. ``offline``: the brokers
+    that replicas name but Kafka does not list (down); they are in ``brokers`` too, rack "", as
+    their replicas must be planned around."""
 
     brokers: Mapping[int, str]
     partitions: tuple[PartitionMeta, ...]
+    offline: frozenset[int] = frozenset()
+
+    @property
+    def live(self) -> dict[int, str]:
+        return {b: rack for b, rack in self.brokers.items() if b not in self.offline}
 
     def replicas_on(self) -> dict[int, int]:
         counts = dict.fromkeys(self.brokers, 0)
@@ -35,6 +42,13 @@ class ClusterMetadata:
             for b in p.replicas:
                 counts[b] = counts.get(b, 0) + 1
         return counts
+
+
+_STATES = {
+    Lifecycle.DRAINING: BrokerState.DRAINING,
+    Lifecycle.DRAINED: BrokerState.DRAINING,
+    Lifecycle.FAILED: BrokerState.FAILED,
+}
 
 
 def no_rack(broker_id: int) -> str:
@@ -67,20 +81,21 @@ def build_cluster(
     brokers, and only a drain moves them (a broker being removed must give up every replica).
 
     A partition without a measured load counts as empty (the collector fills ``loads``); the
-    brokers of ``demoted`` (``spec.demote``) lead nothing."""
+    brokers of ``demoted`` (``spec.demote``) lead nothing. A failed broker is planned like a drained
+    one, and a missing one (not yet failed) as it was: its replicas stay where they are."""
     excluded = [re.compile(pattern) for pattern in excluded_topics]
     brokers = tuple(
         Broker(
             id=v.id,
             rack=v.rack or no_rack(v.id),
-            state=BrokerState.DRAINING
-            if v.state in (Lifecycle.DRAINING, Lifecycle.DRAINED)
-            else BrokerState.ACTIVE,
+            state=_STATES.get(v.state, BrokerState.ACTIVE),
             capacity=broker_capacity(capacity, v.id),
             warm_up_share=v.share,
             demoted=v.id in demoted,
         )
         for v in views
+        # A missing broker that no replica names is not in the cluster: nothing may be moved to it.
+        if v.state is not Lifecycle.MISSING or v.id in metadata.brokers
     )
     partitions = tuple(
         Partition(

@@ -158,6 +158,7 @@ class BrokerStatus:
     warm_up_step: int | None = None
     warm_up_steps: int | None = None
     warm_up_share: str | None = None  # "75%"
+    missing_since: str | None = None  # RFC 3339; Missing and Failed only
 
     def to_dict(self) -> dict[str, Any]:
         return _present(
@@ -169,6 +170,7 @@ class BrokerStatus:
                 "warmUpStep": self.warm_up_step,
                 "warmUpSteps": self.warm_up_steps,
                 "warmUpShare": self.warm_up_share,
+                "missingSince": self.missing_since,
             }
         )
 
