@@ -1,0 +1,114 @@
+"""End to end with spec.selfHealing.enabled in mode Manual: a broker of the Kafka bed is stopped under
+traffic, the pool marks it failed after brokerFailureSeconds and re-homes its replicas onto the live
+broker of its rack with no approval; every message is read back, nothing is left under-replicated or
+throttled. Prints the time from the failure timeout to full replication."""
+
+from __future__ import annotations
+
+import calendar
+import time
+from typing import Any
+
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from tests.support.kafka_checks import create_topic, extra_broker, partitions
+
+from .conftest import OperatorProcess, wait_for
+from .objects import PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool
+from .test_lifecycle import BALANCE_TIMEOUT_S, assert_clean, pool_status, rack_aware, traffic
+from .test_repair import GOALS
+
+FAILURE_S = 20
+HEALING = {"selfHealing": {"enabled": True, "brokerFailureSeconds": FAILURE_S}}
+
+
+def recorded(kube_bed: kube.KubeBed, namespace: str, broker_id: int) -> dict[str, Any]:
+    brokers = pool_status(kube_bed, namespace).get("brokers", [])
+    found: dict[str, Any] = next((b for b in brokers if b["id"] == broker_id), {})
+    return found
+
+
+def test_a_stopped_broker_is_failed_and_its_replicas_re_homed_in_its_rack_under_traffic(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    racks = kafka_bed.racks
+    with extra_broker(kafka_bed, "a") as dead:
+        live_a = sorted(b for b, rack in racks.items() if rack == "a")
+        b, c = (next(x for x, rack in racks.items() if rack == r) for r in ("b", "c"))
+        # RF 3, one replica per rack: partitions 0..3 have their rack-a replica on the broker that dies.
+        assignment = [
+            [dead, b, c],
+            [b, dead, c],
+            [c, b, dead],
+            [dead, c, b],
+            [live_a[0], b, c],
+            [live_a[-1], c, b],
+        ]
+        topic = create_topic(kafka_bed, "e2e-heal", assignment)
+
+        with traffic(kafka_bed, topic):
+            apply(
+                kube_bed,
+                namespace,
+                pool("main", kafka_bed.bootstrap_servers, "Manual", topic, **HEALING),
+                *(goal(name, "main", **g) for name, g in GOALS),
+            )
+            wait_for(
+                lambda: recorded(kube_bed, namespace, dead).get("state") == "Active",
+                PLAN_TIMEOUT_S,
+                f"the pool to record broker {dead}",
+                operator,
+            )
+            kafka_bed.stop_broker(dead)
+            stopped = time.time()
+            failed = wait_for(
+                lambda: (
+                    recorded(kube_bed, namespace, dead).get("state") == "Failed"
+                    and recorded(kube_bed, namespace, dead)
+                ),
+                PLAN_TIMEOUT_S,
+                f"broker {dead} to be Failed",
+                operator,
+            )
+            missing_since = calendar.timegm(time.strptime(failed["missingSince"], "%Y-%m-%dT%H:%M:%SZ"))
+            timed_out = missing_since + FAILURE_S
+
+            def fully_replicated() -> bool:
+                now = partitions(kafka_bed, topic)
+                return all(dead not in replicas and isr == set(replicas) for replicas, _, isr in now.values())
+
+            wait_for(
+                fully_replicated, BALANCE_TIMEOUT_S, f"broker {dead}'s partitions replicated again", operator
+            )
+            replicated = time.time()
+            wait_for(
+                lambda: (
+                    not recorded(kube_bed, namespace, dead)
+                    and pool_status(kube_bed, namespace).get("execution", {}).get("phase") == "Succeeded"
+                ),
+                BALANCE_TIMEOUT_S,
+                f"broker {dead} healed and forgotten, the healing plan finished",
+                operator,
+            )
+
+    after = {p: replicas for p, (replicas, _, _) in partitions(kafka_bed, topic).items()}
+    for p, before in enumerate(assignment):
+        if dead in before:
+            # Its replica went to a live broker of rack a; the two others stayed.
+            (arrived,) = set(after[p]) - set(before)
+            assert arrived in live_a and set(after[p]) - {arrived} == set(before) - {dead}, (before, after[p])
+        else:
+            assert after[p] == before  # only the healing moved: the soft goal's plan waits for approval
+    assert rack_aware(kafka_bed, topic)
+    reasons = [e["reason"] for e in events(kube_bed, namespace)]
+    assert {"BrokerMissing", "BrokerFailed", "PlanAutoApproved", "BrokerHealed"} <= set(reasons), reasons
+    assert "kafkabalancer.io/approve" not in get(kube_bed, namespace, "bp", "main")["metadata"].get(
+        "annotations", {}
+    )
+    assert condition(get(kube_bed, namespace, "bp", "main"), "BrokerFailure")["reason"] == "AllBrokersPresent"
+    assert_clean(kafka_bed, topic)
+    print(
+        f"\nself-healing: broker {dead} stopped → missing since +{missing_since - stopped:.1f}s, failure "
+        f"timeout ({FAILURE_S}s) → fully replicated {replicated - timed_out:.1f}s "
+        f"(stop → fully replicated {replicated - stopped:.1f}s)"
+    )
