@@ -233,8 +233,31 @@ def test_a_first_sync_creates_every_series_a_dashboard_or_an_alert_reads_at_zero
         assert b.metric("kafka_balancer_reconciles_total", result=failure) == 0
     assert b.metric("kafka_balancer_executions_total", result="failed") == 0
     assert b.metric("kafka_balancer_scoring_seconds_count", engine="Embedded", result="failed") == 0
-    for gauge in ("drain_blocked", "execution_failed", "execution_running", "execution_throttled_brokers"):
+    for gauge in (
+        "drain_blocked",
+        "execution_failed",
+        "execution_running",
+        "execution_throttled_brokers",
+        "brokers_missing",
+        "brokers_failed",
+        "self_healing_blocked",
+    ):
         assert b.metric(f"kafka_balancer_{gauge}") == 0, gauge
+
+
+def test_a_broker_gone_from_the_metadata_is_missing_in_status_and_in_the_gauge(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    healing = {"selfHealing": {"enabled": True, "brokerFailureSeconds": 600}}
+    b.sync("DryRun", spec=healing)
+    del b.cluster.racks[3]  # broker 3 stopped: Kafka lists it no more
+
+    b.sync("DryRun", spec=healing)
+
+    (three,) = [broker for broker in b.status()["brokers"] if broker["id"] == 3]
+    assert three["state"] == "Missing" and "missingSince" in three
+    assert b.conditions()["BrokerFailure"] == ("True", "BrokersMissing")
+    assert b.metric("kafka_balancer_brokers_missing") == 1
+    assert b.metric("kafka_balancer_brokers_failed") == 0
 
 
 # -- executing a plan ----------------------------------------------------------------------------------

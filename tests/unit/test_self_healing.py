@@ -269,3 +269,12 @@ def test_a_failure_timeout_shorter_than_the_detection_interval_is_refused() -> N
         ValueError, match="brokerFailureSeconds must not be shorter than detectionIntervalSeconds"
     ):
         pool_input({}, metadata(), T0, selfHealing={"brokerFailureSeconds": 30})
+
+
+def test_a_draining_broker_that_is_down_stays_draining_and_is_planned_empty() -> None:
+    *_, down = passes((metadata(4), T0 + 10), (metadata(4), T0 + 10 + TIMEOUT), drain=[4])
+
+    assert broker(down, 4)["state"] == "Draining"  # type: ignore[index]
+    assert condition(down, "BrokerFailure")[:2] == ("False", "AllBrokersPresent")
+    assert down.new_plan is not None and down.new_plan.repairs is None
+    assert all(4 not in r.replicas for r in down.new_plan.reassignments) and down.new_plan.moves == 4

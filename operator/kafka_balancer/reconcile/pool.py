@@ -391,21 +391,24 @@ def observe_brokers(inp: PoolInput) -> _Brokers:
     not in the cluster is Missing, then Failed after spec.selfHealing.brokerFailureSeconds; one
     recorded Failed that is back is a new broker (it warms up), one recorded Missing is as it was."""
     spec = inp.spec
-    live = inp.metadata.live
+    # A broker of spec.drain that is down stays Draining: it is leaving anyway, never Missing.
+    present_racks = {
+        b: rack for b, rack in inp.metadata.brokers.items() if b in inp.metadata.live or b in spec.drain
+    }
     recorded = _absences(inp.status)
     first_seen = _first_seen(inp.status)
     if first_seen is not None:
-        first_seen.update(dict.fromkeys(returned_late(recorded, live), inp.now))
+        first_seen.update(dict.fromkeys(returned_late(recorded, present_racks), inp.now))
     present = broker_views(
-        live,
+        present_racks,
         inp.metadata.replicas_on(),
         first_seen,
         spec.drain,
         WarmUpPolicy(spec.warm_up.seconds, spec.warm_up.steps, frozenset(spec.warm_up.brokers)),
         inp.now,
     )
-    gone = {b: was for b, was in recorded.items() if b not in live and b not in spec.drain}
-    for b in inp.metadata.offline - set(spec.drain):
+    gone = {b: was for b, was in recorded.items() if b not in present_racks and b not in spec.drain}
+    for b in inp.metadata.brokers.keys() - present_racks.keys():
         gone.setdefault(b, Absence(inp.metadata.brokers[b], ESTABLISHED, None, failed=False))
     healing = spec.self_healing
     policy = FailurePolicy(
@@ -672,7 +675,14 @@ def failure_conditions(inp: PoolInput, brokers: _Brokers) -> list[Condition]:
     if not missing and not failed:
         if not healing.enabled:
             return []
-        return [Condition("BrokerFailure", FALSE, "AllBrokersPresent", "every pool broker is in the cluster")]
+        return [
+            Condition(
+                "BrokerFailure",
+                FALSE,
+                "AllBrokersPresent",
+                "no pool broker is missing (brokers of spec.drain are leaving anyway)",
+            )
+        ]
     if brokers.guard is not None:
         return [Condition("BrokerFailure", TRUE, GUARD_REASON, f"{brokers.guard}: nothing is healed")]
     parts = []
