@@ -177,7 +177,5 @@ def test_a_broker_back_before_the_failure_timeout_is_not_healed(
         delete_topic(kafka_bed, topic)  # the bed's rule: nothing may stay on a broker stopped at the end
 
     assert now == dict(enumerate(assignment))
-    assert (
-        said["BrokerReturned"] == f"Broker {restarted} is back before the failure timeout: nothing is healed."
-    )
+    assert said["BrokerReturned"] == f"Broker {restarted} is back before it was failed: nothing is healed."
     assert "BrokerFailed" not in said and "PlanAutoApproved" not in said

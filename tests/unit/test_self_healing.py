@@ -144,7 +144,7 @@ def test_a_broker_back_before_the_timeout_cancels_it_and_is_as_it_was() -> None:
 
     assert broker(back, 4) == {"id": 4, "rack": "a", "state": "Active"}
     assert condition(back, "BrokerFailure")[:2] == ("False", "AllBrokersPresent")
-    assert "before the failure timeout" in events(back)["BrokerReturned"]
+    assert "back before it was failed" in events(back)["BrokerReturned"]
     assert back.new_plan is None or back.new_plan.moves == 0
 
 

@@ -62,8 +62,8 @@ class FailurePolicy:
 
 @dataclass(frozen=True, slots=True)
 class Absence:
-    """What status recorded of a broker that is not in the cluster now: since when it is missing
-    (None: it was present at the last pass) and its rack then (Kafka no longer says)."""
+    """What status recorded of a broker, by which it is known once it is not in the cluster: its rack
+    (Kafka no longer says), since when it is missing (None: it was present at the last pass)."""
 
     rack: str
     first_seen: float

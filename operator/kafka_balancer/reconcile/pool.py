@@ -652,6 +652,10 @@ def demotion_events(inp: PoolInput, demoted: Condition | None) -> list[Event]:
     return [Event("Normal", "DemotionDone", demoted.message)]
 
 
+# Condition BrokerFailure and PlanReady's reason when spec.selfHealing's guard holds healing back.
+GUARD_REASON = "TooManyFailedBrokers"
+
+
 def guarded(inp: PoolInput, guard: str) -> _Planned:
     """Too many failed brokers at once: nothing is planned or moved, and the status says why."""
     message = f"{guard}: nothing is healed or moved until brokers return or the guard is raised"
@@ -660,10 +664,6 @@ def guarded(inp: PoolInput, guard: str) -> _Planned:
         Condition("PlanReady", FALSE, GUARD_REASON, message),
     )
     return _Planned(conditions, (), Decision(Action.NOTHING, GUARD_REASON, message), complete=False)
-
-
-# Condition BrokerFailure and PlanReady's reason when spec.selfHealing's guard holds healing back.
-GUARD_REASON = "TooManyFailedBrokers"
 
 
 def failure_conditions(inp: PoolInput, brokers: _Brokers) -> list[Condition]:
@@ -689,9 +689,10 @@ def failure_conditions(inp: PoolInput, brokers: _Brokers) -> list[Condition]:
     if failed:
         parts.append(f"brokers {failed} failed: their replicas are re-homed to live brokers, same rack first")
     for v in missing:
-        since = rfc3339(v.missing_since if v.missing_since is not None else inp.now)
+        start = inp.now if v.missing_since is None else v.missing_since
+        since = rfc3339(start)
         if healing.enabled:
-            deadline = rfc3339((v.missing_since or inp.now) + healing.broker_failure_seconds)
+            deadline = rfc3339(start + healing.broker_failure_seconds)
             parts.append(f"broker {v.id} missing since {since}, failed at {deadline} unless it returns")
         else:
             parts.append(
@@ -725,7 +726,7 @@ def failure_events(inp: PoolInput, brokers: _Brokers) -> list[Event]:
     for broker_id, was in sorted(before.items()):
         view = now.get(broker_id)
         if was == Lifecycle.MISSING.value and view is not None and not view.absent:
-            text = f"Broker {broker_id} is back before the failure timeout: nothing is healed"
+            text = f"Broker {broker_id} is back before it was failed: nothing is healed"
             events.append(Event("Normal", "BrokerReturned", sentence(text)))
         if was == Lifecycle.FAILED.value and view is not None and not view.absent:
             text = f"Broker {broker_id} is back after it failed: it is a new broker and warms up"
