@@ -30,7 +30,7 @@ from kafka_balancer.goals.spec import (
     GoalType,
     default_goal_set,
 )
-from kafka_balancer.model.cluster import Cluster
+from kafka_balancer.model.cluster import BrokerState, Cluster
 from kafka_balancer.model.reassign import apply_reassignments
 from kafka_balancer.planner.optimizer import plan as make_plan
 from kafka_balancer.report.build import build_report
@@ -220,3 +220,17 @@ def test_png_decodes_at_the_fixed_size(brokers: int) -> None:
         assert image.format == "PNG"
         assert image.size == (int(FIGSIZE[0] * DPI), int(FIGSIZE[1] * DPI))
         image.load()
+
+
+def test_past_the_threshold_each_rack_counts_its_draining_and_failed_brokers_apart() -> None:
+    cluster = _cluster(270)
+    leaving = {cluster.brokers[0].id: BrokerState.DRAINING, cluster.brokers[1].id: BrokerState.FAILED}
+    marked = replace(
+        cluster, brokers=tuple(replace(b, state=leaving.get(b.id, b.state)) for b in cluster.brokers)
+    )
+    fig = figure(build_report(marked, marked, default_goal_set()))
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    for broker_id, state in leaving.items():
+        rack = marked.broker(broker_id).rack
+        (label,) = [text for text in labels if text.startswith(f"rack {rack}\n")]
+        assert f"\n1 {state.value}" in label, label

@@ -201,9 +201,11 @@ def _draw_profiles(ax: Axes, data: ReportData, column: int, layout: _Layout) -> 
     labels = []
     for rack, members, _ in layout.racks:
         rows = [data.brokers[i] for i in members]
-        draining = sum(row.state != "active" for row in rows)
+        draining = sum(row.state == "draining" for row in rows)
+        failed = sum(row.state == "failed" for row in rows)
         warming = sum(row.state == "active" and row.warm_up_share < 1.0 for row in rows)
-        extra = "".join(f"\n{n} {what}" for n, what in ((draining, "draining"), (warming, "warming up")) if n)
+        counts = ((draining, "draining"), (failed, "failed"), (warming, "warming up"))
+        extra = "".join(f"\n{n} {what}" for n, what in counts if n)
         labels.append(f"rack {rack}\n{len(rows)} brokers{extra}")
     ax.set_xticks([float(np.mean(xs)) for _, _, xs in layout.racks], labels, fontsize=9)
     ax.tick_params(axis="x", length=0)
