@@ -18,6 +18,7 @@ ALERTS = {
     "KafkaBalancerExecutionFailed",
     "KafkaBalancerPoolUnbalanced",
     "KafkaBalancerDrainBlocked",
+    "KafkaBalancerSelfHealingBlocked",
     "KafkaBalancerMoveStuck",
     "KafkaBalancerScoringFailing",
     "KafkaBalancerKafkaUnreachable",
