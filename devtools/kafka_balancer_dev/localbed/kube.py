@@ -397,7 +397,8 @@ def wait_established(bed: KubeBed, crd_name: str, *, timeout_s: float = 30.0) ->
         done = bed.kubectl("get", "crd", crd_name, "-o", "json")
         if done.returncode != 0:
             return False
-        conditions = json.loads(done.stdout).get("status", {}).get("conditions", [])
+        # A CRD just created (or re-applied) can show "conditions": null until the apiserver sets them.
+        conditions = (json.loads(done.stdout).get("status") or {}).get("conditions") or []
         return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
     wait_until(established, timeout_s=timeout_s, what=f"CRD {crd_name} to be Established")
