@@ -115,7 +115,10 @@ class Search:
             only[dest] = True
             allowed &= only[None, :]
         if self._band_vetoes and allowed.any():
-            allowed &= self._band_vetoes.allowed(state, cands)
+            # Only the brokers some candidate may still go to are worth examining: one for a
+            # fill or a leader change, most of them for a free move.
+            open_to = np.asarray(allowed.any(axis=0), dtype=bool)
+            allowed &= self._band_vetoes.allowed(state, cands, None if open_to.all() else open_to)
         for goal in self._other_vetoes:
             if not allowed.any():
                 break

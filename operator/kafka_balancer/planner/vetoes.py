@@ -11,7 +11,7 @@ import numpy as np
 
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.model.candidates import Candidates
-from kafka_balancer.model.math import BoolArray, FloatArray
+from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.working import WorkingModel
 
 TOLERANCE = 1e-12
@@ -36,6 +36,8 @@ class StackedBands:
         self._key = -1
         self._q = np.zeros(shape)
         self._before = np.zeros(shape)
+        self._most = np.zeros(shape)
+        self._least = np.zeros(shape)
 
     def __bool__(self) -> bool:
         return len(self.columns) > 0
@@ -44,27 +46,43 @@ class StackedBands:
         if self._key != state.version:
             self._q = state.quantities()[:, self.columns]
             self._before = _outside(self._q, self.lo, self.hi)
+            # The distance outside a band is convex and piecewise linear, so "adding d to a broker
+            # worsens no goal beyond the slack" is d ≤ most for d ≥ 0 and d ≥ least for d < 0, and
+            # as least ≤ 0 ≤ most it is least ≤ d ≤ most whatever d's sign: two comparisons per
+            # broker and goal instead of evaluating every band after every candidate's change.
+            self._most = self.hi - self._q + self._before + self.slack
+            self._least = self.lo - self._q - self._before - self.slack
             self._key = state.version
         return self._q, self._before
 
-    def _changes(self, state: WorkingModel, cands: Candidates) -> tuple[FloatArray, FloatArray]:
-        """Un-normalised change outside the bands at each source ``[K, G]`` and destination ``[K, B, G]``."""
+    def _at_source(self, state: WorkingModel, cands: Candidates) -> FloatArray:
+        """Un-normalised change outside the bands at each candidate's source ``[K, G]``."""
         q, before = self._current(state)
-        d = cands.delta[:, self.columns]
         src = cands.src
-        at_src = _outside(q[src] - d, self.lo[src], self.hi[src]) - before[src]
-        at_dst = _outside(q[None, :, :] + d[:, None, :], self.lo[None], self.hi[None]) - before[None]
-        return at_src, at_dst
+        d = cands.delta[:, self.columns]
+        return np.asarray(_outside(q[src] - d, self.lo[src], self.hi[src]) - before[src], dtype=np.float64)
 
-    def allowed(self, state: WorkingModel, cands: Candidates) -> BoolArray:
-        """``[K, B]``: candidate k may go to broker b without worsening any goal on either end."""
-        at_src, at_dst = self._changes(state, cands)
-        src_ok = np.asarray((at_src <= self.slack[cands.src]).all(axis=1), dtype=bool)
-        dst_ok = (at_dst <= self.slack[None]).all(axis=2)
-        return np.asarray(src_ok[:, None] & dst_ok, dtype=bool)
+    def allowed(self, state: WorkingModel, cands: Candidates, open_to: BoolArray | None = None) -> BoolArray:
+        """``[K, B]``: candidate k may go to broker b without worsening any goal on either end;
+        only the brokers of ``open_to`` (default all) are examined, the others come out False."""
+        self._current(state)
+        src_ok = np.asarray((self._at_source(state, cands) <= self.slack[cands.src]).all(axis=1), dtype=bool)
+        n = self.lo.shape[0]
+        brokers: IntArray = np.arange(n) if open_to is None else np.nonzero(open_to)[0]
+        d = cands.delta[:, self.columns][:, None, :]
+        ok = ((d <= self._most[None, brokers]) & (d >= self._least[None, brokers])).all(axis=2)
+        ok &= src_ok[:, None]
+        if open_to is None:
+            return ok
+        out = np.zeros((len(cands), n), dtype=bool)
+        out[:, brokers] = ok
+        return out
 
     def total_change(self, state: WorkingModel, cands: Candidates) -> FloatArray:
         """``[K, B]``: the goals' summed relative change if candidate k went to broker b."""
-        at_src, at_dst = self._changes(state, cands)
+        q, before = self._current(state)
+        at_src = self._at_source(state, cands)
+        d = cands.delta[:, self.columns]
+        at_dst = _outside(q[None, :, :] + d[:, None, :], self.lo[None], self.hi[None]) - before[None]
         src = (at_src / self.scale[cands.src]).sum(axis=1)
         return np.asarray(src[:, None] + (at_dst / self.scale[None]).sum(axis=2), dtype=np.float64)
