@@ -248,3 +248,27 @@ def test_an_underfilled_broker_is_fed_from_another_rack_when_its_own_rack_has_no
     after = checker.apply_plan(snap, run.plan)
     assert checker.count_band_violations(after, "replicas", 10) == []
     assert checker.rack_violations(after) == []
+
+
+def test_topic_spread_is_fixed_by_exchanges_when_one_way_moves_would_break_the_disk_band(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Broker 0 holds all 10 replicas of "a", broker 1 all 10 of "b", every one 1 GB. The disk
+    # band (9.5..10.5 GB, optimised first) lets no replica move one way; the topic band (4..6 per
+    # broker) needs four of each topic to change sides: only exchanges of an "a" for a "b" fit.
+    brokers = [broker(0, "a"), broker(1, "a")]
+    parts = [partition("a", i, [0]) for i in range(10)] + [partition("b", i, [1]) for i in range(10)]
+    snap = snapshot(brokers, parts)
+    goals = goals_yaml(
+        {"type": "DiskDistribution", "rangePercent": 5},
+        {"type": "TopicReplicaDistribution", "rangePercent": 10},
+    )
+    run = run_plan(tmp_path, capsys, snap, goals)
+    assert run.code == 0 and run.plan is not None
+    after = checker.apply_plan(snap, run.plan)
+    per_broker: dict[tuple[str, int], int] = {}
+    for p in after["partitions"]:
+        for b in p["replicas"]:
+            per_broker[(p["topic"], b)] = per_broker.get((p["topic"], b), 0) + 1
+    assert all(4 <= per_broker.get((t, b), 0) <= 6 for t in "ab" for b in (0, 1)), per_broker
+    assert checker.resource_band_violations(after, "disk", 5) == []

@@ -30,3 +30,8 @@ class SearchPort(Protocol):
         """Move load onto ``broker`` until it is inside ``goal``'s target band or nothing more can
         come; whether anything moved."""
         ...
+
+    def exchange(self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int) -> bool:
+        """Apply the acceptable pair (``give[i]`` moves from x to y and ``take[j]`` from y to x)
+        that improves ``goal`` the most per byte moved; whether there was one."""
+        ...

@@ -9,11 +9,13 @@ import numpy as np
 from kafka_balancer.goals.base import EPSILON, Goal, GoalStatus
 from kafka_balancer.goals.spec import GoalSpec
 from kafka_balancer.model import math
-from kafka_balancer.model.math import FloatArray, IntArray
+from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import REPLICAS
 
 # Brokers asked for a replica of a topic before giving up on an under-filled broker.
 MAX_SOURCES = 8
+# Brokers asked to exchange replicas of two topics when a one-way move does not fit.
+SWAP_PARTNERS = 4
 
 if TYPE_CHECKING:
     from kafka_balancer.goals.port import SearchPort
@@ -109,14 +111,17 @@ class TopicReplicaDistributionGoal(Goal):
             while state.topic_count[t, x] > self.hi[t, x]:
                 parts = state.parts_on(int(x))
                 cands = state.replica_moves(int(x), parts[of_topic[parts]])
-                if search.place(self, cands.take(np.argsort(cands.cost, kind="stable"))) is None:
+                moved = search.place(self, cands.take(np.argsort(cands.cost, kind="stable"))) is not None
+                if not moved and not self._swap(state, search, t, int(x), over=True):
                     break
                 progress = True
         for y in np.argsort(state.topic_count[t], kind="stable"):
             if not state.active[y]:
                 continue
             while state.topic_count[t, y] < self.lo[t, y]:
-                if not self._pull(state, search, t, int(y)):
+                if not self._pull(state, search, t, int(y)) and not self._swap(
+                    state, search, t, int(y), over=False
+                ):
                     break
                 progress = True
         return progress
@@ -134,3 +139,30 @@ class TopicReplicaDistributionGoal(Goal):
             if len(cands) and search.place(self, ordered, dest=y) is not None:
                 return True
         return False
+
+    def _swap(self, state: WorkingModel, search: SearchPort, t: int, broker: int, over: bool) -> bool:
+        """Exchange a replica of topic ``t`` for one of another topic between ``broker`` and a
+        partner: the replica counts stay, so it fits when a one-way move would leave the replica
+        distribution's band (a new broker filled to its band with one topic's replicas)."""
+        count = state.topic_count[t]
+        # Partners that can take (over) or give (under) a replica of t, same rack first: with
+        # one replica per rack, only a same-rack partner keeps a partition rack-aware.
+        room = (self.hi[t] - count) if over else (count - self.lo[t])
+        other_rack = state.rack != state.rack[broker]
+        order = np.lexsort((np.arange(state.n_brokers), -room, other_rack))
+        partners = [int(b) for b in order if b != broker and room[b] > 0 and state.active[b]]
+        for partner in partners[:SWAP_PARTNERS]:
+            x, y = (broker, partner) if over else (partner, broker)
+            give = self._of_topics(state, x, np.arange(state.n_topics) == t)
+            # What comes back: a replica of a topic y can spare and x has room for.
+            spare = (state.topic_count[:, y] > self.lo[:, y]) & (state.topic_count[:, x] < self.hi[:, x])
+            spare[t] = False
+            take = self._of_topics(state, y, spare)
+            if search.exchange(self, give, take, x, y):
+                return True
+        return False
+
+    @staticmethod
+    def _of_topics(state: WorkingModel, broker: int, topics: BoolArray) -> Candidates:
+        parts = state.parts_on(broker)
+        return state.replica_moves(broker, parts[topics[state.topic[parts]]])

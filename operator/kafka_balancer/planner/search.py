@@ -316,35 +316,42 @@ class Search:
         for give, take in kinds:
             give = give.take(np.argsort(-give.delta[:, goal.column], kind="stable")[:SWAP_SIDE])
             take = take.take(np.argsort(take.delta[:, goal.column], kind="stable")[:SWAP_SIDE])
-            if len(give) == 0 or len(take) == 0:
-                continue
-            ok = np.ones((len(give), len(take)), dtype=bool)
-            moves = give.dst == NO_BROKER
-            if moves.all():
-                give_ok = ~state.holds(give.part)[:, y] & state.rack_allowed(give.part, give.slot)[:, y]
-                take_ok = ~state.holds(take.part)[:, x] & state.rack_allowed(take.part, take.slot)[:, x]
-                ok &= give_ok[:, None] & take_ok[None, :]
-            if state.demoted[y]:
-                ok &= (give.delta[:, LEADERS] <= 0)[:, None]
-            if state.demoted[x]:
-                ok &= (take.delta[:, LEADERS] <= 0)[None, :]
-            for veto in self.vetoes:
-                if not ok.any():
-                    break
-                dx, dy = veto.evaluate_pairs(state, give, take, x, y)
-                ok &= (dx <= TOLERANCE) & (dy <= TOLERANCE)
-            if not ok.any():
-                continue
-            dx, dy = goal.evaluate_pairs(state, give, take, x, y, target=True)
-            ok &= ((dx < -EPSILON) & (dy <= TOLERANCE)) | ((dy < -EPSILON) & (dx <= TOLERANCE))
-            if not ok.any():
-                continue
-            gain = -(dx + dy)
-            cost = give.cost[:, None] + take.cost[None, :]
-            i, j = np.nonzero(ok)
-            best = np.lexsort((i, j, -gain[i, j], cost[i, j] / gain[i, j]))[0]
-            state.apply(give, int(i[best]), y)
-            state.apply(take, int(j[best]), x)
-            self.actions += 2
-            return True
+            if self.exchange(goal, give, take, x, y):
+                return True
         return False
+
+    def exchange(self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int) -> bool:
+        """Apply the acceptable pair (``give[i]`` from x to y, ``take[j]`` from y to x together)
+        that improves ``goal`` the most per byte moved; whether there was one."""
+        state = self.state
+        if len(give) == 0 or len(take) == 0:
+            return False
+        ok = np.ones((len(give), len(take)), dtype=bool)
+        moves = give.dst == NO_BROKER
+        if moves.all():
+            give_ok = ~state.holds(give.part)[:, y] & state.rack_allowed(give.part, give.slot)[:, y]
+            take_ok = ~state.holds(take.part)[:, x] & state.rack_allowed(take.part, take.slot)[:, x]
+            ok &= give_ok[:, None] & take_ok[None, :]
+        if state.demoted[y]:
+            ok &= (give.delta[:, LEADERS] <= 0)[:, None]
+        if state.demoted[x]:
+            ok &= (take.delta[:, LEADERS] <= 0)[None, :]
+        for veto in self.vetoes:
+            if not ok.any():
+                return False
+            dx, dy = veto.evaluate_pairs(state, give, take, x, y)
+            ok &= (dx <= TOLERANCE) & (dy <= TOLERANCE)
+        if not ok.any():
+            return False
+        dx, dy = goal.evaluate_pairs(state, give, take, x, y, target=True)
+        ok &= ((dx < -EPSILON) & (dy <= TOLERANCE)) | ((dy < -EPSILON) & (dx <= TOLERANCE))
+        if not ok.any():
+            return False
+        gain = -(dx + dy)
+        cost = give.cost[:, None] + take.cost[None, :]
+        i, j = np.nonzero(ok)
+        best = np.lexsort((i, j, -gain[i, j], cost[i, j] / gain[i, j]))[0]
+        state.apply(give, int(i[best]), y)
+        state.apply(take, int(j[best]), x)
+        self.actions += 2
+        return True
