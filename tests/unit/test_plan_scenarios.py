@@ -272,3 +272,24 @@ def test_topic_spread_is_fixed_by_exchanges_when_one_way_moves_would_break_the_d
             per_broker[(p["topic"], b)] = per_broker.get((p["topic"], b), 0) + 1
     assert all(4 <= per_broker.get((t, b), 0) <= 6 for t in "ab" for b in (0, 1)), per_broker
     assert checker.resource_band_violations(after, "disk", 5) == []
+
+
+def test_a_broker_at_the_top_of_its_network_out_band_trades_heavy_leaderships_for_light_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Broker 0 leads everything: 4 partitions carrying 3 units of network out each, 14 carrying 1.
+    # Filling broker 1's network out takes heavy leaderships first; the light ones it can take
+    # after that leave it one leader short of its band (8..10) with its network out at the top.
+    brokers = [broker(0, "a"), broker(1, "a")]
+    parts = [partition("t", i, [0, 1], rate=3.0e5 if i < 4 else 1.0e5) for i in range(18)]
+    snap = snapshot(brokers, parts)
+    goals = goals_yaml(
+        {"type": "NetworkOutDistribution", "rangePercent": 20},
+        {"type": "LeaderDistribution", "rangePercent": 10},
+    )
+    run = run_plan(tmp_path, capsys, snap, goals)
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    after = checker.apply_plan(snap, run.plan)
+    assert checker.count_band_violations(after, "leaders", 10) == []
+    assert checker.resource_band_violations(after, "networkOut", 20) == []
+    assert run.report["summary"]["bytesMoved"] == 0

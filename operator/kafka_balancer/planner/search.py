@@ -19,6 +19,7 @@ from kafka_balancer.goals.base import EPSILON, Goal
 from kafka_balancer.model.candidates import NO_BROKER, Candidates
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import LEADERS
+from kafka_balancer.model.resources import Resource
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.vetoes import TOLERANCE, StackedBands
 
@@ -28,6 +29,10 @@ CANDIDATE_LIMIT = sum(BATCHES)
 MAX_SOURCES = 8
 SWAP_PARTNERS = 4
 SWAP_SIDE = 48
+# Followers asked to trade a heavy leadership for a light one (the lightest brokers first).
+TRADE_PARTNERS = 8
+# What a leader carries and a follower does not: the room a trade of leaderships makes.
+LEADERSHIP_RESOURCES = (int(Resource.NETWORK_OUT), int(Resource.CPU))
 
 
 def preference(
@@ -261,12 +266,60 @@ class Search:
                     pool.retire(changed)
                 if lead is not None:
                     lead.retire(changed)
-            elif self._swap_with_partners(goal, broker, over=False):
+            elif self._swap_with_partners(goal, broker, over=False) or (
+                goal.column == LEADERS and self._trade_then_lead(goal, broker, need)
+            ):
                 pools, lead = {}, None
             else:
                 return progress
             progress = True
         return progress
+
+    def _trade_then_lead(self, goal: BandGoal, broker: int, need: float) -> bool:
+        """Lead one more partition after trading a heavy leadership for a light one.
+
+        A broker short of leaderships is often at the top of the bands of what leadership
+        carries (network out, cpu): it took the heaviest leaderships first while those goals
+        filled it. It hands a heavy leadership to a follower and takes a light one that
+        follower leads (both keep their leader counts, every veto is checked on the pair), then
+        takes one more leadership in the room made; without one the trade is undone, so every
+        applied step still improves the leader count."""
+        state = self.state
+        columns = np.array(LEADERSHIP_RESOURCES, dtype=np.int64)
+        norm = self._norm[columns]
+        away = state.leadership_away(broker)
+        heaviness = (state.load[:, columns] / norm).sum(axis=1)
+        partners = [int(y) for y in np.unique(away.dst) if not state.demoted[y]]
+        partners.sort(key=lambda y: (heaviness[y], y))
+        for y in partners[:TRADE_PARTNERS]:
+            give = away.take(np.nonzero(away.dst == y)[0])
+            back = state.leadership_away(y)
+            take = back.take(np.nonzero(back.dst == broker)[0])
+            if len(take) == 0:
+                continue
+            relief = ((give.delta[:, None, columns] - take.delta[None, :, columns]) / norm).sum(axis=2)
+            ok = relief > EPSILON
+            for veto in self.vetoes:
+                if not ok.any():
+                    break
+                dx, dy = veto.evaluate_pairs(state, give, take, broker, y)
+                ok &= (dx <= TOLERANCE) & (dy <= TOLERANCE)
+            if not ok.any():
+                continue
+            i, j = np.unravel_index(int(np.argmax(np.where(ok, relief, -np.inf))), ok.shape)
+            given, taken = int(give.part[i]), int(take.part[j])
+            state.apply(give, int(i), y)
+            state.apply(take, int(j), broker)
+            lead = self._pool(goal, state.leadership_to(broker))
+            if self._place_from(goal, lead, need, dest=broker) is not None:
+                self.actions += 2
+                return True
+            for part, leader in ((taken, y), (given, broker)):
+                undo = state.leader_changes(
+                    np.array([part], dtype=np.int64), np.array([leader], dtype=np.int64)
+                )
+                state.apply(undo, 0, leader)
+        return False
 
     def _pull(self, goal: BandGoal, broker: int, need: float, pools: dict[int, Pool]) -> int | None:
         """Move one replica onto ``broker``, from its own rack when a broker there can give."""
