@@ -36,6 +36,16 @@ class TopicReplicaDistributionGoal(Goal):
         # An excluded topic (no movable partition) is left as it is, not counted as a violation.
         self.judged = np.zeros(state.n_topics, dtype=bool)
         self.judged[state.topic[state.movable]] = True
+        # Each topic's partitions, so that finding a topic's replicas on a broker reads that
+        # topic's rows instead of every partition the broker holds.
+        order = np.argsort(state.topic, kind="stable")
+        bounds = np.searchsorted(state.topic[order], np.arange(state.n_topics + 1))
+        self._parts_of = [order[bounds[t] : bounds[t + 1]] for t in range(state.n_topics)]
+
+    def _on(self, state: WorkingModel, t: int, broker: int) -> IntArray:
+        """Partitions of topic ``t`` with a replica on ``broker``."""
+        parts = self._parts_of[t]
+        return np.asarray(parts[(state.replicas[parts] == broker).any(axis=1)], dtype=np.int64)
 
     def per_cell(self, state: WorkingModel) -> FloatArray:
         outside = math.outside_band(state.topic_count, self.lo, self.hi) / self.scale
@@ -106,11 +116,9 @@ class TopicReplicaDistributionGoal(Goal):
 
     def _balance_topic(self, state: WorkingModel, search: SearchPort, t: int) -> bool:
         progress = False
-        of_topic = state.topic == t
         for x in np.argsort(-state.topic_count[t], kind="stable"):
             while state.topic_count[t, x] > self.hi[t, x]:
-                parts = state.parts_on(int(x))
-                cands = state.replica_moves(int(x), parts[of_topic[parts]])
+                cands = state.replica_moves(int(x), self._on(state, t, int(x)))
                 moved = search.place(self, cands.take(np.argsort(cands.cost, kind="stable"))) is not None
                 if not moved and not self._swap(state, search, t, int(x), over=True):
                     break
@@ -127,14 +135,11 @@ class TopicReplicaDistributionGoal(Goal):
         return progress
 
     def _pull(self, state: WorkingModel, search: SearchPort, t: int, y: int) -> bool:
-        of_topic = state.topic == t
         surplus = state.topic_count[t] - self.lo[t]
         for x in np.argsort(-surplus, kind="stable")[:MAX_SOURCES]:
             if x == y or surplus[x] <= 0:
                 break
-            parts = state.parts_on(int(x))
-            parts = parts[of_topic[parts]]
-            cands = state.replica_moves(int(x), parts)
+            cands = state.replica_moves(int(x), self._on(state, t, int(x)))
             ordered = cands.take(np.argsort(cands.cost, kind="stable"))
             if len(cands) and search.place(self, ordered, dest=y) is not None:
                 return True
@@ -153,7 +158,7 @@ class TopicReplicaDistributionGoal(Goal):
         partners = [int(b) for b in order if b != broker and room[b] > 0 and state.active[b]]
         for partner in partners[:SWAP_PARTNERS]:
             x, y = (broker, partner) if over else (partner, broker)
-            give = self._of_topics(state, x, np.arange(state.n_topics) == t)
+            give = state.replica_moves(x, self._on(state, t, x))
             # What comes back: a replica of a topic y can spare and x has room for.
             spare = (state.topic_count[:, y] > self.lo[:, y]) & (state.topic_count[:, x] < self.hi[:, x])
             spare[t] = False

@@ -68,9 +68,16 @@ class Pool:
         # Side effect: the candidate's resource deltas relative to the mean broker load.
         self.side = (np.abs(self.cands.delta[:, :4]) / norm).sum(axis=1)
         self.alive = np.ones(len(self.cands), dtype=bool)
+        self._whole: IntArray | None = None
 
     def ordered(self, need: float, limit: int) -> Candidates:
         c = self.cands
+        if len(c) and need >= float(self.benefit.max()):
+            # Every candidate's benefit is wholly useful, so the order does not depend on the
+            # need: sorted once, then only the retired rows are dropped.
+            if self._whole is None:
+                self._whole = preference(self.benefit, c.cost, need, c.part, self.side, self.alive, len(c))
+            return c.take(self._whole[self.alive[self._whole]][:limit])
         return c.take(preference(self.benefit, c.cost, need, c.part, self.side, self.alive, limit))
 
     def retire(self, part: int) -> None:
