@@ -36,8 +36,8 @@ class StackedBands:
         self._key = -1
         self._q = np.zeros(shape)
         self._before = np.zeros(shape)
-        self._most = np.zeros(shape)
-        self._least = np.zeros(shape)
+        self._most = np.zeros(shape[::-1])
+        self._least = np.zeros(shape[::-1])
 
     def __bool__(self) -> bool:
         return len(self.columns) > 0
@@ -50,8 +50,10 @@ class StackedBands:
             # worsens no goal beyond the slack" is d ≤ most for d ≥ 0 and d ≥ least for d < 0, and
             # as least ≤ 0 ≤ most it is least ≤ d ≤ most whatever d's sign: two comparisons per
             # broker and goal instead of evaluating every band after every candidate's change.
-            self._most = self.hi - self._q + self._before + self.slack
-            self._least = self.lo - self._q - self._before - self.slack
+            # Goals first ([G, B]): the check below reduces over goals, which numpy does fast
+            # across whole [K, B] slabs and slowly along a short last axis.
+            self._most = np.ascontiguousarray((self.hi - self._q + self._before + self.slack).T)
+            self._least = np.ascontiguousarray((self.lo - self._q - self._before - self.slack).T)
             self._key = state.version
         return self._q, self._before
 
@@ -69,8 +71,8 @@ class StackedBands:
         src_ok = np.asarray((self._at_source(state, cands) <= self.slack[cands.src]).all(axis=1), dtype=bool)
         n = self.lo.shape[0]
         brokers: IntArray = np.arange(n) if open_to is None else np.nonzero(open_to)[0]
-        d = cands.delta[:, self.columns][:, None, :]
-        ok = ((d <= self._most[None, brokers]) & (d >= self._least[None, brokers])).all(axis=2)
+        d = cands.delta[:, self.columns].T[:, :, None]
+        ok = ((d <= self._most[:, None, brokers]) & (d >= self._least[:, None, brokers])).all(axis=0)
         ok &= src_ok[:, None]
         if open_to is None:
             return ok
