@@ -71,6 +71,7 @@ class WorkingModel:
         self.moved: BoolArray = np.zeros_like(self.replicas, dtype=bool)
         # A replica drained to its own rack stays in that rack for the rest of the plan.
         self.pinned_rack: IntArray = np.full_like(self.replicas, NO_BROKER)
+        self.any_pinned = False
         # Bytes drained onto each broker, to spread a drain over its rack by capacity.
         self.drained_disk: FloatArray = np.zeros(len(brokers))
         self.rack_limit: IntArray = math.rack_limit(self.rf, self.n_racks)
@@ -115,7 +116,11 @@ class WorkingModel:
 
     def quantities(self) -> FloatArray:
         """``[B, 6]``: every candidate-delta column per broker (resources, then counts)."""
-        return np.column_stack([self.load, self.replica_count, self.leader_count]).astype(np.float64)
+        out = np.empty((self.n_brokers, N_QUANTITIES), dtype=np.float64)
+        out[:, :REPLICAS] = self.load
+        out[:, REPLICAS] = self.replica_count
+        out[:, LEADERS] = self.leader_count
+        return out
 
     def quantity(self, column: int) -> FloatArray:
         """Per-broker value of a candidate-delta column (a resource, or a count)."""
@@ -141,6 +146,7 @@ class WorkingModel:
     def pin_to_rack(self, p: int, slot: int) -> None:
         broker = self.replicas[p, slot]
         self.pinned_rack[p, slot] = self.rack[broker]
+        self.any_pinned = True
         self.drained_disk[broker] += self.disk[p]
 
     def drained_share(self, cands: Candidates) -> FloatArray:

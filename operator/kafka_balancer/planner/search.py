@@ -111,12 +111,17 @@ class Search:
         state = self.state
         k = len(cands)
         free = cands.dst == NO_BROKER
-        target = np.zeros((k, state.n_brokers), dtype=bool)
-        fixed = np.nonzero(~free)[0]
-        target[fixed, cands.dst[fixed]] = True
-        allowed = np.where(
-            free[:, None], ~state.holds(cands.part) & state.rack_allowed(cands.part, cands.slot), target
-        )
+        if free.all():
+            allowed = ~state.holds(cands.part)
+            if state.any_pinned:
+                allowed &= state.rack_allowed(cands.part, cands.slot)
+        else:
+            target = np.zeros((k, state.n_brokers), dtype=bool)
+            fixed = np.nonzero(~free)[0]
+            target[fixed, cands.dst[fixed]] = True
+            allowed = np.where(
+                free[:, None], ~state.holds(cands.part) & state.rack_allowed(cands.part, cands.slot), target
+            )
         allowed &= state.active[None, :]
         if state.demoted.any():
             # A demoted broker takes no leadership, by a leader change or a leader's replica moving.
