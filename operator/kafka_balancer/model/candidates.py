@@ -40,6 +40,17 @@ class Candidates:
             self.cost[index],
         )
 
+    def rows(self, start: int, stop: int) -> Candidates:
+        """Rows ``start:stop`` as views: no copying for the search's batches."""
+        return Candidates(
+            self.part[start:stop],
+            self.slot[start:stop],
+            self.src[start:stop],
+            self.dst[start:stop],
+            self.delta[start:stop],
+            self.cost[start:stop],
+        )
+
     @staticmethod
     def concat(batches: list[Candidates]) -> Candidates:
         return Candidates(

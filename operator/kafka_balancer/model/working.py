@@ -87,6 +87,8 @@ class WorkingModel:
         self.n_topics = len(self.topic_names)
         # Bumped by every applied action, so goals can cache per-broker figures between actions.
         self.version = 0
+        self._quantities_key = -1
+        self._quantities: FloatArray = np.zeros((0, N_QUANTITIES))
         self._recount()
 
     def _recount(self) -> None:
@@ -115,12 +117,16 @@ class WorkingModel:
     # ---- quantities -------------------------------------------------------------------
 
     def quantities(self) -> FloatArray:
-        """``[B, 6]``: every candidate-delta column per broker (resources, then counts)."""
-        out = np.empty((self.n_brokers, N_QUANTITIES), dtype=np.float64)
-        out[:, :REPLICAS] = self.load
-        out[:, REPLICAS] = self.replica_count
-        out[:, LEADERS] = self.leader_count
-        return out
+        """``[B, 6]``: every candidate-delta column per broker (resources, then counts); built
+        once per state version and shared, so callers must not write to it."""
+        if self._quantities_key != self.version:
+            out = np.empty((self.n_brokers, N_QUANTITIES), dtype=np.float64)
+            out[:, :REPLICAS] = self.load
+            out[:, REPLICAS] = self.replica_count
+            out[:, LEADERS] = self.leader_count
+            out.flags.writeable = False
+            self._quantities, self._quantities_key = out, self.version
+        return self._quantities
 
     def quantity(self, column: int) -> FloatArray:
         """Per-broker value of a candidate-delta column (a resource, or a count)."""

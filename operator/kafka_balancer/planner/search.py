@@ -158,7 +158,7 @@ class Search:
         state = self.state
         start = 0
         for size in BATCHES:
-            batch = cands.take(np.arange(start, min(start + size, len(cands))))
+            batch = cands.rows(start, start + size)
             start += size
             if len(batch) == 0:
                 break
@@ -174,7 +174,7 @@ class Search:
             if len(rows) == 0:
                 continue
             k = int(rows[0])
-            one = batch.take(np.array([k]))
+            one = batch.rows(k, k + 1)
             ys = np.nonzero(allowed[k])[0]
             other_rack = (state.rack[ys] != state.rack[batch.src[k]]).astype(np.float64)
             later = self._later_cost(one)[0, ys]
