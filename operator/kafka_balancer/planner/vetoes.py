@@ -36,6 +36,7 @@ class StackedBands:
         self._key = -1
         self._q = np.zeros(shape)
         self._before = np.zeros(shape)
+        self._rooms_key = -1
         self._most = np.zeros(shape[::-1])
         self._least = np.zeros(shape[::-1])
 
@@ -46,16 +47,46 @@ class StackedBands:
         if self._key != state.version:
             self._q = state.quantities()[:, self.columns]
             self._before = _outside(self._q, self.lo, self.hi)
-            # The distance outside a band is convex and piecewise linear, so "adding d to a broker
-            # worsens no goal beyond the slack" is d ≤ most for d ≥ 0 and d ≥ least for d < 0, and
-            # as least ≤ 0 ≤ most it is least ≤ d ≤ most whatever d's sign: two comparisons per
-            # broker and goal instead of evaluating every band after every candidate's change.
-            # Goals first ([G, B]): the check below reduces over goals, which numpy does fast
-            # across whole [K, B] slabs and slowly along a short last axis.
-            self._most = np.ascontiguousarray((self.hi - self._q + self._before + self.slack).T)
-            self._least = np.ascontiguousarray((self.lo - self._q - self._before - self.slack).T)
             self._key = state.version
         return self._q, self._before
+
+    def _rooms(self, state: WorkingModel) -> tuple[FloatArray, FloatArray]:
+        """``[G, B]``: the least and the most change each broker may take for each goal.
+
+        The distance outside a band is convex and piecewise linear, so "adding d to a broker
+        worsens the goal by at most the slack" is d ≤ most for d ≥ 0 and d ≥ least for d < 0,
+        and as least ≤ 0 ≤ most it is least ≤ d ≤ most whatever d's sign: two comparisons per
+        broker and goal instead of evaluating the band after every candidate's change. Goals
+        first: the check reduces over goals, which numpy does fast across whole [K, B] slabs and
+        slowly along a short last axis."""
+        if self._rooms_key != state.version:
+            q, before = self._current(state)
+            self._most = np.ascontiguousarray((self.hi - q + before + self.slack).T)
+            self._least = np.ascontiguousarray((self.lo - q - before - self.slack).T)
+            self._rooms_key = state.version
+        return self._least, self._most
+
+    def allowed(self, state: WorkingModel, cands: Candidates, open_to: BoolArray | None = None) -> BoolArray:
+        """``[K, B]``: candidate k may go to broker b without worsening any goal on either end;
+        only the brokers of ``open_to`` (default all) can come out True."""
+        least, most = self._rooms(state)
+        d = cands.delta[:, self.columns].T
+        src = cands.src
+        # The source takes −d: least ≤ −d ≤ most there.
+        src_ok = np.asarray(((d <= -least[:, src]) & (d >= -most[:, src])).all(axis=0), dtype=bool)
+        n = self.lo.shape[0]
+        d3 = d[:, :, None]
+        if open_to is None or 2 * int(open_to.sum()) > n:
+            # Most brokers are open: comparing them all beats gathering the open ones.
+            ok = ((d3 <= most[:, None, :]) & (d3 >= least[:, None, :])).all(axis=0)
+            ok &= src_ok[:, None]
+            return ok if open_to is None else np.asarray(ok & open_to[None, :], dtype=bool)
+        brokers: IntArray = np.nonzero(open_to)[0]
+        ok = ((d3 <= most[:, None, brokers]) & (d3 >= least[:, None, brokers])).all(axis=0)
+        ok &= src_ok[:, None]
+        out = np.zeros((len(cands), n), dtype=bool)
+        out[:, brokers] = ok
+        return out
 
     def _at_source(self, state: WorkingModel, cands: Candidates) -> FloatArray:
         """Un-normalised change outside the bands at each candidate's source ``[K, G]``."""
@@ -63,22 +94,6 @@ class StackedBands:
         src = cands.src
         d = cands.delta[:, self.columns]
         return np.asarray(_outside(q[src] - d, self.lo[src], self.hi[src]) - before[src], dtype=np.float64)
-
-    def allowed(self, state: WorkingModel, cands: Candidates, open_to: BoolArray | None = None) -> BoolArray:
-        """``[K, B]``: candidate k may go to broker b without worsening any goal on either end;
-        only the brokers of ``open_to`` (default all) are examined, the others come out False."""
-        self._current(state)
-        src_ok = np.asarray((self._at_source(state, cands) <= self.slack[cands.src]).all(axis=1), dtype=bool)
-        n = self.lo.shape[0]
-        brokers: IntArray = np.arange(n) if open_to is None else np.nonzero(open_to)[0]
-        d = cands.delta[:, self.columns].T[:, :, None]
-        ok = ((d <= self._most[:, None, brokers]) & (d >= self._least[:, None, brokers])).all(axis=0)
-        ok &= src_ok[:, None]
-        if open_to is None:
-            return ok
-        out = np.zeros((len(cands), n), dtype=bool)
-        out[:, brokers] = ok
-        return out
 
     def total_change(self, state: WorkingModel, cands: Candidates) -> FloatArray:
         """``[K, B]``: the goals' summed relative change if candidate k went to broker b."""
