@@ -55,16 +55,17 @@ class TopicReplicaDistributionGoal(Goal):
         self, state: WorkingModel, cands: Candidates, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         t = state.topic[cands.part]
-        q = state.topic_count[t].astype(np.float64)
-        lo, hi, scale = self.lo[t], self.hi[t], self.scale[t]
+        q = state.topic_count[t]
         d = cands.delta[:, REPLICAS]
         k = np.arange(len(cands))
         src = cands.src
-        src_before = math.outside_band(q[k, src], lo[k, src], hi[k, src])
-        src_after = math.outside_band(q[k, src] - d, lo[k, src], hi[k, src])
-        before = math.outside_band(q, lo, hi)
-        after = math.outside_band(q + d[:, None], lo, hi)
-        return (src_after - src_before) / scale[k, src], (after - before) / scale
+        # Counts and band edges are whole numbers and a candidate moves one replica (d = 1) or
+        # none (a leader change, d = 0), so a cell's distance outside its band changes by d when
+        # it is at or past its top and by −d when it is below its bottom.
+        at_src = q[k, src]
+        src_change = d * ((at_src <= self.lo[t, src]).astype(np.float64) - (at_src > self.hi[t, src]))
+        dst_change = d[:, None] * ((q >= self.hi[t]).astype(np.float64) - (q < self.lo[t]))
+        return src_change / self.scale[t, src], dst_change / self.scale[t]
 
     def _cell_change(self, state: WorkingModel, topics: IntArray, broker: int, step: float) -> FloatArray:
         q = state.topic_count[topics, broker].astype(np.float64)
