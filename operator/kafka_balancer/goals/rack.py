@@ -38,15 +38,17 @@ class RackAwareGoal(Goal):
         self, state: WorkingModel, cands: Candidates, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         k = len(cands)
+        rows = np.arange(k)
         counts = rack_counts(state, cands.part)
-        limit = state.rack_limit[cands.part][:, None]
+        limit = state.rack_limit[cands.part]
         src_rack = state.rack[cands.src]
-        src_count = counts[np.arange(k), src_rack]
-        dst_count = counts[:, state.rack]
-        change = (dst_count >= limit).astype(np.float64) - (src_count[:, None] > limit).astype(np.float64)
-        same = state.rack[None, :] == src_rack[:, None]
-        moves = (cands.dst == NO_BROKER)[:, None]
-        return np.zeros(k), np.where(same | ~moves, 0.0, change)
+        # Per rack first ([K, racks]), then spread to brokers with one gather: a rack the
+        # partition already fills gets worse, leaving an over-full rack gets better; within the
+        # source's rack, and for a leader change, nothing changes.
+        change = (counts >= limit[:, None]).astype(np.float64) - (counts[rows, src_rack] > limit)[:, None]
+        change[rows, src_rack] = 0.0
+        change[cands.dst != NO_BROKER] = 0.0
+        return np.zeros(k), change[:, state.rack]
 
     def evaluate_pairs(
         self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
