@@ -3,7 +3,9 @@
 Rules every applied action obeys:
 * a vetoing goal (every hard goal, and every goal optimised before the current one) gets
   worse on no broker;
-* the current goal strictly improves on one end and gets no worse on the other;
+* the current goal strictly improves on one end and gets no worse on the other (an exchange of
+  two replicas or a leadership trade is one action; a trade, which leaves the leader counts
+  as they were, is kept only together with the leadership it makes room for);
 * a plan is a diff: a replica moved twice while planning moves once when executed;
 * a demoted broker is never given a leadership.
 """
