@@ -116,3 +116,27 @@ def test_the_operator_keeps_excluded_partitions_with_their_load_and_marks_them_f
     assert set(found) == {"__consumer_offsets", "orders"}
     assert not found["__consumer_offsets"].movable and found["__consumer_offsets"].load == offsets_load
     assert found["orders"].movable
+
+
+def test_a_tight_replica_band_is_met_with_the_few_replicas_that_may_move() -> None:
+    # What a shared test cluster looked like (racks a, b, c, a): "orders" (RF 2, racks a and b) may
+    # move; two excluded topics hold the rest. Totals 14, 19, 17, 12 replicas, band 13..18: broker 1
+    # can only give to broker 2 (rack c), which ends at the band's top, and broker 3 can only take
+    # from broker 0 (its rack), which ends at the band's bottom: both outside their target bands.
+    brokers = [broker(i, "abca"[i]) for i in range(4)]
+    orders = [partition("orders", i, [0, 1] if i % 2 else [1, 0]) for i in range(8)]
+    pinned = [[2, 3]] * 6 + [[2, 1], [3, 0]]
+    excluded = [partition("__pinned", i, r) for i, r in enumerate(pinned)]
+    offsets = [partition("__offsets", i, [1, 2, 0] if i < 5 else [1, 2, 3]) for i in range(10)]
+    before, moves, made = _planned(
+        _cluster(brokers, orders + excluded + offsets),
+        {"type": "RackAware", "hard": True},
+        {"type": "ReplicaDistribution", "rangePercent": 10},
+    )
+    assert checker.count_band_violations(before, "replicas", 10) != []
+    after = checker.apply_plan(before, moves)
+    assert checker.count_band_violations(after, "replicas", 10) == []
+    # __pinned's last partition has both replicas in rack a: left alone, as excluded topics are.
+    assert checker.rack_violations(after) == [("__pinned", 7)]
+    assert {p["topic"] for p in moves["partitions"]} == {"orders"}
+    assert made.figures.replica_moves == 2  # one replica off broker 1, one onto broker 3

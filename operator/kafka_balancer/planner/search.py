@@ -155,7 +155,12 @@ class Search:
         return total
 
     def _choose(
-        self, goal: Goal | None, cands: Candidates, dest: int | None, same_rack_first: bool
+        self,
+        goal: Goal | None,
+        cands: Candidates,
+        dest: int | None,
+        same_rack_first: bool,
+        lenient: bool = False,
     ) -> tuple[int, int] | None:
         state = self.state
         start = 0
@@ -168,8 +173,11 @@ class Search:
             gain = np.zeros(allowed.shape)
             if goal is not None and allowed.any():
                 src, dst = goal.evaluate(state, batch, target=True)
-                allowed &= ((src < -EPSILON)[:, None] & (dst <= TOLERANCE)) | (
-                    (dst < -EPSILON) & (src <= TOLERANCE)[:, None]
+                # The other end of the move gets no worse: in its target band, or (lenient) in the
+                # goal's own band, which it may then leave its target band within.
+                src_kept, dst_kept = goal.evaluate(state, batch) if lenient else (src, dst)
+                allowed &= ((src < -EPSILON)[:, None] & (dst_kept <= TOLERANCE)) | (
+                    (dst < -EPSILON) & (src_kept <= TOLERANCE)[:, None]
                 )
                 gain = src[:, None] + dst
             rows = np.nonzero(allowed.any(axis=1))[0]
@@ -191,12 +199,15 @@ class Search:
             return k + start - size, y
         return None
 
-    def place(self, goal: Goal | None, cands: Candidates, dest: int | None = None) -> int | None:
+    def place(
+        self, goal: Goal | None, cands: Candidates, dest: int | None = None, lenient: bool = False
+    ) -> int | None:
         """Apply the first acceptable candidate (in the given order) at its best destination;
-        returns the partition it changed, or None when no candidate is acceptable."""
+        returns the partition it changed, or None when no candidate is acceptable. ``lenient``:
+        the end of a move that the goal does not fix need only stay within the goal's band."""
         if len(cands) == 0:
             return None
-        choice = self._choose(goal, cands, dest, same_rack_first=goal is None)
+        choice = self._choose(goal, cands, dest, same_rack_first=goal is None, lenient=lenient)
         if choice is None:
             return None
         k, y = choice
@@ -230,8 +241,10 @@ class Search:
     # A candidate's delta depends only on its own partition's state, so the candidates of a
     # broker are built once per shed/fill and only the changed partition's rows are refreshed.
 
-    def _place_from(self, goal: BandGoal, pool: Pool, need: float, dest: int | None = None) -> int | None:
-        return self.place(goal, pool.ordered(need, CANDIDATE_LIMIT), dest)
+    def _place_from(
+        self, goal: BandGoal, pool: Pool, need: float, dest: int | None = None, lenient: bool = False
+    ) -> int | None:
+        return self.place(goal, pool.ordered(need, CANDIDATE_LIMIT), dest, lenient)
 
     def _pool(self, goal: BandGoal, cands: Candidates) -> Pool:
         return Pool(cands, goal.column, self._norm)
@@ -249,15 +262,20 @@ class Search:
         while goal.excess(state, broker) > 0 and goal.needs_fix(state)[broker] > EPSILON:
             if pool is None:
                 pool = self._pool(goal, self._shed_candidates(goal, broker))
-            changed = self._place_from(goal, pool, goal.excess(state, broker))
-            if changed is not None:
-                pool.retire(changed)
-                if changed in state.partitions_on[broker]:
-                    pool = pool.extended(self._shed_candidates(goal, broker, np.array([changed])))
-            elif self._swap_with_partners(goal, broker, over=True):
-                pool = None
-            else:
-                return progress
+            excess = goal.excess(state, broker)
+            changed = self._place_from(goal, pool, excess)
+            if changed is None:
+                if self._swap_with_partners(goal, broker, over=True):
+                    pool, progress = None, True
+                    continue
+                # Last resort (a tight band, replicas that may not move): a destination may end
+                # above its target band, within the goal's band.
+                changed = self._place_from(goal, pool, excess, lenient=True)
+                if changed is None:
+                    return progress
+            pool.retire(changed)
+            if changed in state.partitions_on[broker]:
+                pool = pool.extended(self._shed_candidates(goal, broker, np.array([changed])))
             progress = True
         return progress
 
@@ -275,17 +293,24 @@ class Search:
                 changed = self._place_from(goal, lead, need, dest=broker)
             if changed is None:
                 changed = self._pull(goal, broker, need, pools)
-            if changed is not None:
-                for pool in pools.values():
-                    pool.retire(changed)
+            if changed is None:
+                if self._swap_with_partners(goal, broker, over=False) or (
+                    goal.column == LEADERS and self._trade_then_lead(goal, broker, need)
+                ):
+                    pools, lead, progress = {}, None, True
+                    continue
+                # Last resort (a tight band, replicas that may not move): a source may end below
+                # its target band, within the goal's band.
                 if lead is not None:
-                    lead.retire(changed)
-            elif self._swap_with_partners(goal, broker, over=False) or (
-                goal.column == LEADERS and self._trade_then_lead(goal, broker, need)
-            ):
-                pools, lead = {}, None
-            else:
-                return progress
+                    changed = self._place_from(goal, lead, need, dest=broker, lenient=True)
+                if changed is None:
+                    changed = self._pull(goal, broker, need, pools, lenient=True)
+                if changed is None:
+                    return progress
+            for pool in pools.values():
+                pool.retire(changed)
+            if lead is not None:
+                lead.retire(changed)
             progress = True
         return progress
 
@@ -335,7 +360,9 @@ class Search:
                 state.apply(undo, 0, leader)
         return False
 
-    def _pull(self, goal: BandGoal, broker: int, need: float, pools: dict[int, Pool]) -> int | None:
+    def _pull(
+        self, goal: BandGoal, broker: int, need: float, pools: dict[int, Pool], lenient: bool = False
+    ) -> int | None:
         """Move one replica onto ``broker``, from its own rack when a broker there can give."""
         state = self.state
         surplus = goal.surplus(state)
@@ -351,7 +378,7 @@ class Search:
                 here = state.partitions_on[broker]
                 parts = np.array([p for p in state.partitions_on[s] if p not in here], dtype=np.int64)
                 pools[s] = self._pool(goal, state.replica_moves(s, parts))
-            changed = self._place_from(goal, pools[s], need, dest=broker)
+            changed = self._place_from(goal, pools[s], need, dest=broker, lenient=lenient)
             if changed is not None:
                 return changed
         return None
