@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_balancer.errors import KubernetesUnavailable, WriteConflict
-from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, PoolId
+from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId
 from kafka_balancer.reconcile.pool import Event
 
 
@@ -126,20 +126,14 @@ class FakeKube:
     def read_lease(self, namespace: str, name: str) -> LeaseRecord | None:
         return self.leases.get((namespace, name))
 
-    def write_lease(
-        self,
-        namespace: str,
-        name: str,
-        owner: PoolId,
-        holder: str | None,
-        duration_s: int,
-        transitions: int,
-        version: str | None,
-    ) -> str:
-        found = self.leases.get((namespace, name))
-        self._precondition(f"Lease {namespace}/{name}", None if found is None else found.version, version)
-        written = LeaseRecord(holder, duration_s, transitions, self._next_version())
-        self.leases[(namespace, name)] = written
+    def write_lease(self, lease: LeaseWrite) -> str:
+        key = (lease.namespace, lease.name)
+        found = self.leases.get(key)
+        self._precondition(
+            f"Lease {lease.namespace}/{lease.name}", None if found is None else found.version, lease.version
+        )
+        written = LeaseRecord(lease.holder, lease.duration_s, lease.transitions, self._next_version())
+        self.leases[key] = written
         return written.version
 
     # -- what tests read ------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from kafka_balancer.errors import KafkaOperationError
 from kafka_balancer.k8s.executions import ExecutionService, Liveness
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
-from kafka_balancer.k8s.port import PoolId
+from kafka_balancer.k8s.port import LeaseWrite, PoolId
 from kafka_balancer.k8s.scored_loads import Loads
 from kafka_balancer.k8s.settings import Timings
 from kafka_balancer.kafka.execution_state import MoveStatus, state_from_document
@@ -471,7 +471,7 @@ def test_an_execution_whose_lease_another_process_holds_writes_nothing_to_kafka(
     b.sync("Manual")
     plan_id = b.status()["plan"]["id"]
     # A standby replica's view: the active one renewed the pool's Lease a moment ago.
-    b.kube.write_lease("kafka", "main-execution", POOL, "active-replica", 15, 0, None)
+    b.kube.write_lease(LeaseWrite("kafka", "main-execution", POOL, "active-replica", 15, 0, None))
     stops: list[int] = []
 
     def stopping() -> bool:

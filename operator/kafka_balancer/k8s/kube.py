@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kafka_balancer.api import API_VERSION, GROUP, VERSION
 from kafka_balancer.errors import KubernetesError, KubernetesUnavailable, WriteConflict
-from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, PoolId
+from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId
 from kafka_balancer.reconcile.pool import Event
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kafka-balancer"}
@@ -221,51 +221,44 @@ class Kube:
             _version(found),
         )
 
-    def write_lease(
-        self,
-        namespace: str,
-        name: str,
-        owner: PoolId,
-        holder: str | None,
-        duration_s: int,
-        transitions: int,
-        version: str | None,
-    ) -> str:
-        """Create (``version`` None) or conditionally replace the Lease; returns its new version.
-        Raises :class:`WriteConflict` when another process wrote it since ``version``."""
+    def write_lease(self, lease: LeaseWrite) -> str:
+        """Create (``lease.version`` None) or conditionally replace the Lease; returns its new version.
+        Raises :class:`WriteConflict` when another process wrote it since ``lease.version``."""
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         body: Any = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": {**MANAGED_BY, "kafkabalancer.io/pool": owner.name},
-                "ownerReferences": [_owner_reference(owner)],
-                **({"resourceVersion": version} if version is not None else {}),
+                "name": lease.name,
+                "namespace": lease.namespace,
+                "labels": {**MANAGED_BY, "kafkabalancer.io/pool": lease.owner.name},
+                "ownerReferences": [_owner_reference(lease.owner)],
+                **({"resourceVersion": lease.version} if lease.version is not None else {}),
             },
             "spec": {
-                "holderIdentity": holder,
-                "leaseDurationSeconds": duration_s,
-                "leaseTransitions": transitions,
+                "holderIdentity": lease.holder,
+                "leaseDurationSeconds": lease.duration_s,
+                "leaseTransitions": lease.transitions,
                 "renewTime": now,
-                **({"acquireTime": now} if holder is not None else {}),
+                **({"acquireTime": now} if lease.holder is not None else {}),
             },
         }
-        what = f"writing Lease {namespace}/{name}"
+        what = f"writing Lease {lease.namespace}/{lease.name}"
         try:
             with _transport(what):
-                if version is None:
+                if lease.version is None:
                     written = self.coordination.create_namespaced_lease(
-                        namespace, body, _request_timeout=REQUEST_TIMEOUT_S
+                        lease.namespace, body, _request_timeout=REQUEST_TIMEOUT_S
                     )
                 else:
                     written = self.coordination.replace_namespaced_lease(
-                        name, namespace, body, _request_timeout=REQUEST_TIMEOUT_S
+                        lease.name, lease.namespace, body, _request_timeout=REQUEST_TIMEOUT_S
                     )
         except ApiException as err:
             if err.status in (404, 409):
-                raise WriteConflict(f"{what}: another process wrote it since version {version}") from err
+                raise WriteConflict(
+                    f"{what}: another process wrote it since version {lease.version}"
+                ) from err
             raise KubernetesError(f"{what}: {err.reason}") from err
         return _version(written)
 

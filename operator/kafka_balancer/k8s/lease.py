@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from kafka_balancer.errors import ExecutionFenced, KubernetesError, WriteConflict
-from kafka_balancer.k8s.port import KubePort, PoolId
+from kafka_balancer.k8s.port import KubePort, LeaseWrite, PoolId
 from kafka_balancer.reconcile.ownership import Observed, Ownership, expired
 
 # Renewals per lease duration: two may fail (an apiserver restart) before the deadline passes.
@@ -68,6 +68,18 @@ class PoolLease:
     def key(self) -> str:
         return self.pool.key
 
+    def _write(self, holder: str | None, transitions: int, version: str | None) -> LeaseWrite:
+        """This pool's Lease as this process writes it, conditional on ``version``."""
+        return LeaseWrite(
+            self.pool.namespace,
+            lease_name(self.pool.name),
+            self.pool,
+            holder,
+            self.duration_s,
+            transitions,
+            version,
+        )
+
     # -- acquiring ---------------------------------------------------------------------------------
 
     def acquire(self, give_up: Callable[[], bool], poll_s: float = 1.0) -> bool:
@@ -101,13 +113,7 @@ class PoolLease:
                 # The deadline counts from sending the write that makes us the holder, not from the read.
                 sent = self.clock()
                 self._version = self.kube.write_lease(
-                    namespace,
-                    name,
-                    self.pool,
-                    self.identity,
-                    self.duration_s,
-                    transitions,
-                    None if record is None else record.version,
+                    self._write(self.identity, transitions, None if record is None else record.version)
                 )
                 self._transitions = transitions
             except WriteConflict:
@@ -153,7 +159,6 @@ class PoolLease:
 
     def renew(self) -> None:
         """One renewal, if still held. Failing to reach the API keeps the lease until its deadline."""
-        namespace, name = self.pool.namespace, lease_name(self.pool.name)
         with self._lock:
             if not self.ownership.owns():
                 self._log_lost()
@@ -161,13 +166,7 @@ class PoolLease:
             sent = self.clock()
             try:
                 self._version = self.kube.write_lease(
-                    namespace,
-                    name,
-                    self.pool,
-                    self.identity,
-                    self.duration_s,
-                    self._transitions,
-                    self._version,
+                    self._write(self.identity, self._transitions, self._version)
                 )
                 self.ownership.renewed(sent)
             except WriteConflict:
@@ -199,11 +198,8 @@ class PoolLease:
         with self._lock:
             if not self.ownership.owns():
                 return
-            namespace, name = self.pool.namespace, lease_name(self.pool.name)
             try:
-                self.kube.write_lease(
-                    namespace, name, self.pool, None, self.duration_s, self._transitions, self._version
-                )
+                self.kube.write_lease(self._write(None, self._transitions, self._version))
             except KubernetesError as err:
                 logger.warning("pool %s: lease not handed back (it expires instead): %s", self.key, err)
             self.ownership.lose("released")

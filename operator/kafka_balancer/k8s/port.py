@@ -49,6 +49,20 @@ class LeaseRecord:
     version: str  # metadata.resourceVersion: the precondition of the next write
 
 
+@dataclass(frozen=True, slots=True)
+class LeaseWrite:
+    """One write of a pool's execution Lease: which Lease, what it says, and the version it must
+    still be at (None: create it, as only absent)."""
+
+    namespace: str
+    name: str
+    owner: PoolId
+    holder: str | None  # None hands the lease back
+    duration_s: int
+    transitions: int
+    version: str | None
+
+
 class KubePort(Protocol):
     def read_config_map(self, namespace: str, name: str) -> ConfigMapData | None:
         """None when the ConfigMap does not exist."""
@@ -115,16 +129,7 @@ class KubePort(Protocol):
         """None when the Lease does not exist."""
         ...
 
-    def write_lease(
-        self,
-        namespace: str,
-        name: str,
-        owner: PoolId,
-        holder: str | None,
-        duration_s: int,
-        transitions: int,
-        version: str | None,
-    ) -> str:
-        """Create (``version`` None) or conditionally replace the pool's Lease; returns its new version.
+    def write_lease(self, lease: LeaseWrite) -> str:
+        """Create (``lease.version`` None) or conditionally replace the pool's Lease; returns its new version.
         :class:`~kafka_balancer.errors.WriteConflict` when another process wrote it since ``version``."""
         ...
