@@ -1,4 +1,5 @@
-"""Named fixture clusters (snapshot documents) and a helper that runs ``kafka-balancer plan``."""
+"""Named fixture clusters (snapshot documents), a helper that runs ``kafka-balancer plan`` and one that
+checks how it refuses bad input."""
 
 from __future__ import annotations
 
@@ -90,3 +91,12 @@ def run_plan(
         json.loads(report.read_text()) if report.exists() else None,
         captured.err,
     )
+
+
+def assert_refused(run: PlanRun, needle: str) -> None:
+    """Bad input as the CLI must answer it: exit 2, no plan, one line naming ``needle``, no traceback."""
+    assert run.code == 2, run.stderr
+    assert run.plan is None
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0]
+    assert "Traceback" not in run.stderr
