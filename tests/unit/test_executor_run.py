@@ -11,7 +11,7 @@ import pytest
 from kafka_balancer.errors import ExecutionError, InputError
 from kafka_balancer.formats.plan_file import read_plan
 from kafka_balancer.kafka.cancel import cancel_execution
-from kafka_balancer.kafka.execution_state import MoveOrder, MoveStatus, load_state, save_state
+from kafka_balancer.kafka.execution_state import ExecutionState, MoveOrder, MoveStatus, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
 from kafka_balancer.kafka.plan_check import check_plan
 from kafka_balancer.kafka.progress import summary
@@ -261,16 +261,20 @@ def test_cancel_stops_our_moves_and_removes_our_throttles(tmp_path: Path) -> Non
     assert "2 cancelled" in summary(state, clock.time())
 
 
-def test_a_cancelled_move_gets_its_original_replica_order_back(tmp_path: Path) -> None:
-    cluster = _cluster(reorder_on_cancel=True)
+def _cancel_a_submitted_move(cluster: FakeKafkaCluster, tmp_path: Path) -> ExecutionState:
+    """t-0 placed on (1, 3), its move to (2, 3) submitted, then the execution cancelled."""
     cluster.replicas[("t", 0)] = (1, 3)
     executor, clock = _executor(cluster, tmp_path)
     state = new_state(
         cluster, ReassignmentPlan((Reassignment("t", 0, (2, 3)),)), executor.options, clock.time()
     )
     state = executor.submit(executor.observe(state))
+    return cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
 
-    state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
+
+def test_a_cancelled_move_gets_its_original_replica_order_back(tmp_path: Path) -> None:
+    cluster = _cluster(reorder_on_cancel=True)
+    state = _cancel_a_submitted_move(cluster, tmp_path)
 
     assert [m.status for m in state.moves] == [MoveStatus.CANCELLED]
     # Without the repair Kafka's cancel leaves (3, 1): broker 3 would become the preferred leader.
@@ -282,14 +286,7 @@ def test_the_original_order_is_restored_when_metadata_still_shows_the_cancelled_
     # On a loaded bed a broker's metadata showed the in-flight set a moment after the cancel, and the
     # order repair skipped the partition: it stayed (3, 1) with broker 3 as the preferred leader.
     cluster = _cluster(reorder_on_cancel=True, metadata_lag_reads=3)
-    cluster.replicas[("t", 0)] = (1, 3)
-    executor, clock = _executor(cluster, tmp_path)
-    state = new_state(
-        cluster, ReassignmentPlan((Reassignment("t", 0, (2, 3)),)), executor.options, clock.time()
-    )
-    state = executor.submit(executor.observe(state))
-
-    state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
+    state = _cancel_a_submitted_move(cluster, tmp_path)
 
     assert [m.status for m in state.moves] == [MoveStatus.CANCELLED]
     assert cluster.replicas[("t", 0)] == (1, 3)
