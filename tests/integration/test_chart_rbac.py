@@ -28,10 +28,10 @@ from tests.e2e.test_lifecycle import (
     rack_aware,
     replica_counts,
 )
+from tests.fixtures.kube_bed import running_kube_bed
 from tests.support.chart import CHART
 from tests.support.kafka_checks import create_topic, delete_topic
 
-from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.ports import free_ports
@@ -83,15 +83,7 @@ def own_api(
 ) -> Iterator[kube.KubeBed]:
     """An apiserver no other operator watches: the e2e tier's operator (admin, every namespace) runs
     on the session's bed for the whole session, and two operators on one pool race for its ConfigMaps."""
-    bed = kube.KubeBed(kube_binaries, tmp_path_factory.mktemp("kube-rbac"))
-    try:
-        bed.start()
-    except BedError as err:
-        pytest.fail(f"the Kubernetes bed did not start: {err}", pytrace=False)
-    try:
-        yield bed
-    finally:
-        bed.stop()
+    yield from running_kube_bed(kube_binaries, tmp_path_factory.mktemp("kube-rbac"))
 
 
 @pytest.fixture(scope="module", params=[CLUSTER_WIDE, NAMESPACED], ids=["cluster-wide", "watchNamespaces"])
