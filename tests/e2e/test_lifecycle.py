@@ -31,7 +31,7 @@ from tests.support.kafka_checks import (
 )
 from tests.support.messages import consume_digest
 
-from .conftest import OperatorProcess, operator_process, wait_for
+from .conftest import Logged, OperatorProcess, operator_process, wait_for
 from .objects import PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool, skewed_topic
 
 BALANCE_TIMEOUT_S = 300.0
@@ -54,11 +54,22 @@ def traffic(bed: KafkaBed, topic: str, messages: int = 3_000, size: int = 500) -
     assert consume_digest(bed.bootstrap_servers, topic, writer.sent) == expected, "messages lost or altered"
 
 
-def auto_pool(bed: KafkaBed, kube_bed: kube.KubeBed, namespace: str, topic: str, **spec: Any) -> None:
+def auto_pool(
+    bed: KafkaBed,
+    kube_bed: kube.KubeBed,
+    namespace: str,
+    topic: str,
+    *,
+    in_cluster: bool = False,
+    **spec: Any,
+) -> None:
+    """An Auto pool ``main`` of ``topic`` with GOALS; ``in_cluster``: the operator runs in a pod and
+    connects on the bed's listener for pods."""
+    bootstrap = bed.pod_bootstrap_servers if in_cluster else bed.bootstrap_servers
     apply(
         kube_bed,
         namespace,
-        pool("main", bed.bootstrap_servers, "Auto", topic, **spec),
+        pool("main", bootstrap, "Auto", topic, **spec),
         *(goal(name, "main", **g) for name, g in GOALS),
     )
 
@@ -145,24 +156,21 @@ def test_auto_mode_balances_a_skewed_topic_under_traffic_without_losing_a_messag
     assert_clean(kafka_bed, topic)
 
 
-def test_a_new_broker_is_warmed_up_step_by_step_from_its_own_rack(
-    kube_bed: kube.KubeBed,
-    kafka_bed_factory: Callable[..., KafkaBed],
-    operator: OperatorProcess,
-    namespace: str,
+def warm_up_scenario(
+    kube_bed: kube.KubeBed, bed: KafkaBed, namespace: str, log: Logged, in_cluster: bool
 ) -> None:
-    bed = kafka_bed_factory(brokers=3, racks=3)
-    bed.start()
+    """A 3-broker pool, Balanced, gets a 4th broker in rack a: it warms up step by step (each step
+    at most its share of a full broker), its first replicas from its own rack, under traffic."""
     # 12 partitions, RF 2, 8 replicas on each of brokers 1 (a), 2 (b), 3 (c).
     before = [[p % 3 + 1, (p + 1) % 3 + 1] for p in range(12)]
     topic = create_topic(bed, "e2e-scale-up", before)
     steps = 3
 
     with traffic(bed, topic):
-        auto_pool(bed, kube_bed, namespace, topic, warmUp={"duration": "90s", "steps": steps})
-        wait_for(
-            balanced(kube_bed, namespace), BALANCE_TIMEOUT_S, "the 3-broker pool to be Balanced", operator
+        auto_pool(
+            bed, kube_bed, namespace, topic, in_cluster=in_cluster, warmUp={"duration": "90s", "steps": steps}
         )
+        wait_for(balanced(kube_bed, namespace), BALANCE_TIMEOUT_S, "the 3-broker pool to be Balanced", log)
 
         plan = get(kube_bed, namespace, "configmap", "main-plan")["data"]["plan.json"]
         now = {p: replicas for p, (replicas, _, _) in partitions(bed, topic).items()}
@@ -189,7 +197,7 @@ def test_a_new_broker_is_warmed_up_step_by_step_from_its_own_rack(
                     first_step_replicas |= held
             elif broker.get("state") == "Active" and balanced(kube_bed, namespace)():
                 break
-            assert time.monotonic() < deadline, f"warm-up not finished: steps seen {seen}\n{operator.tail()}"
+            assert time.monotonic() < deadline, f"warm-up not finished: steps seen {seen}\n{log.tail()}"
             time.sleep(1.0)
         finished = time.monotonic() - registered
 
@@ -209,14 +217,22 @@ def test_a_new_broker_is_warmed_up_step_by_step_from_its_own_rack(
     print(f"\nscale-up: registration → first move {first_move:.1f}s, → balanced {finished:.1f}s; {seen}")
 
 
-def test_a_drained_broker_empties_into_its_own_rack_and_can_be_stopped(
+def test_a_new_broker_is_warmed_up_step_by_step_from_its_own_rack(
     kube_bed: kube.KubeBed,
     kafka_bed_factory: Callable[..., KafkaBed],
     operator: OperatorProcess,
     namespace: str,
 ) -> None:
-    bed = kafka_bed_factory(brokers=4, racks=3)  # racks a, b, c, a
+    bed = kafka_bed_factory(brokers=3, racks=3)
     bed.start()
+    warm_up_scenario(kube_bed, bed, namespace, operator, in_cluster=False)
+
+
+def drain_scenario(
+    kube_bed: kube.KubeBed, bed: KafkaBed, namespace: str, log: Logged, in_cluster: bool
+) -> None:
+    """Broker 4 (rack a) of a Balanced 4-broker pool is drained under traffic: every replica it held
+    lands on broker 1, the other broker of rack a (an excluded topic's too), and it can be stopped."""
     pairs = [(1, 2), (2, 3), (3, 4), (4, 2), (1, 3), (2, 4), (3, 1), (4, 3), (2, 1), (3, 2), (1, 3), (4, 2)]
     before = [list(p) for p in pairs]
     topic = create_topic(bed, "e2e-drain", before)
@@ -224,8 +240,8 @@ def test_a_drained_broker_empties_into_its_own_rack_and_can_be_stopped(
     excluded = create_topic(bed, "e2e-drain-excluded", [[4, 2], [3, 4]])
 
     with traffic(bed, topic):
-        auto_pool(bed, kube_bed, namespace, topic)
-        wait_for(balanced(kube_bed, namespace), BALANCE_TIMEOUT_S, "the pool to be Balanced", operator)
+        auto_pool(bed, kube_bed, namespace, topic, in_cluster=in_cluster)
+        wait_for(balanced(kube_bed, namespace), BALANCE_TIMEOUT_S, "the pool to be Balanced", log)
         start = {p: replicas for p, (replicas, _, _) in partitions(bed, topic).items()}
         patched = kube_bed.kubectl(
             "patch", "bp", "main", "-n", namespace, "--type", "merge", "-p", '{"spec": {"drain": [4]}}'
@@ -237,7 +253,7 @@ def test_a_drained_broker_empties_into_its_own_rack_and_can_be_stopped(
             brokers = pool_status(kube_bed, namespace).get("brokers", [])
             return any(b["id"] == 4 and b["state"] == "Drained" for b in brokers)
 
-        wait_for(drained, BALANCE_TIMEOUT_S, "broker 4 to be Drained", operator)
+        wait_for(drained, BALANCE_TIMEOUT_S, "broker 4 to be Drained", log)
         took = time.monotonic() - requested
         after = {p: replicas for p, (replicas, _, _) in partitions(bed, topic).items()}
         bed.stop_broker(4)
@@ -257,9 +273,20 @@ def test_a_drained_broker_empties_into_its_own_rack_and_can_be_stopped(
         brokers = pool_status(kube_bed, namespace).get("brokers", [])
         return any(b["id"] == 4 and b["state"] == "Removed" for b in brokers)
 
-    wait_for(removed, 60, "the stopped broker to be reported Removed", operator)
+    wait_for(removed, 60, "the stopped broker to be reported Removed", log)
     assert condition(get(kube_bed, namespace, "bp", "main"), "DrainBlocked")["status"] == "False"
     print(f"\ndrain: request → Drained {took:.1f}s")
+
+
+def test_a_drained_broker_empties_into_its_own_rack_and_can_be_stopped(
+    kube_bed: kube.KubeBed,
+    kafka_bed_factory: Callable[..., KafkaBed],
+    operator: OperatorProcess,
+    namespace: str,
+) -> None:
+    bed = kafka_bed_factory(brokers=4, racks=3)  # racks a, b, c, a
+    bed.start()
+    drain_scenario(kube_bed, bed, namespace, operator, in_cluster=False)
 
 
 def test_a_demoted_broker_hands_its_leadership_over_without_moving_a_replica(

@@ -1,24 +1,31 @@
 """The operator as users run it: a pod installed by the chart, balancing a skewed topic in Auto mode
-while a producer writes, with every message read back; `kubectl get bp,bg` tells the state."""
+while a producer writes, with every message read back (`kubectl get bp,bg` tells the state), warming
+a new broker up and draining one into its own rack as the operator process does in tests/e2e."""
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 from kafka_balancer_dev.localbed import node
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from tests.e2e.conftest import wait_for
-from tests.e2e.objects import apply, goal, pool
+from tests.e2e.objects import PLAN_TIMEOUT_S, apply, goal, pool
 from tests.e2e.test_lifecycle import (
     BALANCE_TIMEOUT_S,
     GOALS,
     assert_clean,
     balanced,
+    drain_scenario,
+    pool_status,
     rack_aware,
     replica_counts,
     traffic,
+    warm_up_scenario,
 )
 from tests.support.kafka_checks import create_topic
 
-from .conftest import namespace_of
+from .conftest import OperatorPods, namespace_of
 
 
 def test_the_in_cluster_operator_balances_a_skewed_topic_under_traffic(
@@ -37,6 +44,13 @@ def test_the_in_cluster_operator_balances_a_skewed_topic_under_traffic(
                 pool("main", pod_kafka.pod_bootstrap_servers, "Auto", topic),
                 *(goal(name, "main", **g) for name, g in GOALS),
             )
+            applied = time.monotonic()
+            wait_for(
+                lambda: pool_status(node_bed.api, namespace).get("plan", {}).get("id"),
+                PLAN_TIMEOUT_S,
+                "the pool's first plan",
+            )
+            print(f"pool applied → its first plan in-cluster: {time.monotonic() - applied:.1f}s")
             wait_for(balanced(node_bed.api, namespace), BALANCE_TIMEOUT_S, "the pool to report Balanced")
 
         counts = replica_counts(pod_kafka, topic)
@@ -48,3 +62,21 @@ def test_the_in_cluster_operator_balances_a_skewed_topic_under_traffic(
         print(shown.stdout)
         pool_line = next(line for line in shown.stdout.splitlines() if line.startswith("brokerpool"))
         assert "Auto" in pool_line and "True" in pool_line, shown.stdout
+
+
+def test_a_new_broker_is_warmed_up_step_by_step_from_its_own_rack_in_cluster(
+    node_bed: node.NodeBed, pods: OperatorPods, kafka_bed_factory: Callable[..., KafkaBed]
+) -> None:
+    bed = kafka_bed_factory(brokers=3, racks=3, pod_host=node.NODE_IP)  # its own: it gains a broker
+    bed.start()
+    with namespace_of(node_bed, "kb-node-warm-up") as namespace:
+        warm_up_scenario(node_bed.api, bed, namespace, pods, in_cluster=True)
+
+
+def test_a_drained_broker_empties_into_its_own_rack_in_cluster(
+    node_bed: node.NodeBed, pods: OperatorPods, kafka_bed_factory: Callable[..., KafkaBed]
+) -> None:
+    bed = kafka_bed_factory(brokers=4, racks=3, pod_host=node.NODE_IP)  # its own: broker 4 is stopped
+    bed.start()
+    with namespace_of(node_bed, "kb-node-drain") as namespace:
+        drain_scenario(node_bed.api, bed, namespace, pods, in_cluster=True)
