@@ -29,6 +29,16 @@ def recorded(kube_bed: kube.KubeBed, namespace: str, broker_id: int) -> dict[str
     return found
 
 
+def recorded_as(kube_bed: kube.KubeBed, namespace: str, broker_id: int, state: str) -> Any:
+    """A check for ``wait_for``: the broker's status entry once the pool records it in ``state``."""
+
+    def check() -> dict[str, Any] | None:
+        found = recorded(kube_bed, namespace, broker_id)
+        return found if found.get("state") == state else None
+
+    return check
+
+
 def test_a_stopped_broker_is_failed_and_its_replicas_re_homed_in_its_rack_under_traffic(
     kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
 ) -> None:
@@ -63,10 +73,7 @@ def test_a_stopped_broker_is_failed_and_its_replicas_re_homed_in_its_rack_under_
             kafka_bed.stop_broker(dead)
             stopped = time.time()
             failed = wait_for(
-                lambda: (
-                    recorded(kube_bed, namespace, dead).get("state") == "Failed"
-                    and recorded(kube_bed, namespace, dead)
-                ),
+                recorded_as(kube_bed, namespace, dead, "Failed"),
                 PLAN_TIMEOUT_S,
                 f"broker {dead} to be Failed",
                 operator,
@@ -99,10 +106,7 @@ def test_a_stopped_broker_is_failed_and_its_replicas_re_homed_in_its_rack_under_
         # Manual moves nothing onto it unapproved).
         kafka_bed.restart_broker(dead)
         warming = wait_for(
-            lambda: (
-                recorded(kube_bed, namespace, dead).get("state") == "Warming"
-                and recorded(kube_bed, namespace, dead)
-            ),
+            recorded_as(kube_bed, namespace, dead, "Warming"),
             PLAN_TIMEOUT_S,
             f"broker {dead}, back, to warm up as a new broker",
             operator,
