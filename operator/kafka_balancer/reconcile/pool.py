@@ -22,7 +22,7 @@ from kafka_balancer.formats.plan_file import plan_document
 from kafka_balancer.formats.report import report_document
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType, default_goal_set
 from kafka_balancer.kube_quantity import binary_quantity
-from kafka_balancer.model.cluster import PartitionLoad
+from kafka_balancer.model.cluster import Cluster, PartitionLoad
 from kafka_balancer.model.plan import ReassignmentPlan
 from kafka_balancer.planner.optimizer import plan as make_plan
 from kafka_balancer.planner.plan import GoalOutcome, Plan
@@ -48,6 +48,7 @@ from kafka_balancer.reconcile.brokers import (
     returned_late,
 )
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
+from kafka_balancer.reconcile.new_partitions import Growth, grown, partition_counts, placement
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, build_cluster
 from kafka_balancer.reconcile.status import (
     BrokerStatus,
@@ -134,6 +135,9 @@ class PoolInput:
     now: float
     load_source: LoadSource | None = None  # None: scoring is not set up (no condition)
     usage_source: UsageSource | None = None  # None: not reported (no condition)
+    # Each topic's partition count at the last pass that made a plan (PoolOutcome.partitions); None:
+    # no such pass since the operator started, so no partition counts as new.
+    known_partitions: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +149,10 @@ class PoolOutcome:
     report: dict[str, Any] | None = None
     goal_results: tuple[GoalResult, ...] = ()
     events: tuple[Event, ...] = field(default=())
+    # Each topic's partition count when this pass made a plan, for the next pass's known_partitions;
+    # None: no plan was made, keep the previous counts (new partitions are told of when planned).
+    partitions: Mapping[str, int] | None = None
+    new_partitions: int = 0  # partitions created since the previous plan that this pass's plan places
 
 
 def rfc3339(ts: float) -> str:
@@ -351,6 +359,7 @@ class _Planned:
     new_plan: StoredPlan | None = None
     report: dict[str, Any] | None = None
     results: tuple[GoalResult, ...] = ()
+    growth: tuple[Growth, ...] = ()  # the topics with partitions created since the previous plan
 
 
 def decide_pool(inp: PoolInput) -> PoolOutcome:
@@ -498,6 +507,7 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
         invalid = Condition("SpecValid", FALSE, "InvalidExcludedTopics", f"spec.excludedTopics: {err}")
         return _Planned((invalid,), (), decision, complete=False)
     valid = Condition("SpecValid", TRUE, "Valid", "the spec is usable")
+    growth = grown(inp.known_partitions, cluster.partitions)
     try:
         plan = make_plan(cluster, goal_specs(inp.goals))
     except InfeasibleError as err:
@@ -525,6 +535,8 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
         events = (Event("Normal", "PlanReady", ready_message),)
     if changed or inp.spec.mode == "Auto" or new_plan.repairs is not None:
         decision = decide_new_plan(inp, new_plan)
+    if growth:
+        events += (new_partitions_event(growth, cluster, new_plan, decision),)
     current = new_plan if changed else inp.stored
     assert current is not None
     conditions = (
@@ -533,7 +545,36 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
         balanced_condition(current, results),
         *drain_conditions(inp, views),
     )
-    return _Planned(conditions, events, decision, True, True, new_plan if changed else None, report, results)
+    return _Planned(
+        conditions, events, decision, True, True, new_plan if changed else None, report, results, growth
+    )
+
+
+def new_partitions_event(
+    growth: Sequence[Growth], cluster: Cluster, plan: StoredPlan, decision: Decision
+) -> Event:
+    """``NewPartitions``: which partitions were created since the previous plan and how this pass's
+    plan places them (leadership by reordering first, then replica moves), and what happens to it."""
+    placed = placement(growth, cluster.partitions, plan.reassignments)
+    count = sum(g.added for g in growth)
+    what = ", ".join(g.text() for g in growth)
+    if placed.reordered == placed.moved == 0:
+        how = f"the goals hold with them where Kafka placed them: plan {plan.id} moves none of them"
+    else:
+        how = (
+            f"plan {plan.id} places them: {placed.reordered} by leadership alone (replicas reordered, "
+            f"nothing copied), {placed.moved} by moving {placed.replica_moves} replica(s)"
+        )
+    others = ""
+    if placed.other_replica_moves:
+        others = f"; it also moves {placed.other_replica_moves} replica(s) of older partitions"
+    return Event(
+        "Normal",
+        "NewPartitions",
+        sentence(
+            f"{count} new partition(s) since the previous plan ({what}); {how}{others}; {decision.message}"
+        ),
+    )
 
 
 def violated_hard_goals(inp: PoolInput, views: Sequence[BrokerView], plan: Plan) -> str | None:
@@ -840,5 +881,12 @@ def finish(
         worst_goal=None if goals is None else worst_goal(goals),
     )
     return PoolOutcome(
-        status, planned.decision, planned.new_plan, planned.report, planned.results, (*events, *refused)
+        status,
+        planned.decision,
+        planned.new_plan,
+        planned.report,
+        planned.results,
+        (*events, *refused),
+        partition_counts(inp.metadata) if planned.planned else None,
+        sum(g.added for g in planned.growth),
     )
