@@ -260,6 +260,23 @@ def test_a_broker_gone_from_the_metadata_is_missing_in_status_and_in_the_gauge(t
     assert b.metric("kafka_balancer_brokers_failed") == 0
 
 
+def test_partitions_added_between_two_syncs_are_an_event_and_counted_once(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("DryRun")
+    assert b.metric("kafka_balancer_new_partitions_total") == 0
+    for p in range(8, 11):  # three partitions added to orders, on broker 3 only
+        b.cluster.replicas[("orders", p)] = (3,)
+
+    b.sync("DryRun")
+    b.sync("DryRun")
+
+    assert b.kube.reasons().count("NewPartitions") == 1
+    assert b.kube.message("NewPartitions").startswith(
+        "3 new partition(s) since the previous plan (3 added to topic orders (8 → 11)); "
+    )
+    assert b.metric("kafka_balancer_new_partitions_total") == 3
+
+
 # -- executing a plan ----------------------------------------------------------------------------------
 
 

@@ -45,6 +45,13 @@ class OperatorMetrics:
         self.executions = Counter(
             "kafka_balancer_executions_total", "Plan executions", ["pool", "result"], registry=registry
         )
+        self.new_partitions = Counter(
+            "kafka_balancer_new_partitions_total",
+            "Partitions created since the pool's previous plan (new topics, added partitions) that a plan "
+            "placed at the first pass after they appeared (event NewPartitions)",
+            ["pool"],
+            registry=registry,
+        )
         self.balanced = Gauge(
             "kafka_balancer_pool_balanced",
             "1 when every goal holds and nothing moves",
@@ -172,6 +179,7 @@ class OperatorMetrics:
         self._all = (
             self.reconciles,
             self.executions,
+            self.new_partitions,
             self.goal_satisfied,
             self.goal_deviation,
             self.plan_seconds,
@@ -186,6 +194,7 @@ class OperatorMetrics:
             self.reconciles.labels(pool, result)
         for result in EXECUTION_RESULTS:
             self.executions.labels(pool, result)
+        self.new_partitions.labels(pool)
         if engine is not None:
             for result in SCORING_RESULTS:
                 self.scoring_seconds.labels(pool, engine, result)

@@ -143,6 +143,9 @@ class PoolService:
         self.executions = executions
         self.state_dir = state_dir
         self.timings = timings
+        # Each pool's topics' partition counts at its last plan: what makes a partition new at the next.
+        # In memory: after a restart the first plan places new partitions without telling them apart.
+        self.known_partitions: dict[str, Mapping[str, int]] = {}
 
     # -- the boundary: kopf's event loop awaits these ---------------------------------------------
 
@@ -205,6 +208,7 @@ class PoolService:
         """The pool's finalizer: our moves still in flight are cancelled and our throttles removed.
         Returns the plan cancelled; raises KafkaOperationError or ExecutionBusy to be retried."""
         self.metrics.forget(pool.key)
+        self.known_partitions.pop(pool.key, None)
         try:
             parsed = parse_spec(spec)
             props = self.connection(pool, parsed)
@@ -277,6 +281,7 @@ class PoolService:
                 load_source=self.source.load_sources.get(pool.id.key),
                 usage_source=self.source.usage_sources.get(pool.id.key),
                 now=time.time(),
+                known_partitions=self.known_partitions.get(pool.id.key),
             )
         )
         self.metrics.plan_seconds.labels(pool.id.key).observe(time.monotonic() - started)
@@ -285,6 +290,9 @@ class PoolService:
             self.metrics.goal_satisfied.labels(pool.id.key, goal).set(1 if result.satisfied else 0)
             self.metrics.goal_deviation.labels(pool.id.key, goal).set(result.deviation)
         self.write(pool, outcome)
+        if outcome.partitions is not None:
+            self.known_partitions[pool.id.key] = outcome.partitions
+        self.metrics.new_partitions.labels(pool.id.key).inc(outcome.new_partitions)
         return outcome
 
     def write(self, pool: PoolObject, outcome: PoolOutcome) -> None:
