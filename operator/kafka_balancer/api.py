@@ -44,6 +44,8 @@ class BalancerGoalSpec(BaseModel):
         "NetworkInDistribution",
         "NetworkOutDistribution",
         "CpuDistribution",
+        "IntraBrokerDiskCapacity",
+        "IntraBrokerDiskDistribution",
     ]
     hard: bool | None = None
     priority: int | None = Field(default=None, ge=-1_000_000, le=1_000_000)

@@ -118,3 +118,40 @@ def bytes_moved(snapshot: dict[str, Any], plan: dict[str, Any]) -> float:
         old = before[(p["topic"], p["partition"])]
         moved += len(set(p["replicas"]) - set(old["replicas"])) * old["load"]["disk"]
     return moved
+
+
+def log_dirs_after(snapshot: dict[str, Any], plan: dict[str, Any]) -> dict[tuple[str, int, int], str | None]:
+    """(topic, partition, broker) → the log dir of that replica after the plan; None where the plan
+    leaves an arriving replica's dir to Kafka ("any")."""
+    new = {(p["topic"], p["partition"]): p for p in plan["partitions"]}
+    out: dict[tuple[str, int, int], str | None] = {}
+    for p in snapshot["partitions"]:
+        was = dict(zip(p["replicas"], p["logDirs"], strict=True))
+        entry = new.get((p["topic"], p["partition"]))
+        replicas = entry["replicas"] if entry else p["replicas"]
+        targets = entry.get("log_dirs", ["any"] * len(replicas)) if entry else ["any"] * len(replicas)
+        for b, target in zip(replicas, targets, strict=True):
+            out[(p["topic"], p["partition"], b)] = target if target != "any" else was.get(b)
+    return out
+
+
+def log_dir_usage(snapshot: dict[str, Any], plan: dict[str, Any]) -> dict[tuple[int, str], float]:
+    """(broker, log dir) → bytes in it after the plan, every dir of every broker listed."""
+    disk = {(p["topic"], p["partition"]): p["load"]["disk"] for p in snapshot["partitions"]}
+    usage = {(b["id"], d["path"]): 0.0 for b in snapshot["brokers"] for d in b["logDirs"]}
+    for (topic, number, b), path in log_dirs_after(snapshot, plan).items():
+        if path is not None:
+            usage[(b, path)] += disk[(topic, number)]
+    return usage
+
+
+def intra_broker_bytes(snapshot: dict[str, Any], plan: dict[str, Any]) -> float:
+    """Bytes of replicas that stay on their broker but change log dir."""
+    after = log_dirs_after(snapshot, plan)
+    moved = 0.0
+    for p in snapshot["partitions"]:
+        for b, path in zip(p["replicas"], p["logDirs"], strict=True):
+            new = after.get((p["topic"], p["partition"], b))
+            if new is not None and new != path:
+                moved += p["load"]["disk"]
+    return moved

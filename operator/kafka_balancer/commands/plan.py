@@ -48,8 +48,9 @@ def summary(plan: Plan) -> str:
             f"; {len(plan.led_by_demoted)} partition(s) keep a demoted leader "
             f"(every replica demoted): {shown}"
         )
+    intra = f", {f.intra_broker_bytes:.4g} bytes between log dirs" if f.intra_broker_bytes else ""
     return (
         f"plan: {len(plan.reassignments)} partition(s) changed, {f.replica_moves} replica move(s), "
         f"{f.leader_changes} leader change(s), {f.bytes_moved:.4g} bytes moved "
-        f"(lower bound {f.bytes_moved_lower_bound:.4g}); {goals}{kept}; {plan.seconds:.2f} s"
+        f"(lower bound {f.bytes_moved_lower_bound:.4g}){intra}; {goals}{kept}; {plan.seconds:.2f} s"
     )

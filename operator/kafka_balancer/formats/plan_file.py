@@ -13,14 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.errors import InputError
-from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
+from kafka_balancer.model.plan import ANY_LOG_DIR, Reassignment, ReassignmentPlan
 
 
 def plan_document(plan: ReassignmentPlan) -> dict[str, Any]:
     return {
         "version": 1,
         "partitions": [
-            {"topic": r.topic, "partition": r.partition, "replicas": list(r.replicas)} for r in plan
+            {
+                "topic": r.topic,
+                "partition": r.partition,
+                "replicas": list(r.replicas),
+                # Only where a replica changes log dir: an all-"any" list says nothing Kafka needs.
+                **({"log_dirs": list(r.log_dirs)} if r.moves_log_dirs else {}),
+            }
+            for r in plan
         ],
     }
 
@@ -52,8 +59,20 @@ def parse_plan(document: Any, source: str = "plan") -> ReassignmentPlan:
         if (topic, partition) in seen:
             raise InputError(f"{where}: {topic}-{partition} is listed twice")
         seen.add((topic, partition))
-        plan.append(Reassignment(topic, partition, tuple(replicas)))
+        log_dirs = _log_dirs(entry.get("log_dirs", []), replicas, where)
+        plan.append(Reassignment(topic, partition, tuple(replicas), log_dirs))
     return ReassignmentPlan(tuple(plan))
+
+
+def _log_dirs(value: Any, replicas: list[int], where: str) -> tuple[str, ...]:
+    """Kafka's own rules: absent means "any" for every replica, else one entry per replica."""
+    if value == []:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(d, str) and d for d in value):
+        raise InputError(f"{where}.log_dirs: must be a list of log dir paths or {ANY_LOG_DIR!r}")
+    if len(value) != len(replicas):
+        raise InputError(f"{where}.log_dirs: {len(value)} entries for {len(replicas)} replicas {replicas}")
+    return tuple(value) if any(d != ANY_LOG_DIR for d in value) else ()
 
 
 def read_plan(path: Path) -> ReassignmentPlan:

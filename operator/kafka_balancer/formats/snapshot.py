@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kafka_balancer.errors import InputError
 from kafka_balancer.formats.errors import one_line
-from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
+from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, LogDir, Partition, PartitionLoad
 
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -29,6 +29,12 @@ class CapacityIn(_Model):
     cpu: Positive
 
 
+class LogDirIn(_Model):
+    path: str = Field(min_length=1)
+    capacity: Positive
+    online: bool = True
+
+
 class BrokerIn(_Model):
     id: int = Field(ge=0)
     rack: str | None = None
@@ -40,6 +46,8 @@ class BrokerIn(_Model):
     )
     # Optional and backward compatible: absent means false.
     demoted: bool = False
+    # Optional and backward compatible: a snapshot without log dirs plans as before.
+    log_dirs: list[LogDirIn] | None = Field(default=None, alias="logDirs", min_length=1)
 
 
 class LoadIn(_Model):
@@ -56,6 +64,8 @@ class PartitionIn(_Model):
     replicas: list[int] = Field(min_length=1)
     leader: int | None = None
     load: LoadIn
+    # The log dir of each replica, aligned with ``replicas``; required when the brokers list theirs.
+    log_dirs: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, alias="logDirs")
 
 
 class SnapshotIn(_Model):
@@ -76,10 +86,14 @@ def parse_snapshot(data: Any, source: str = "snapshot") -> Cluster:
 def _to_cluster(snap: SnapshotIn, source: str) -> Cluster:
     brokers = []
     seen: set[int] = set()
+    # Log dirs are all or nothing: a planner that knew some brokers' dirs but not others' could
+    # neither check the intra-broker goals nor leave every dir to Kafka.
+    described = any(b.log_dirs is not None for b in snap.brokers)
     for i, b in enumerate(snap.brokers):
         if b.id in seen:
             raise InputError(f"{source}.brokers[{i}].id: broker id {b.id} appears twice")
         seen.add(b.id)
+        log_dirs = _log_dirs(b, f"{source}.brokers[{i}].logDirs", described)
         cap = b.capacity
         brokers.append(
             Broker(
@@ -90,8 +104,10 @@ def _to_cluster(snap: SnapshotIn, source: str) -> Cluster:
                 capacity=(cap.disk, cap.network_in, cap.network_out, cap.cpu),
                 warm_up_share=b.warm_up_share,
                 demoted=b.demoted,
+                log_dirs=log_dirs,
             )
         )
+    dirs_of = {b.id: {d.path for d in b.log_dirs} for b in brokers}
     partitions = []
     names: set[tuple[str, int]] = set()
     for i, p in enumerate(snap.partitions):
@@ -107,6 +123,7 @@ def _to_cluster(snap: SnapshotIn, source: str) -> Cluster:
         leader = p.replicas[0] if p.leader is None or p.leader < 0 else p.leader
         if leader not in p.replicas:
             raise InputError(f"{where}.leader: broker {leader} is not one of the replicas {p.replicas}")
+        replica_dirs = _replica_dirs(p, where, dirs_of, described)
         load = p.load
         partitions.append(
             Partition(
@@ -115,9 +132,42 @@ def _to_cluster(snap: SnapshotIn, source: str) -> Cluster:
                 replicas=tuple(p.replicas),
                 leader=leader,
                 load=PartitionLoad(load.disk, load.network_in, load.network_out, load.cpu, load.follower_cpu),
+                log_dirs=replica_dirs,
             )
         )
     return Cluster(tuple(brokers), tuple(partitions))
+
+
+def _log_dirs(broker: BrokerIn, where: str, described: bool) -> tuple[LogDir, ...]:
+    if broker.log_dirs is None:
+        if described:
+            raise InputError(f"{where}: missing (when one broker lists its log dirs, every broker must)")
+        return ()
+    paths: set[str] = set()
+    for j, d in enumerate(broker.log_dirs):
+        if d.path in paths:
+            raise InputError(f"{where}[{j}].path: {d.path!r} appears twice")
+        paths.add(d.path)
+    return tuple(LogDir(d.path, d.capacity, d.online) for d in broker.log_dirs)
+
+
+def _replica_dirs(
+    p: PartitionIn, where: str, dirs_of: dict[int, set[str]], described: bool
+) -> tuple[str, ...]:
+    if p.log_dirs is None:
+        if described:
+            raise InputError(f"{where}.logDirs: missing (the brokers list their log dirs)")
+        return ()
+    if not described:
+        raise InputError(f"{where}.logDirs: no broker lists its logDirs")
+    if len(p.log_dirs) != len(p.replicas):
+        raise InputError(
+            f"{where}.logDirs: {len(p.log_dirs)} log dir(s) for {len(p.replicas)} replicas {p.replicas}"
+        )
+    for j, (broker, path) in enumerate(zip(p.replicas, p.log_dirs, strict=True)):
+        if path not in dirs_of[broker]:
+            raise InputError(f"{where}.logDirs[{j}]: broker {broker} has no log dir {path!r}")
+    return tuple(p.log_dirs)
 
 
 def read_snapshot(path: Path) -> Cluster:
@@ -157,6 +207,15 @@ def cluster_to_snapshot(cluster: Cluster) -> dict[str, Any]:
                 "capacity": dict(zip(("disk", "networkIn", "networkOut", "cpu"), b.capacity, strict=True)),
                 **({} if math.isclose(b.warm_up_share, 1.0) else {"warmUpShare": b.warm_up_share}),
                 **({"demoted": True} if b.demoted else {}),
+                **(
+                    {
+                        "logDirs": [
+                            {"path": d.path, "capacity": d.capacity, "online": d.online} for d in b.log_dirs
+                        ]
+                    }
+                    if b.log_dirs
+                    else {}
+                ),
             }
             for b in cluster.brokers
         ],
@@ -173,6 +232,7 @@ def cluster_to_snapshot(cluster: Cluster) -> dict[str, Any]:
                     "cpu": p.load.cpu,
                     "followerCpu": p.load.follower_cpu,
                 },
+                **({"logDirs": list(p.log_dirs)} if p.log_dirs else {}),
             }
             for p in cluster.partitions
         ],

@@ -28,12 +28,20 @@ class GoalType(enum.Enum):
     NETWORK_IN_DISTRIBUTION = "NetworkInDistribution"
     NETWORK_OUT_DISTRIBUTION = "NetworkOutDistribution"
     CPU_DISTRIBUTION = "CpuDistribution"
+    # Between the log dirs of each broker (JBOD); only with a snapshot that has logDirs.
+    INTRA_BROKER_DISK_CAPACITY = "IntraBrokerDiskCapacity"
+    INTRA_BROKER_DISK_DISTRIBUTION = "IntraBrokerDiskDistribution"
 
     @property
     def family(self) -> GoalFamily:
         if self is GoalType.RACK_AWARE:
             return GoalFamily.RACK
         return GoalFamily.CAPACITY if self.value.endswith("Capacity") else GoalFamily.DISTRIBUTION
+
+    @property
+    def intra_broker(self) -> bool:
+        """Balances replicas between one broker's log dirs, not between brokers."""
+        return self.value.startswith("IntraBroker")
 
     @property
     def resource(self) -> Resource | None:
@@ -78,6 +86,9 @@ DEFAULTS: dict[GoalType, GoalDefaults] = {
     GoalType.CPU_DISTRIBUTION: GoalDefaults(priority=50),
     GoalType.TOPIC_REPLICA_DISTRIBUTION: GoalDefaults(priority=45),
     GoalType.LEADER_DISTRIBUTION: GoalDefaults(priority=40),
+    # Ordered only against each other: the intra-broker pass runs after the brokers are settled.
+    GoalType.INTRA_BROKER_DISK_CAPACITY: GoalDefaults(priority=110, threshold_percent=80),
+    GoalType.INTRA_BROKER_DISK_DISTRIBUTION: GoalDefaults(priority=65),
 }
 
 # Cruise Control's default replica capacity; a broker past it slows every controller operation.
@@ -117,5 +128,9 @@ class GoalSpec:
 
 
 def default_goal_set() -> tuple[GoalSpec, ...]:
-    """The goals a pool (or a goals file) without any goal gets: the whole catalog, defaults."""
-    return tuple(GoalSpec.default(t) for t in GoalType)
+    """The goals a pool (or a goals file) without any goal gets: the inter-broker catalog, defaults.
+
+    The intra-broker goals are asked for by name, as Strimzi's ``rebalanceDisk`` and Cruise
+    Control's intra-broker goals are: moving replicas between a broker's disks costs disk I/O on a
+    cluster that may not want it."""
+    return tuple(GoalSpec.default(t) for t in GoalType if not t.intra_broker)

@@ -15,6 +15,16 @@ class BrokerState(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class LogDir:
+    """One of a broker's log dirs (JBOD): where Kafka keeps the replicas it was told to keep there."""
+
+    path: str
+    capacity: float
+    # False after a disk failure: the replicas on it are offline and must be placed elsewhere.
+    online: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Broker:
     id: int
     rack: str
@@ -25,6 +35,8 @@ class Broker:
     warm_up_share: float = 1.0
     # Demoted (maintenance, rolling restart): it may hold replicas but leads none.
     demoted: bool = False
+    # Empty when the snapshot does not describe log dirs: the planner then leaves them to Kafka.
+    log_dirs: tuple[LogDir, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -50,6 +62,8 @@ class Partition:
     load: PartitionLoad
     # False for a topic the pool excludes: its load counts, only a drain moves its replicas.
     movable: bool = True
+    # The log dir of each replica, aligned with ``replicas``; empty when the snapshot has none.
+    log_dirs: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

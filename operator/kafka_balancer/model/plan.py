@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+# Kafka's word, in a plan's ``log_dirs``, for a replica whose log dir the plan leaves to the broker.
+ANY_LOG_DIR = "any"
+
 
 @dataclass(frozen=True, slots=True)
 class Reassignment:
@@ -18,6 +21,13 @@ class Reassignment:
     topic: str
     partition: int
     replicas: tuple[int, ...]
+    # The log dir each replica goes to, aligned with ``replicas`` (``ANY_LOG_DIR`` where it does not
+    # matter); empty when no replica of this partition changes log dir.
+    log_dirs: tuple[str, ...] = ()
+
+    @property
+    def moves_log_dirs(self) -> bool:
+        return any(d != ANY_LOG_DIR for d in self.log_dirs)
 
     @property
     def tp(self) -> tuple[str, int]:

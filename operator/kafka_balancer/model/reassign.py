@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kafka_balancer.errors import InputError
-from kafka_balancer.model.cluster import Cluster
-from kafka_balancer.model.plan import ReassignmentPlan
+from kafka_balancer.model.cluster import Cluster, Partition
+from kafka_balancer.model.plan import ANY_LOG_DIR, ReassignmentPlan
 
 
 def apply_reassignments(cluster: Cluster, plan: ReassignmentPlan) -> Cluster:
     """Listed partitions get the new replicas with ``replicas[0]`` as leader (Kafka's reassignment
     JSON); InputError for an unknown partition or broker or a changed replication factor."""
     replicas = plan.targets()
+    entries = {r.tp: r for r in plan}
     known = {(p.topic, p.partition) for p in cluster.partitions}
     brokers = {b.id for b in cluster.brokers}
     for (topic, number), new in replicas.items():
@@ -32,6 +33,24 @@ def apply_reassignments(cluster: Cluster, plan: ReassignmentPlan) -> Cluster:
                 raise InputError(
                     f"plan: {p.name} changes the replication factor from {len(p.replicas)} to {len(planned)}"
                 )
-            p = replace(p, replicas=tuple(planned), leader=planned[0])
+            p = replace(
+                p,
+                replicas=tuple(planned),
+                leader=planned[0],
+                log_dirs=_log_dirs(p, entries[p.topic, p.partition].log_dirs, planned),
+            )
         partitions.append(p)
     return Cluster(cluster.brokers, tuple(partitions))
+
+
+def _log_dirs(p: Partition, target: tuple[str, ...], planned: tuple[int, ...]) -> tuple[str, ...]:
+    """Each replica's dir after the plan: the plan's target, else the dir it stays in; empty when a
+    replica arrives with ``any`` (Kafka picks its dir) or the snapshot has no log dirs."""
+    if not p.log_dirs:
+        return ()
+    was = dict(zip(p.replicas, p.log_dirs, strict=True))
+    dirs = [
+        target[i] if target and target[i] != ANY_LOG_DIR else was.get(b, ANY_LOG_DIR)
+        for i, b in enumerate(planned)
+    ]
+    return () if ANY_LOG_DIR in dirs else tuple(dirs)

@@ -21,6 +21,7 @@ from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.resources import Resource
 from kafka_balancer.model.working import WorkingModel
+from kafka_balancer.planner.log_dirs import plan_log_dirs
 from kafka_balancer.planner.plan import GoalOutcome, Plan, bytes_moved_lower_bound, diff
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE
@@ -32,7 +33,8 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     """Plan the moves that satisfy ``specs``; InfeasibleError if the hard goals cannot all hold."""
     started = time.perf_counter()
     state = WorkingModel(cluster)
-    ordered = priority_order(specs)
+    # The intra-broker goals act between a broker's log dirs, once the brokers are settled.
+    ordered = priority_order(tuple(s for s in specs if not s.type.intra_broker))
     goals = [build_goal(spec, state) for spec in ordered]
     _check_feasible(state, goals)
     before_loads = state.broker_loads()
@@ -58,6 +60,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
             raise InfeasibleError(f"hard goal {goal.spec.label} cannot be satisfied: {status.detail}")
 
     reassignments, figures = diff(state)
+    log_dirs = plan_log_dirs(cluster, reassignments, specs)
     disk_goal = next(
         (g for g in goals if isinstance(g, DistributionGoal) and g.spec.type is GoalType.DISK_DISTRIBUTION),
         None,
@@ -69,12 +72,15 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
         state.active.astype(np.int64),
     )
     return Plan(
-        reassignments=reassignments,
-        figures=replace(figures, bytes_moved_lower_bound=lower),
+        reassignments=log_dirs.reassignments,
+        figures=replace(
+            figures, bytes_moved_lower_bound=lower, intra_broker_bytes=log_dirs.intra_broker_bytes
+        ),
         goals=tuple(
             GoalOutcome(g.spec.label, g.spec.type.value, g.hard, g.spec.priority, b, a)
             for g, b, a in zip(goals, before, after, strict=True)
-        ),
+        )
+        + log_dirs.goals,
         brokers_before=before_loads,
         brokers_after=state.broker_loads(),
         seconds=time.perf_counter() - started,

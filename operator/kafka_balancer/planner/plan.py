@@ -29,6 +29,8 @@ class PlanFigures:
     bytes_moved: float
     bytes_moved_lower_bound: float
     cross_rack_bytes: float
+    # Copied between the log dirs of one broker: disk I/O, not network (not in ``bytes_moved``).
+    intra_broker_bytes: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

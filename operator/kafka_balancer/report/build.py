@@ -49,7 +49,9 @@ def build_report(before: Cluster, after: Cluster, specs: tuple[GoalSpec, ...]) -
     bands = tuple(
         _band(spec, state_before, state_after, np.array(order, dtype=np.int64))
         for spec in priority_order(specs)
-        if spec.type.family is not GoalFamily.RACK and spec.type is not GoalType.TOPIC_REPLICA_DISTRIBUTION
+        if spec.type.family is not GoalFamily.RACK
+        and spec.type is not GoalType.TOPIC_REPLICA_DISTRIBUTION
+        and not spec.type.intra_broker
     )
     return ReportData(
         rows,
@@ -115,7 +117,8 @@ def _cluster(cluster: Cluster) -> ClusterSummary:
 
 def _goals(specs: tuple[GoalSpec, ...], before: WorkingModel, after: WorkingModel) -> tuple[GoalOutcome, ...]:
     """Each goal bound to the cluster before the plan, as the planner binds it, and judged on both."""
-    goals = [build_goal(spec, before) for spec in priority_order(specs)]
+    # The intra-broker goals are judged by the planner's log-dir pass, per log dir, not per broker.
+    goals = [build_goal(spec, before) for spec in priority_order(specs) if not spec.type.intra_broker]
     return tuple(
         GoalOutcome(
             g.spec.label, g.spec.type.value, g.hard, g.spec.priority, g.status(before), g.status(after)

@@ -40,7 +40,8 @@ CANDIDATE_COLUMNS = (
 
 
 def per_broker_goals(goals: Sequence[GoalSpec]) -> tuple[GoalSpec, ...]:
-    return tuple(g for g in goals if g.type not in _NOT_PER_BROKER)
+    # The intra-broker goals score log dirs, which the scoring job's broker frames do not carry.
+    return tuple(g for g in goals if g.type not in _NOT_PER_BROKER and not g.type.intra_broker)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,242 @@
+"""The intra-broker pass: which of its log dirs (JBOD) each broker keeps each replica in.
+
+It runs after the brokers are settled, on the snapshot's ``logDirs``: a replica on an offline log
+dir moves to an online dir of the same broker, a replica arriving on a broker goes to a dir the
+intra-broker goals like, and the goals (``IntraBrokerDiskCapacity``, ``IntraBrokerDiskDistribution``)
+move replicas between a broker's dirs. Those moves copy on the broker's own disks and send nothing
+over the network, so they are counted apart. A broker's dirs are independent of every other
+broker's, so each broker is planned on its own, greedily: a few dirs and plain loops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kafka_balancer.errors import InfeasibleError
+from kafka_balancer.goals.base import GoalStatus
+from kafka_balancer.goals.registry import priority_order
+from kafka_balancer.goals.spec import GoalFamily, GoalSpec
+from kafka_balancer.model.cluster import Broker, Cluster, Partition
+from kafka_balancer.model.plan import ANY_LOG_DIR, Reassignment, ReassignmentPlan
+from kafka_balancer.planner.plan import GoalOutcome
+
+# Relative slack below which a dir counts as inside its band (float rounding, not load).
+TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirPlan:
+    reassignments: ReassignmentPlan
+    goals: tuple[GoalOutcome, ...]
+    # Bytes copied between the log dirs of one broker: disk I/O, no network.
+    intra_broker_bytes: float
+
+
+@dataclass(slots=True)
+class _Replica:
+    partition: int
+    size: float
+    # Its log dir before the plan; None for a replica arriving on the broker.
+    origin: str | None
+    # Where the plan puts it; None while unplaced (arriving, or its dir went offline).
+    dir: str | None
+    movable: bool
+
+
+def plan_log_dirs(cluster: Cluster, inter: ReassignmentPlan, specs: tuple[GoalSpec, ...]) -> LogDirPlan:
+    """``inter``: the inter-broker plan; ``specs``: the intra-broker goals. Without log dirs in the
+    snapshot the plan is ``inter`` unchanged (backward compatible)."""
+    if not any(b.log_dirs for b in cluster.brokers):
+        return LogDirPlan(inter, (), 0.0)
+    goals = [s for s in priority_order(specs) if s.type.intra_broker]
+    targets = inter.targets()
+    final = [targets.get((p.topic, p.partition), _leader_first(p)) for p in cluster.partitions]
+    before, after = _replicas(cluster, final)
+    for broker in cluster.brokers:
+        _place(broker, after[broker.id], goals, cluster)
+        _balance(broker, after[broker.id], goals)
+    outcomes = tuple(
+        GoalOutcome(
+            g.label,
+            g.type.value,
+            g.hard,
+            g.priority,
+            _status(g, cluster.brokers, before),
+            _status(g, cluster.brokers, after),
+        )
+        for g in goals
+    )
+    for outcome in outcomes:
+        if outcome.hard and not outcome.after.satisfied:
+            raise InfeasibleError(f"hard goal {outcome.label} cannot be satisfied: {outcome.after.detail}")
+    return LogDirPlan(_with_log_dirs(cluster, inter, final, after), outcomes, _copied(after))
+
+
+def _leader_first(p: Partition) -> tuple[int, ...]:
+    return (p.leader, *(b for b in p.replicas if b != p.leader))
+
+
+def _replicas(
+    cluster: Cluster, final: list[tuple[int, ...]]
+) -> tuple[dict[int, list[_Replica]], dict[int, list[_Replica]]]:
+    """Each broker's replicas before the plan (in their dirs, for the goals' status before) and after
+    the inter-broker plan: kept ones in their dirs, arriving ones and those on an offline dir unplaced."""
+    online = {b.id: {d.path for d in b.log_dirs if d.online} for b in cluster.brokers}
+    before: dict[int, list[_Replica]] = {b.id: [] for b in cluster.brokers}
+    after: dict[int, list[_Replica]] = {b.id: [] for b in cluster.brokers}
+    for i, p in enumerate(cluster.partitions):
+        origin = dict(zip(p.replicas, p.log_dirs, strict=True))
+        for b, path in origin.items():
+            before[b].append(_Replica(i, p.load.disk, path, path if path in online[b] else None, p.movable))
+        for b in final[i]:
+            kept = origin.get(b)
+            placed = kept if kept in online[b] else None
+            after[b].append(_Replica(i, p.load.disk, kept, placed, p.movable))
+    return before, after
+
+
+def _used(broker: Broker, replicas: list[_Replica]) -> dict[str, float]:
+    used = {d.path: 0.0 for d in broker.log_dirs if d.online}
+    for r in replicas:
+        if r.dir is not None:
+            used[r.dir] += r.size
+    return used
+
+
+def _band(goal: GoalSpec, broker: Broker, used: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """Each online dir's (least, most) bytes under ``goal``."""
+    capacity = {d.path: d.capacity for d in broker.log_dirs if d.online}
+    if goal.type.family is GoalFamily.CAPACITY:
+        return {path: (0.0, cap * goal.threshold_percent / 100.0) for path, cap in capacity.items()}
+    total_cap = sum(capacity.values())
+    mean = sum(used.values()) / total_cap if total_cap > 0 else 0.0
+    if mean * 100.0 < goal.threshold_percent:
+        return {path: (0.0, float("inf")) for path in capacity}
+    r = goal.range_percent / 100.0
+    return {path: (mean * (1 - r) * cap, mean * (1 + r) * cap) for path, cap in capacity.items()}
+
+
+def _violation(band: dict[str, tuple[float, float]], used: dict[str, float]) -> float:
+    """Bytes outside the band, summed over the dirs, relative to the dirs' total (0 when it holds)."""
+    outside = 0.0
+    for path, (lo, hi) in band.items():
+        slack = TOLERANCE * max(hi if hi != float("inf") else 0.0, 1.0)
+        outside += max(used[path] - hi - slack, 0.0) + max(lo - used[path] - slack, 0.0)
+    return outside
+
+
+def _place(broker: Broker, replicas: list[_Replica], goals: list[GoalSpec], cluster: Cluster) -> None:
+    """Put every unplaced replica in a dir: the online dir it leaves least full within the hard goals.
+    Without intra-broker goals a replica arriving from another broker is left to Kafka (``any``)."""
+    capacity = {d.path: d.capacity for d in broker.log_dirs if d.online}
+    hard = [g for g in goals if g.hard]
+    for r in sorted(replicas, key=lambda r: -r.size):
+        if r.dir is not None or (r.origin is None and not goals):
+            continue
+        used = _used(broker, replicas)
+        limits = [_band(g, broker, used) for g in hard]
+        fits = [
+            path
+            for path in capacity
+            if used[path] + r.size <= capacity[path]
+            and all(used[path] + r.size <= limit[path][1] * (1 + TOLERANCE) for limit in limits)
+        ]
+        if not fits:
+            p = cluster.partitions[r.partition]
+            why = f"is on offline log dir {r.origin}" if r.origin is not None else "arrives on it"
+            raise InfeasibleError(
+                f"no online log dir of broker {broker.id} has room for {p.name} ({p.load.disk:.4g} bytes), "
+                f"which {why}"
+            )
+        r.dir = min(fits, key=lambda path: ((used[path] + r.size) / capacity[path], path))
+
+
+def _balance(broker: Broker, replicas: list[_Replica], goals: list[GoalSpec]) -> None:
+    """Each goal in priority order moves replicas between the broker's dirs while that lowers its
+    violation and raises no earlier or hard goal's; among such moves the one that lowers it most,
+    then the one that copies fewest bytes (a replica placed by this plan moves for free)."""
+    paths = [d.path for d in broker.log_dirs if d.online]
+    for i, goal in enumerate(goals):
+        guards = [g for g in goals[:i]] + [g for g in goals[i + 1 :] if g.hard]
+        for _ in range(len(replicas) + 1):
+            used = _used(broker, replicas)
+            band = _band(goal, broker, used)
+            current = _violation(band, used)
+            if current <= 0.0:
+                break
+            guarded = [(g, _band(g, broker, used)) for g in guards]
+            best: tuple[float, float, _Replica, str] | None = None
+            for r in replicas:
+                if r.dir is None or not r.movable or r.size <= 0.0:
+                    continue
+                for dest in paths:
+                    if dest == r.dir:
+                        continue
+                    moved = {**used, r.dir: used[r.dir] - r.size, dest: used[dest] + r.size}
+                    after = _violation(_band(goal, broker, moved), moved)
+                    if after >= current - TOLERANCE * max(r.size, 1.0):
+                        continue
+                    if any(
+                        _violation(_band(g, broker, moved), moved) > _violation(b, used) for g, b in guarded
+                    ):
+                        continue
+                    cost = 0.0 if r.origin is None or r.origin != r.dir else r.size
+                    key = (after, cost, r, dest)
+                    if best is None or key[:2] < best[:2]:
+                        best = key
+            if best is None:
+                break
+            best[2].dir = best[3]
+
+
+def _status(goal: GoalSpec, brokers: tuple[Broker, ...], placed: dict[int, list[_Replica]]) -> GoalStatus:
+    worst = 0.0
+    outside: list[str] = []
+    for broker in brokers:
+        used = _used(broker, placed[broker.id])
+        capacity = {d.path: d.capacity for d in broker.log_dirs if d.online}
+        band = _band(goal, broker, used)
+        if goal.type.family is GoalFamily.CAPACITY:
+            for path, cap in capacity.items():
+                worst = max(worst, 100.0 * used[path] / cap)
+        else:
+            total = sum(used.values()) / max(sum(capacity.values()), 1e-300)
+            for path, cap in capacity.items():
+                if total > 0:
+                    worst = max(worst, 100.0 * abs(used[path] / cap - total) / total)
+        outside += [
+            f"{broker.id}:{path}" for path in band if _violation({path: band[path]}, {path: used[path]}) > 0.0
+        ]
+    detail = f"log dirs outside the band: {', '.join(outside)}" if outside else ""
+    return GoalStatus(not outside, worst, detail)
+
+
+def _copied(after: dict[int, list[_Replica]]) -> float:
+    return sum(r.size for replicas in after.values() for r in replicas if r.origin not in (None, r.dir))
+
+
+def _with_log_dirs(
+    cluster: Cluster, inter: ReassignmentPlan, final: list[tuple[int, ...]], after: dict[int, list[_Replica]]
+) -> ReassignmentPlan:
+    """``inter`` with ``log_dirs`` on every partition a replica of which changes dir, and the
+    partitions only a log-dir move changes appended (same replicas)."""
+    targets: dict[tuple[int, int], str] = {
+        (r.partition, broker): r.dir
+        for broker, replicas in after.items()
+        for r in replicas
+        if r.dir is not None and r.dir != r.origin
+    }
+    by_partition: dict[int, tuple[str, ...]] = {}
+    for i, replicas in enumerate(final):
+        dirs = tuple(targets.get((i, b), ANY_LOG_DIR) for b in replicas)
+        if any(d != ANY_LOG_DIR for d in dirs):
+            by_partition[i] = dirs
+    index = {(p.topic, p.partition): i for i, p in enumerate(cluster.partitions)}
+    listed = []
+    for r in inter:
+        i = index[r.tp]
+        listed.append(replace(r, log_dirs=by_partition.pop(i)) if i in by_partition else r)
+    for i, dirs in sorted(by_partition.items()):
+        p = cluster.partitions[i]
+        listed.append(Reassignment(p.topic, p.partition, final[i], dirs))
+    return ReassignmentPlan(tuple(listed))
