@@ -29,6 +29,8 @@ THROTTLES = {
     "follower.replication.throttled.rate",
     "leader.replication.throttled.replicas",
     "follower.replication.throttled.replicas",
+    # The throttle of copies between a broker's own log dirs (AlterReplicaLogDirs).
+    "replica.alter.log.dirs.io.max.bytes.per.second",
 }
 
 

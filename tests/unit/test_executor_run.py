@@ -221,6 +221,7 @@ def test_replicas_on_a_dead_broker_do_not_hold_back_the_moves_that_replace_it(tm
         (Reassignment("t", 9, (1, 2)), "unknown partition t-9"),
         (Reassignment("t", 0, (1, 9)), "unknown broker(s) [9]"),
         (Reassignment("t", 0, (1, 2, 3)), "replication factor from 2 to 3"),
+        (Reassignment("t", 0, (1, 2), ("/data/0", "any")), "moves a replica between log dirs"),
     ],
 )
 def test_the_plan_is_checked_against_the_cluster(entry: Reassignment, message: str) -> None:

@@ -42,6 +42,21 @@ class PartitionState:
 
 
 @dataclass(frozen=True)
+class LogDirState:
+    """One log dir of one broker as DescribeLogDirs answers it."""
+
+    path: str
+    # False when the broker reports an error for the dir (a failed disk: KafkaStorageError).
+    online: bool
+    # The volume's size; None when the broker does not say (DescribeLogDirs before v4, Kafka < 3.3).
+    total_bytes: int | None
+    # Replicas kept in this dir, with their size.
+    replicas: Mapping[Tp, int]
+    # Future replicas: copies AlterReplicaLogDirs is making into this dir, not yet swapped in.
+    future: Mapping[Tp, int]
+
+
+@dataclass(frozen=True)
 class OngoingReassignment:
     """An ongoing reassignment as Kafka lists it."""
 
@@ -382,6 +397,59 @@ class KafkaAdmin:
                         key = (topic["name"], part["partition_index"], int(broker))
                         sizes[key] = max(sizes.get(key, 0), int(part["partition_size"]))
         return sizes
+
+    def log_dirs(self, brokers: Iterable[int]) -> dict[int, tuple[LogDirState, ...]]:
+        """Each broker's log dirs, with the replicas (and future replicas) in each."""
+        asked = sorted(set(brokers))
+        if not asked:
+            return {}
+        answers = self._read_with_kafka_python(
+            "describing log dirs", lambda kp: kp.describe_log_dirs(topic_partitions=None, brokers=asked)
+        )
+        found: dict[int, tuple[LogDirState, ...]] = {}
+        for answer in answers:
+            dirs = []
+            for log_dir in answer["log_dirs"]:
+                kept: dict[Tp, int] = {}
+                future: dict[Tp, int] = {}
+                for topic in log_dir["topics"]:
+                    for part in topic["partitions"]:
+                        into = future if part["is_future_key"] else kept
+                        into[(topic["name"], part["partition_index"])] = int(part["partition_size"])
+                total = int(log_dir.get("total_bytes", -1))
+                dirs.append(
+                    LogDirState(
+                        log_dir["log_dir"],
+                        log_dir["error_code"] == 0,
+                        total if total >= 0 else None,
+                        kept,
+                        future,
+                    )
+                )
+            found[int(answer["broker"])] = tuple(dirs)
+        return found
+
+    def alter_replica_log_dirs(
+        self, targets: Mapping[tuple[str, int, int], str]
+    ) -> dict[tuple[str, int, int], str]:
+        """Ask each broker to move its replica of (topic, partition, broker) into the given log dir;
+        return replica → error for the refused ones. The broker copies in the background."""
+        if not targets:
+            return {}
+        what = "altering replica log dirs"
+        timeout_s = self._timeout(what)
+        try:
+            answer = self._kafka_python(timeout_s).alter_replica_log_dirs(dict(targets))
+        except KafkaOperationError:
+            raise
+        except Exception as err:
+            self._drop_kafka_python()
+            raise _fail(what, err, timeout_s) from err
+        return {
+            (r.topic, r.partition, r.broker_id): error.__name__
+            for r, error in answer.items()
+            if error is not kp_errors.NoError
+        }
 
     # -- reassignments -----------------------------------------------------------------------------
 

@@ -14,7 +14,8 @@ def check_plan(
     brokers: frozenset[int],
     partitions: Mapping[tuple[str, int], PartitionState],
 ) -> None:
-    """Raise :class:`InputError` for an unknown topic/partition/broker or a replication-factor change."""
+    """Raise :class:`InputError` for an unknown topic/partition/broker, a replication-factor change or a
+    log-dir move."""
     topics = {topic for topic, _ in partitions}
     for entry in plan:
         name = entry.name
@@ -30,4 +31,11 @@ def check_plan(
             raise InputError(
                 f"plan: {name} changes the replication factor from {len(current.replicas)} "
                 f"to {len(entry.replicas)}"
+            )
+        if entry.moves_log_dirs:
+            # Refused rather than dropped: executing the replicas alone would report a plan done that
+            # was not (the log-dir moves go through AlterReplicaLogDirs, not a reassignment).
+            raise InputError(
+                f"plan: {name} moves a replica between log dirs (log_dirs), which this executor does not "
+                "do yet; execute the plan with kafka-reassign-partitions.sh --execute"
             )
