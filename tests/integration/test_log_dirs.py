@@ -1,15 +1,21 @@
 """Log dirs (JBOD) through KafkaAdmin on the real Kafka bed, whose brokers have two log dirs each:
 DescribeLogDirs names each replica's dir and each dir's size, and AlterReplicaLogDirs moves a replica
 between a broker's dirs under the intra-broker throttle, with every message kept and the throttle
-removed after."""
+removed after; and Kafka's own kafka-reassign-partitions tool executes a plan whose log_dirs the
+planner wrote."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from tests.support.kafka_checks import Writer, assert_no_throttle_left, create_topic, delete_topic
 from tests.support.messages import consume_digest
 
+from kafka_balancer.cli import main
 from kafka_balancer.kafka.admin import KafkaAdmin, LogDirState
-from kafka_balancer_dev.localbed.kafka import LOG_DIRS_PER_BROKER, KafkaBed
+from kafka_balancer_dev.localbed.kafka import LOG_DIRS_PER_BROKER, REASSIGN_PARTITIONS, KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 
 INTRA_THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
@@ -53,6 +59,90 @@ def test_a_replica_moves_between_the_log_dirs_of_its_broker_with_every_message_k
         assert_no_throttle_left(kafka_bed, topic)
         # Broker 2's replica stayed where it was.
         assert _dir_of(admin.log_dirs([2])[2], tp) == _dir_of(dirs[2], tp)
+    finally:
+        admin.close()
+    assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
+    delete_topic(kafka_bed, topic)
+
+
+def test_kafkas_own_tool_executes_a_plan_that_moves_replicas_between_log_dirs(
+    kafka_bed: KafkaBed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topic = create_topic(kafka_bed, "logdirplan", [[1, 2]] * 4)
+    writer = Writer(kafka_bed, topic)
+    writer.write(1_000, 300)
+    admin = KafkaAdmin(kafka_bed.bootstrap_servers)
+    try:
+        dirs = admin.log_dirs(sorted(kafka_bed.racks))
+        # Sizes made up so that each broker's dirs are far apart: a 10 GB replica in the broker's
+        # first dir, 1 GB elsewhere; the plan must then move replicas between the dirs of a broker.
+        first = {b: sorted(d.path for d in ds)[0] for b, ds in dirs.items()}
+        partitions = []
+        for number in range(4):
+            where = {b: _dir_of(dirs[b], (topic, number))[0] for b in (1, 2)}
+            disk = 1.0e10 if where[1] == first[1] else 1.0e9
+            partitions.append(
+                {
+                    "topic": topic,
+                    "partition": number,
+                    "replicas": [1, 2],
+                    "leader": 1,
+                    "load": {"disk": disk, "networkIn": 1.0e3, "networkOut": 1.0e3, "cpu": 0.0},
+                    "logDirs": [where[1], where[2]],
+                }
+            )
+        brokers = [
+            {
+                "id": b,
+                "rack": rack,
+                "capacity": {"disk": 1.0e12, "networkIn": 1.0e8, "networkOut": 1.0e8, "cpu": 8},
+                "logDirs": [{"path": d.path, "capacity": 1.0e11, "online": d.online} for d in dirs[b]],
+            }
+            for b, rack in sorted(kafka_bed.racks.items())
+        ]
+        snap = tmp_path / "snapshot.json"
+        snap.write_text(json.dumps({"version": 1, "brokers": brokers, "partitions": partitions}))
+        goals = tmp_path / "goals.yaml"
+        goals.write_text(
+            "apiVersion: kafkabalancer.io/v1alpha1\nkind: BalancerGoal\nmetadata: {name: disks}\n"
+            "spec: {type: IntraBrokerDiskDistribution, rangePercent: 10}\n"
+        )
+        plan = tmp_path / "plan.json"
+        code = main(["plan", "--snapshot", str(snap), "--goals", str(goals), "--output", str(plan)])
+        assert code == 0, capsys.readouterr().err
+        planned = json.loads(plan.read_text())["partitions"]
+        targets = {
+            (entry["partition"], b): path
+            for entry in planned
+            for b, path in zip(entry["replicas"], entry["log_dirs"], strict=True)
+            if path != "any"
+        }
+        assert targets, planned
+
+        execute = kafka_bed.run_tool(
+            REASSIGN_PARTITIONS,
+            [
+                "--execute",
+                "--reassignment-json-file",
+                str(plan),
+                "--replica-alter-log-dirs-throttle",
+                "10000000",
+            ],
+        )
+        assert execute.returncode == 0, execute.stderr
+
+        def done() -> bool:
+            now = admin.log_dirs([1, 2])
+            return all(_dir_of(now[b], (topic, p)) == [path] for (p, b), path in targets.items()) and not any(
+                d.future for ds in now.values() for d in ds if any(tp[0] == topic for tp in d.future)
+            )
+
+        wait_until(done, timeout_s=60, what=f"every planned log-dir move of {topic} carried out")
+        # --verify sees the moves done and removes the throttles --execute set.
+        verify = kafka_bed.run_tool(REASSIGN_PARTITIONS, ["--verify", "--reassignment-json-file", str(plan)])
+        assert verify.returncode == 0, verify.stderr
+        assert "is completed" in verify.stdout and "is still in progress" not in verify.stdout, verify.stdout
+        assert_no_throttle_left(kafka_bed, topic)
     finally:
         admin.close()
     assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
