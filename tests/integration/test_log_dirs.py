@@ -147,3 +147,40 @@ def test_kafkas_own_tool_executes_a_plan_that_moves_replicas_between_log_dirs(
         admin.close()
     assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
     delete_topic(kafka_bed, topic)
+
+
+def test_the_snapshot_command_reports_each_replicas_log_dir(
+    kafka_bed: KafkaBed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topic = create_topic(kafka_bed, "logdirsnap", [[1, 2], [2, 3], [3, 1]])
+    output = tmp_path / "snapshot.json"
+    flags = ["--window", "2s", "--interval", "1s", "--disk-capacity", "1e12", "--network-capacity", "1e8"]
+    code = main(
+        [
+            "snapshot",
+            "--bootstrap-server",
+            kafka_bed.bootstrap_servers,
+            *flags,
+            "--cpu-capacity",
+            "8",
+            "--output",
+            str(output),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    document = json.loads(output.read_text())
+    admin = KafkaAdmin(kafka_bed.bootstrap_servers)
+    try:
+        dirs = admin.log_dirs(sorted(kafka_bed.racks))
+    finally:
+        admin.close()
+    for broker in document["brokers"]:
+        listed = dirs[broker["id"]]
+        assert [d["path"] for d in broker["logDirs"]] == [d.path for d in listed]
+        assert [d["capacity"] for d in broker["logDirs"]] == [float(d.total_bytes or 0) for d in listed]
+        assert all(d["online"] for d in broker["logDirs"]) and len(listed) == LOG_DIRS_PER_BROKER
+    mine = [p for p in document["partitions"] if p["topic"] == topic]
+    assert len(mine) == 3
+    for p in mine:
+        assert p["logDirs"] == [_dir_of(dirs[b], (topic, p["partition"]))[0] for b in p["replicas"]]
+    delete_topic(kafka_bed, topic)

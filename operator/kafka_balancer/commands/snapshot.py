@@ -5,6 +5,8 @@ Capacities come from ``--capacity-file`` (JSON: ``{"default": {capacity}, "broke
 ``{"disk", "networkIn", "networkOut", "cpu"}``) or from the three ``--*-capacity`` flags, the same
 for every broker (``--network-capacity`` is both networkIn and networkOut).
 
+Log dirs (``logDirs``) are read once, at the end: where each replica is now, from DescribeLogDirs.
+
 Broker cpu comes from Prometheus when ``--prometheus-url`` (or ``--prometheus-config``) is given;
 without it every partition's cpu is 0 (the Admin API measures no cpu).
 """
@@ -20,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -28,8 +31,9 @@ from kafka_balancer.errors import InputError
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import write_json_atomically
 from kafka_balancer.formats.snapshot import CapacityIn, load_json, parse_snapshot
-from kafka_balancer.kafka.admin import check_connection, load_properties
+from kafka_balancer.kafka.admin import KafkaAdmin, LogDirState, check_connection, load_properties
 from kafka_balancer.kafka.collector import AdminReader, Collector, PassResult, total_requests
+from kafka_balancer.kafka.log_dir_snapshot import add_log_dirs
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, Capacity, build_snapshot
 from kafka_balancer.prometheus.source import PrometheusSource
@@ -132,6 +136,17 @@ def _progress(passes: int, caps: Capacities, display: ProgressDisplay) -> Callab
     return show
 
 
+def _log_dirs(
+    bootstrap: str, props: dict[str, str], document: dict[str, Any]
+) -> dict[int, tuple[LogDirState, ...]]:
+    """Where each replica is now (not sampled: a log dir is a place, not a rate)."""
+    admin = KafkaAdmin(bootstrap, props)
+    try:
+        return admin.log_dirs(b["id"] for b in document["brokers"])
+    finally:
+        admin.close()
+
+
 def run_snapshot(args: argparse.Namespace) -> int:
     if args.output.is_file():
         # No output file on failure: a stale snapshot must not be taken for this run's.
@@ -167,6 +182,9 @@ def run_snapshot(args: argparse.Namespace) -> int:
         document = build_snapshot(
             last.brokers, caps, store.partition_samples(since), broker_samples, window_ms
         )
+    document, no_log_dirs = add_log_dirs(document, _log_dirs(args.bootstrap_server, props, document))
+    if no_log_dirs is not None:
+        print(f"snapshot: without logDirs: {no_log_dirs}", file=sys.stderr)
     cluster = parse_snapshot(document, "collected snapshot")
     if usage_source is not None:
         lines = comparison_lines(measured_usage(broker_samples), modelled_network(cluster))
