@@ -150,6 +150,16 @@ def test_an_offline_log_dir_with_no_room_left_on_its_broker_exits_3(
     assert "no online log dir of broker 0 has room" in run.stderr and "offline log dir /data/1" in run.stderr
 
 
+def test_a_broker_with_every_log_dir_offline_is_left_to_the_brokers_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = jbod(offline="/data/1")
+    snap["brokers"][0]["logDirs"][0]["online"] = False
+    run = run_plan(tmp_path, capsys, snap, INTRA_GOALS)
+    assert run.code == 0 and run.plan is not None, run.stderr
+    assert all(0 not in entry["replicas"] or "log_dirs" not in entry for entry in run.plan["partitions"])
+
+
 def test_replicas_arriving_on_a_broker_go_to_its_emptier_dir_when_intra_broker_goals_are_set(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

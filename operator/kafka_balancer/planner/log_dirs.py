@@ -53,6 +53,10 @@ def plan_log_dirs(cluster: Cluster, inter: ReassignmentPlan, specs: tuple[GoalSp
     final = [targets.get((p.topic, p.partition), _leader_first(p)) for p in cluster.partitions]
     before, after = _replicas(cluster, final)
     for broker in cluster.brokers:
+        if not any(d.online for d in broker.log_dirs):
+            # Every dir offline: the broker is down for Kafka; self-healing marks it failed and the
+            # brokers' plan re-homes its replicas, there is no dir here to plan.
+            continue
         _place(broker, after[broker.id], goals, cluster)
         _balance(broker, after[broker.id], goals)
     outcomes = tuple(
