@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from kafka_balancer.errors import InfeasibleError
 from kafka_balancer.goals.base import GoalStatus
 from kafka_balancer.goals.registry import priority_order
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec
 from kafka_balancer.model.cluster import Broker, Cluster, Partition
+from kafka_balancer.model.math import FloatArray
 from kafka_balancer.model.plan import ANY_LOG_DIR, Reassignment, ReassignmentPlan
 from kafka_balancer.planner.plan import GoalOutcome
 
@@ -134,10 +137,10 @@ def _place(broker: Broker, replicas: list[_Replica], goals: list[GoalSpec], clus
     Without intra-broker goals a replica arriving from another broker is left to Kafka (``any``)."""
     capacity = {d.path: d.capacity for d in broker.log_dirs if d.online}
     hard = [g for g in goals if g.hard]
+    used = _used(broker, replicas)
     for r in sorted(replicas, key=lambda r: -r.size):
         if r.dir is not None or (r.origin is None and not goals):
             continue
-        used = _used(broker, replicas)
         limits = [_band(g, broker, used) for g in hard]
         fits = [
             path
@@ -153,44 +156,83 @@ def _place(broker: Broker, replicas: list[_Replica], goals: list[GoalSpec], clus
                 f"which {why}"
             )
         r.dir = min(fits, key=lambda path: ((used[path] + r.size) / capacity[path], path))
+        used[r.dir] += r.size
+
+
+def _outside(lo: FloatArray, hi: FloatArray, used: FloatArray) -> FloatArray:
+    """Bytes outside [lo, hi] per dir (the arrays broadcast), with float rounding forgiven."""
+    slack = TOLERANCE * np.maximum(np.where(np.isfinite(hi), hi, 0.0), 1.0)
+    return np.maximum(used - hi - slack, 0.0) + np.maximum(lo - used - slack, 0.0)
 
 
 def _balance(broker: Broker, replicas: list[_Replica], goals: list[GoalSpec]) -> None:
     """Each goal in priority order moves replicas between the broker's dirs while that lowers its
     violation and raises no earlier or hard goal's; among such moves the one that lowers it most,
-    then the one that copies fewest bytes (a replica placed by this plan moves for free)."""
+    then the one that copies fewest bytes (a replica placed by this plan moves for free).
+
+    A move keeps the broker's total, so every band (a share of the broker's own mean, or of a dir's
+    capacity) stays put and a move changes the violation at its two dirs only."""
     paths = [d.path for d in broker.log_dirs if d.online]
-    for i, goal in enumerate(goals):
-        guards = [g for g in goals[:i]] + [g for g in goals[i + 1 :] if g.hard]
+    if len(paths) < 2 or not goals:
+        return
+    column = {path: i for i, path in enumerate(paths)}
+    size = np.array([r.size for r in replicas], dtype=np.float64)
+    at = np.array([column[r.dir] if r.dir is not None else -1 for r in replicas], dtype=np.int64)
+    # An offline or absent origin is -1: such a replica has moved already and moves again for free.
+    origin = np.array([column.get(r.origin, -1) if r.origin else -1 for r in replicas], dtype=np.int64)
+    movable = np.array([r.movable for r in replicas], dtype=bool) & (at >= 0) & (size > 0)
+    used = np.bincount(at[at >= 0], weights=size[at >= 0], minlength=len(paths)).astype(np.float64)
+    start = dict(zip(paths, used.tolist(), strict=True))
+    bands = []
+    for goal in goals:
+        band = _band(goal, broker, start)
+        bands.append((np.array([band[p][0] for p in paths]), np.array([band[p][1] for p in paths])))
+    for i, (lo, hi) in enumerate(bands):
+        guards = bands[:i] + [b for j, b in enumerate(bands) if j > i and goals[j].hard]
         for _ in range(len(replicas) + 1):
-            used = _used(broker, replicas)
-            band = _band(goal, broker, used)
-            current = _violation(band, used)
-            if current <= 0.0:
+            now = _outside(lo, hi, used)
+            if now.sum() <= 0.0:
                 break
-            guarded = [(g, _band(g, broker, used)) for g in guards]
-            best: tuple[float, float, _Replica, str] | None = None
-            for r in replicas:
-                if r.dir is None or not r.movable or r.size <= 0.0:
-                    continue
-                for dest in paths:
-                    if dest == r.dir:
+            best: tuple[float, float, int, int] | None = None
+            for src in range(len(paths)):
+                ks = np.nonzero(movable & (at == src))[0]
+                for dst in range(len(paths)):
+                    if dst == src or not len(ks):
                         continue
-                    moved = {**used, r.dir: used[r.dir] - r.size, dest: used[dest] + r.size}
-                    after = _violation(_band(goal, broker, moved), moved)
-                    if after >= current - TOLERANCE * max(r.size, 1.0):
+                    x = size[ks]
+                    change = (
+                        _outside(lo[src], hi[src], used[src] - x)
+                        + _outside(lo[dst], hi[dst], used[dst] + x)
+                        - now[src]
+                        - now[dst]
+                    )
+                    ok = change < -TOLERANCE * np.maximum(x, 1.0)
+                    for glo, ghi in guards:
+                        was = _outside(glo, ghi, used)
+                        worse = (
+                            _outside(glo[src], ghi[src], used[src] - x)
+                            + _outside(glo[dst], ghi[dst], used[dst] + x)
+                            - was[src]
+                            - was[dst]
+                        )
+                        ok &= worse <= 0.0
+                    if not ok.any():
                         continue
-                    if any(
-                        _violation(_band(g, broker, moved), moved) > _violation(b, used) for g, b in guarded
-                    ):
-                        continue
-                    cost = 0.0 if r.origin is None or r.origin != r.dir else r.size
-                    key = (after, cost, r, dest)
+                    cost = np.where(origin[ks] == src, x, 0.0)
+                    pick = np.nonzero(ok)[0]
+                    k = int(pick[np.lexsort((cost[pick], change[pick]))[0]])
+                    key = (float(change[k]), float(cost[k]), int(ks[k]), dst)
                     if best is None or key[:2] < best[:2]:
                         best = key
             if best is None:
                 break
-            best[2].dir = best[3]
+            _, _, k, dst = best
+            used[at[k]] -= size[k]
+            used[dst] += size[k]
+            at[k] = dst
+    for r, where in zip(replicas, at.tolist(), strict=True):
+        if where >= 0:
+            r.dir = paths[where]
 
 
 def _status(goal: GoalSpec, brokers: tuple[Broker, ...], placed: dict[int, list[_Replica]]) -> GoalStatus:
