@@ -17,6 +17,7 @@ from kafka_balancer.errors import InputError
 from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.formats.snapshot import cluster_to_snapshot, parse_snapshot
 from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
+from kafka_balancer.model.reassign import apply_reassignments
 from tests.unit import checker
 from tests.unit.clusters import assert_refused, broker, goals_yaml, partition, run_plan, snapshot
 
@@ -255,3 +256,14 @@ def test_plan_log_dirs_follow_kafkas_rules() -> None:
         parse_plan({"partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": ["any"]}]})
     with pytest.raises(InputError, match=r"partitions\[0\]\.log_dirs"):
         parse_plan({"partitions": [{"topic": "t", "partition": 0, "replicas": [1], "log_dirs": [3]}]})
+
+
+def test_a_plan_applied_to_a_snapshot_moves_replicas_between_its_dirs_and_refuses_unknown_dirs() -> None:
+    cluster = parse_snapshot(jbod())
+    first = cluster.partitions[0]
+    assert first.replicas == (0, 1) and first.log_dirs == ("/data/1", "/data/0")
+    moved = Reassignment("t", 0, (0, 1), ("/data/0", "any"))
+    after = apply_reassignments(cluster, ReassignmentPlan((moved,)))
+    assert after.partitions[0].log_dirs == ("/data/0", "/data/0")
+    with pytest.raises(InputError, match=r"t-0\.log_dirs: broker 0 has no log dir '/nope'"):
+        apply_reassignments(cluster, ReassignmentPlan((Reassignment("t", 0, (0, 1), ("/nope", "any")),)))

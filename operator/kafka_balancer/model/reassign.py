@@ -11,11 +11,13 @@ from kafka_balancer.model.plan import ANY_LOG_DIR, ReassignmentPlan
 
 def apply_reassignments(cluster: Cluster, plan: ReassignmentPlan) -> Cluster:
     """Listed partitions get the new replicas with ``replicas[0]`` as leader (Kafka's reassignment
-    JSON); InputError for an unknown partition or broker or a changed replication factor."""
+    JSON); InputError for an unknown partition or broker, a changed replication factor or a log dir
+    its broker does not list (when the snapshot has log dirs)."""
     replicas = plan.targets()
     entries = {r.tp: r for r in plan}
     known = {(p.topic, p.partition) for p in cluster.partitions}
     brokers = {b.id for b in cluster.brokers}
+    dirs_of = {b.id: {d.path for d in b.log_dirs} for b in cluster.brokers}
     for (topic, number), new in replicas.items():
         name = f"{topic}-{number}"
         if (topic, number) not in known:
@@ -25,6 +27,9 @@ def apply_reassignments(cluster: Cluster, plan: ReassignmentPlan) -> Cluster:
             raise InputError(f"plan: {name} names broker(s) {unknown} that are not in the snapshot")
         if len(set(new)) != len(new) or not new:
             raise InputError(f"plan: {name}.replicas {list(new)} must list distinct brokers")
+        for b, path in zip(new, entries[(topic, number)].log_dirs or [ANY_LOG_DIR] * len(new), strict=True):
+            if path != ANY_LOG_DIR and dirs_of[b] and path not in dirs_of[b]:
+                raise InputError(f"plan: {name}.log_dirs: broker {b} has no log dir {path!r}")
     partitions = []
     for p in cluster.partitions:
         planned = replicas.get((p.topic, p.partition))
