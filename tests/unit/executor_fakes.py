@@ -11,7 +11,8 @@ from kafka_balancer.kafka.admin import OngoingReassignment, PartitionState, Tp
 
 @dataclass
 class FakeKafkaCluster:
-    """Reassignments advance one ``tick()`` at a time: a fraction of bytes copied, then done."""
+    """Reassignments advance one ``tick()`` at a time: a fraction of bytes copied, then done; a
+    reordering of the same replicas is done at once and keeps its leader."""
 
     brokers: frozenset[int]
     replicas: dict[Tp, tuple[int, ...]]
@@ -24,6 +25,7 @@ class FakeKafkaCluster:
     submitted: list[dict[Tp, tuple[int, ...] | None]] = field(default_factory=list)
     throttled_when_submitted: list[dict[tuple[str, str], dict[str, str]]] = field(default_factory=list)
     elections: list[list[Tp]] = field(default_factory=list)
+    ongoing_when_elected: list[set[Tp]] = field(default_factory=list)  # reassignments then in flight
     # Kafka keeps the in-flight order when a reassignment is cancelled: (3, 4) → (1, 4) reverts to (4, 3).
     reorder_on_cancel: bool = False
     racks: dict[int, str] = field(default_factory=dict)
@@ -117,6 +119,11 @@ class FakeKafkaCluster:
                     self._lagging[tp] = (in_flight, self.metadata_lag_reads)
                 if cancelled is not None and self.reorder_on_cancel:
                     self.replicas[tp] = tuple(b for b in cancelled[0] + original if b in original)
+            elif set(target) == set(self.replicas[tp]) and tp not in self.ongoing:
+                # Kafka takes a reordering of the same replicas at once (nothing to copy) and keeps
+                # the leader: only an election makes the new first replica lead.
+                self.leaders.setdefault(tp, self.leader(tp))
+                self.replicas[tp] = target
             else:
                 self.ongoing[tp] = (target, 0)
         return {}
@@ -147,6 +154,7 @@ class FakeKafkaCluster:
     def elect_preferred_leaders(self, partitions: Iterable[Tp]) -> dict[Tp, str]:
         chosen = list(partitions)
         self.elections.append(chosen)
+        self.ongoing_when_elected.append(set(self.ongoing))
         for tp in chosen:
             self.leaders.pop(tp, None)
         return {}

@@ -1,5 +1,5 @@
-"""Batches: bounded per broker (sender or receiver) and cluster-wide, in the plan's order or smaller
-partitions first."""
+"""Batches: reorderings first and unbounded, then data moves bounded per broker (sender or receiver)
+and cluster-wide, in the plan's order or smaller partitions first."""
 
 from __future__ import annotations
 
@@ -46,3 +46,19 @@ def test_only_pending_moves_are_batched() -> None:
         if s is not MoveStatus.IN_FLIGHT
     ]
     assert [m.status for m in next_batch(moves, max_per_broker=9, max_total=9)] == [MoveStatus.PENDING]
+
+
+def test_reorderings_start_first_even_when_data_moves_use_up_the_bounds() -> None:
+    in_flight = replace(_move(0, (1,), (2,), 900), status=MoveStatus.IN_FLIGHT)
+    reordered = [_move(8, (1, 2), (2, 1), 700), _move(9, (3, 4), (4, 3), 800)]
+    moves = [in_flight, _move(1, (3,), (4,), 1), *reordered]
+    for order in MoveOrder:
+        batch = next_batch(moves, max_per_broker=1, max_total=1, order=order)
+        assert [m.partition for m in batch] == [8, 9]
+
+
+def test_reorderings_in_flight_do_not_use_up_the_bounds() -> None:
+    reordering = replace(_move(0, (1, 2), (2, 1), 1), status=MoveStatus.IN_FLIGHT)
+    data = [_move(1, (1,), (3,), 1), _move(2, (4,), (5,), 1)]
+    batch = next_batch([reordering, *data], max_per_broker=1, max_total=1)
+    assert [m.partition for m in batch] == [1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,14 +38,16 @@ MOVES = (
     Reassignment("u", 0, (4, 3)),  # leadership only
 )
 PLAN = ReassignmentPlan(MOVES)
+# Every move copies data (u-0 too): the order decides them all.
+DATA_PLAN = ReassignmentPlan((*MOVES[:2], Reassignment("u", 0, (1, 3))))
 
 
-def _executor(cluster: FakeKafkaCluster, tmp_path: Path, **options: object) -> tuple[Executor, FakeClock]:
+def _executor(
+    cluster: FakeKafkaCluster, tmp_path: Path, log: Callable[[str], None] = lambda _: None, **options: object
+) -> tuple[Executor, FakeClock]:
     clock = FakeClock(cluster)
     opts = replace(ExecuteOptions(throttle=1000, poll_interval_s=1.0), **options)  # type: ignore[arg-type]
-    executor = Executor(
-        cluster, tmp_path / "state.json", opts, log=lambda _: None, clock=clock.time, sleep=clock.sleep
-    )
+    executor = Executor(cluster, tmp_path / "state.json", opts, log=log, clock=clock.time, sleep=clock.sleep)
     return executor, clock
 
 
@@ -70,18 +73,19 @@ def test_every_move_lands_leaders_are_elected_and_throttles_are_removed(tmp_path
 @pytest.mark.parametrize(
     ("order", "submitted"),
     [
-        (MoveOrder.PLAN, [("t", 0), ("t", 1), ("u", 0)]),
+        (MoveOrder.PLAN, [("u", 0), ("t", 0), ("t", 1)]),
         (MoveOrder.SMALLEST_FIRST, [("u", 0), ("t", 1), ("t", 0)]),
     ],
 )
-def test_moves_are_submitted_one_at_a_time_in_the_order_asked(
+def test_data_moves_are_submitted_one_at_a_time_in_the_order_asked_after_the_reorderings(
     tmp_path: Path, order: MoveOrder, submitted: list[tuple[str, int]]
 ) -> None:
     cluster = _cluster()
     executor, clock = _executor(cluster, tmp_path, max_moves=1, order=order)
     executor.run(new_state(cluster, PLAN, executor.options, clock.time()))
     assert [tp for batch in cluster.submitted for tp in batch] == submitted
-    assert all(len(batch) == 1 for batch in cluster.submitted)
+    # The reordering u-0 copies nothing: it rides along with the first data move, outside max_moves.
+    assert [len(batch) for batch in cluster.submitted] == [2, 1]
 
 
 @pytest.mark.parametrize(
@@ -96,12 +100,46 @@ def test_a_resumed_run_keeps_its_order_unless_given_another(
 ) -> None:
     cluster = _cluster()
     first, clock = _executor(cluster, tmp_path, max_moves=1, order=MoveOrder.SMALLEST_FIRST)
-    first.submit(first.observe(new_state(cluster, PLAN, first.options, clock.time())))
+    first.submit(first.observe(new_state(cluster, DATA_PLAN, first.options, clock.time())))
     assert load_state(tmp_path / "state.json").order is MoveOrder.SMALLEST_FIRST
 
     resumed, _ = _executor(cluster, tmp_path, max_moves=1, order=resumed_with)
     resumed.run(load_state(tmp_path / "state.json"))
     assert [tp for batch in cluster.submitted for tp in batch] == submitted
+
+
+def test_a_reordered_leader_is_elected_while_the_data_moves_still_copy(tmp_path: Path) -> None:
+    cluster = _cluster(ticks_to_finish=6)
+    lines: list[str] = []
+    executor, _ = _executor(cluster, tmp_path, lines.append, max_moves=1)
+    state = executor.run(new_state(cluster, PLAN, executor.options, executor.clock()))
+
+    assert [m.status for m in state.moves] == [MoveStatus.DONE] * 3
+    assert set(cluster.submitted[0]) == {("t", 0), ("u", 0)}  # max_moves=1 is taken by t-0
+    # u-0 led by 4 (its planned leader) while t-0 still copied and t-1 had not started.
+    assert cluster.elections[0] == [("u", 0)]
+    assert cluster.ongoing_when_elected[0] == {("t", 0)}
+    assert len(cluster.submitted) == 2
+    assert "electing preferred leaders for 1 partition(s) (leadership first)" in lines
+    assert state.moves[2].leader_elected_at is not None
+    assert state.moves[0].leader_elected_at is None  # a data move's leader waits for the end
+
+
+def test_a_resumed_execution_does_not_repeat_the_elections_done(tmp_path: Path) -> None:
+    cluster = _cluster(ticks_to_finish=6)
+    lines: list[str] = []
+    first, _ = _executor(cluster, tmp_path, lines.append, max_moves=1)
+    state = first.round(first.observe(new_state(cluster, PLAN, first.options, first.clock())))
+    while not cluster.elections:
+        first.sleep(1.0)
+        state = first.round(state)
+    cluster.leaders[("u", 0)] = 3  # the leader moved back (its broker restarted): the end elects it
+
+    resumed, _ = _executor(cluster, tmp_path, lines.append, max_moves=1)
+    resumed.run(load_state(tmp_path / "state.json"))
+    assert lines.count("electing preferred leaders for 1 partition(s) (leadership first)") == 1
+    assert cluster.elections == [[("u", 0)], [("u", 0)]]  # once early, once by the end's check
+    assert cluster.leader(("u", 0)) == 4
 
 
 def test_a_move_recorded_in_flight_but_never_submitted_is_submitted_once_on_resume(tmp_path: Path) -> None:

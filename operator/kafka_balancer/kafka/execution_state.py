@@ -49,6 +49,9 @@ class Move:
     progress_at: float | None = None
     origin: tuple[int, ...] = ()
     planned: tuple[int, ...] = ()
+    # When the executor elected the planned leader of this reordering as soon as it was done (or
+    # saw it in place already): never asked again on resume; the end of the plan settles the rest.
+    leader_elected_at: float | None = None
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -69,6 +72,11 @@ class Move:
     @property
     def removing(self) -> tuple[int, ...]:
         return tuple(b for b in self.source if b not in self.target)
+
+    @property
+    def reorders_only(self) -> bool:
+        """The whole move only changes the replicas' order, hence the preferred leader: no copy."""
+        return set(self.original) == set(self.final)
 
     @property
     def brokers(self) -> frozenset[int]:
@@ -155,6 +163,7 @@ def _move_from(doc: Mapping[str, Any]) -> Move:
         progress_at=doc.get("progressAt"),
         origin=tuple(int(b) for b in doc.get("origin", ())),
         planned=tuple(int(b) for b in doc.get("planned", ())),
+        leader_elected_at=doc.get("leaderElectedAt"),
     )
 
 
@@ -173,6 +182,7 @@ def _move_doc(move: Move) -> dict[str, Any]:
         "progressAt": move.progress_at,
         "origin": list(move.origin),
         "planned": list(move.planned),
+        "leaderElectedAt": move.leader_elected_at,
     }
 
 

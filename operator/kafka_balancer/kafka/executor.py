@@ -143,8 +143,10 @@ class Executor:
         return self.ride_out(self.finish, state)
 
     def round(self, state: ExecutionState) -> ExecutionState:
-        """One look at the cluster: settle moves, stop stuck ones, start the next batch, throttle it."""
+        """One look at the cluster: settle moves, stop stuck ones, elect the leaders of reorderings
+        done, start the next batch, throttle it."""
         state = self.commit(self.stop_stuck(self.observe(state)))
+        state = self.elect_leaders_first(state)
         state = self.submit(state)
         return sync_throttles(self.admin, state, self.commit)
 
@@ -324,6 +326,31 @@ class Executor:
                 failed = replace(move, status=MoveStatus.FAILED, reason=reason, finished_at=now)
                 state = state.with_move(failed)
         return self.commit(state)
+
+    def elect_leaders_first(self, state: ExecutionState) -> ExecutionState:
+        """Elect the planned leader of each reordering done, once, while the data moves still copy.
+
+        A data move's leader waits for :meth:`apply_leadership` at the end, as Cruise Control moves
+        leadership after the replicas: the copies still load the brokers it would lead on, and the
+        plan's leader balance holds for its end, not for any state half-way."""
+        fresh = [
+            m for m in state.by_status(MoveStatus.DONE) if m.reorders_only and m.leader_elected_at is None
+        ]
+        if not fresh:
+            return state
+        parts = self.admin.partitions({m.topic for m in fresh})
+        wrong = sorted(m.tp for m in fresh if m.tp in parts and parts[m.tp].leader != m.final[0])
+        now = self.clock()
+        for move in fresh:
+            state = state.with_move(replace(move, leader_elected_at=now))
+        # Committed before asking: a restart after this never asks again, the end of the plan does.
+        state = self.commit(state)
+        if wrong:
+            self.log(f"electing preferred leaders for {len(wrong)} partition(s) (leadership first)")
+            refused = self.admin.elect_preferred_leaders(wrong)
+            for tp, reason in sorted(refused.items()):
+                self.log(f"{_tp(tp)}: preferred leader not elected yet ({reason}); retried at the end")
+        return state
 
     def apply_leadership(self, state: ExecutionState) -> ExecutionState:
         """Preferred-leader election where the leader is not ``replicas[0]`` of the plan."""
