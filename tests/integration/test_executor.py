@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,63 @@ def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBe
     rate = doc["bytesTotal"] / (finished - started)
     took = finished - started
     print(f"\nmoved {doc['bytesTotal']} bytes in {took:.1f}s: {rate:.0f} B/s, throttle {throttle} B/s")
+
+
+def test_a_reordered_leader_is_in_place_while_a_data_move_still_copies(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    topic = create_topic(kafka_bed, "lead", [[1, 2], [3, 4]])
+    writer = Writer(kafka_bed, topic)
+    # About 2 MB a partition. Kafka lets the first ~10 s worth of the rate through at once (its
+    # quota's window), so at 100 kB/s partition 0 copies 1 MB at once, then the rest and what the
+    # writer adds meanwhile for ~20 s.
+    writer.write(8_000, 500)
+    targets = {0: [3, 1], 1: [4, 3]}  # 0 copies to broker 3; 1 only swaps its leader
+    plan = write_plan(tmp_path / "plan.json", topic, targets)
+    state = tmp_path / "state.json"
+    seen: list[tuple[float, list[int], int]] = []  # (when, partition 0's replicas, partition 1's leader)
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            now = partitions(kafka_bed, topic)
+            seen.append((time.time(), now[0][0], now[1][1]))
+            stop.wait(0.1)
+
+    watcher = threading.Thread(target=watch)
+    background = threading.Thread(target=writer.write_until_stopped)
+    watcher.start()
+    background.start()
+    try:
+        executor = cli(
+            "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+            "--state", str(state), "--throttle", "100000", "--max-moves", "1", "--poll-interval", "0.5",
+        )  # fmt: skip
+        out, err = executor.communicate(timeout=300)
+    finally:
+        writer.stop.set()
+        stop.set()
+        background.join(timeout=60)
+        watcher.join(timeout=30)
+    assert executor.returncode == 0, (out, err)
+
+    doc = read_state(state)
+    started = doc["createdAt"]
+    copy_done = next(m["finishedAt"] for m in doc["moves"] if m["partition"] == 0)
+    led = next(when for when, _, leader in seen if leader == 4)
+    print(
+        f"\nreordered leader in place {led - started:.1f}s after the start, "
+        f"the copy done after {copy_done - started:.1f}s"
+    )
+    # Metadata lists the union (3 replicas) while partition 0 copies: partition 1 was led by its
+    # planned leader before the copy ended.
+    assert any(leader == 4 and len(replicas) == 3 for _, replicas, leader in seen), seen
+    assert led < copy_done
+    assert "(leadership first)" in out, out
+
+    _assert_as_planned(kafka_bed, topic, targets)
+    assert_no_throttle_left(kafka_bed, topic)
+    assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
 
 
 def test_one_replica_at_a_time_never_copies_two_replicas_of_a_partition_at_once(
