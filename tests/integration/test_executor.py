@@ -6,9 +6,10 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from tests.support.executor_cli import cli, copying, read_state, write_plan
@@ -30,6 +31,8 @@ from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed.kafka import REASSIGN_PARTITIONS, KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 
+T = TypeVar("T")
+
 
 def _in_flight(path: Path) -> bool:
     return any(m["status"] == "in-flight" for m in read_state(path).get("moves", []))
@@ -40,6 +43,31 @@ def _assert_as_planned(bed: KafkaBed, topic: str, targets: dict[int, list[int]])
     for partition, target in targets.items():
         replicas, leader, isr = actual[partition]
         assert (replicas, leader, isr) == (target, target[0], set(target)), (partition, actual[partition])
+
+
+@contextmanager
+def writing_and_sampling(writer: Writer, sample: Callable[[], T], every_s: float) -> Iterator[list[T]]:
+    """For the block: ``writer`` produces in a thread and another collects ``sample()`` every
+    ``every_s`` seconds into the list yielded; both are stopped and joined on the way out."""
+    seen: list[T] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.append(sample())
+            stop.wait(every_s)
+
+    watcher = threading.Thread(target=watch)
+    background = threading.Thread(target=writer.write_until_stopped)
+    watcher.start()
+    background.start()
+    try:
+        yield seen
+    finally:
+        writer.stop.set()
+        stop.set()
+        background.join(timeout=60)
+        watcher.join(timeout=30)
 
 
 def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBed, tmp_path: Path) -> None:
@@ -98,30 +126,17 @@ def test_a_reordered_leader_is_in_place_while_a_data_move_still_copies(
     targets = {0: [3, 1], 1: [4, 3]}  # 0 copies to broker 3; 1 only swaps its leader
     plan = write_plan(tmp_path / "plan.json", topic, targets)
     state = tmp_path / "state.json"
-    seen: list[tuple[float, list[int], int]] = []  # (when, partition 0's replicas, partition 1's leader)
-    stop = threading.Event()
 
-    def watch() -> None:
-        while not stop.is_set():
-            now = partitions(kafka_bed, topic)
-            seen.append((time.time(), now[0][0], now[1][1]))
-            stop.wait(0.1)
+    def sample() -> tuple[float, list[int], int]:  # when, partition 0's replicas, partition 1's leader
+        now = partitions(kafka_bed, topic)
+        return time.time(), now[0][0], now[1][1]
 
-    watcher = threading.Thread(target=watch)
-    background = threading.Thread(target=writer.write_until_stopped)
-    watcher.start()
-    background.start()
-    try:
+    with writing_and_sampling(writer, sample, 0.1) as seen:
         executor = cli(
             "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
             "--state", str(state), "--throttle", "100000", "--max-moves", "1", "--poll-interval", "0.5",
         )  # fmt: skip
         out, err = executor.communicate(timeout=300)
-    finally:
-        writer.stop.set()
-        stop.set()
-        background.join(timeout=60)
-        watcher.join(timeout=30)
     assert executor.returncode == 0, (out, err)
 
     doc = read_state(state)
@@ -150,29 +165,12 @@ def test_one_replica_at_a_time_never_copies_two_replicas_of_a_partition_at_once(
     writer = Writer(kafka_bed, topic)
     writer.write(8_000, 500)
     plan = write_plan(tmp_path / "plan.json", topic, {0: [3, 4]})
-    seen: list[list[int]] = []
-    stop = threading.Event()
-
-    def watch() -> None:
-        while not stop.is_set():
-            seen.append(partitions(kafka_bed, topic)[0][0])
-            stop.wait(0.2)
-
-    watcher = threading.Thread(target=watch)
-    background = threading.Thread(target=writer.write_until_stopped)
-    watcher.start()
-    background.start()
-    try:
+    with writing_and_sampling(writer, lambda: partitions(kafka_bed, topic)[0][0], 0.2) as seen:
         code = main(
             ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
              "--state", str(tmp_path / "state.json"), "--throttle", "500000", "--replicas-at-a-time", "1",
              "--poll-interval", "0.3"]
         )  # fmt: skip
-    finally:
-        writer.stop.set()
-        stop.set()
-        background.join(timeout=60)
-        watcher.join(timeout=30)
     assert code == 0
 
     _assert_as_planned(kafka_bed, topic, {0: [3, 4]})
