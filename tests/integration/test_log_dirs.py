@@ -7,6 +7,8 @@ planner wrote."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,15 +27,29 @@ def _dir_of(dirs: tuple[LogDirState, ...], tp: tuple[str, int]) -> list[str]:
     return [d.path for d in dirs if tp in d.replicas]
 
 
+@contextmanager
+def written_topic(
+    bed: KafkaBed, name: str, assignment: list[list[int]], messages: int, size: int
+) -> Iterator[tuple[str, KafkaAdmin]]:
+    """A topic with ``messages`` written and an admin client, for the block; after it every message
+    must read back intact, then the topic is deleted."""
+    topic = create_topic(bed, name, assignment)
+    writer = Writer(bed, topic)
+    writer.write(messages, size)
+    admin = KafkaAdmin(bed.bootstrap_servers)
+    try:
+        yield topic, admin
+    finally:
+        admin.close()
+    assert consume_digest(bed.bootstrap_servers, topic, writer.sent) == writer.result()
+    delete_topic(bed, topic)
+
+
 def test_a_replica_moves_between_the_log_dirs_of_its_broker_with_every_message_kept(
     kafka_bed: KafkaBed,
 ) -> None:
-    topic = create_topic(kafka_bed, "logdirs", [[1, 2]])
-    tp = (topic, 0)
-    writer = Writer(kafka_bed, topic)
-    writer.write(2_000, 500)
-    admin = KafkaAdmin(kafka_bed.bootstrap_servers)
-    try:
+    with written_topic(kafka_bed, "logdirs", [[1, 2]], 2_000, 500) as (topic, admin):
+        tp = (topic, 0)
         dirs = admin.log_dirs([1, 2])
         # The collector's view: each broker's dirs, online, with their volume's size, and the one
         # dir that holds each replica (sizes reach the leader's log once it is flushed to the dir).
@@ -59,20 +75,12 @@ def test_a_replica_moves_between_the_log_dirs_of_its_broker_with_every_message_k
         assert_no_throttle_left(kafka_bed, topic)
         # Broker 2's replica stayed where it was.
         assert _dir_of(admin.log_dirs([2])[2], tp) == _dir_of(dirs[2], tp)
-    finally:
-        admin.close()
-    assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
-    delete_topic(kafka_bed, topic)
 
 
 def test_kafkas_own_tool_executes_a_plan_that_moves_replicas_between_log_dirs(
     kafka_bed: KafkaBed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    topic = create_topic(kafka_bed, "logdirplan", [[1, 2]] * 4)
-    writer = Writer(kafka_bed, topic)
-    writer.write(1_000, 300)
-    admin = KafkaAdmin(kafka_bed.bootstrap_servers)
-    try:
+    with written_topic(kafka_bed, "logdirplan", [[1, 2]] * 4, 1_000, 300) as (topic, admin):
         dirs = admin.log_dirs(sorted(kafka_bed.racks))
         # Sizes made up so that each broker's dirs are far apart: a 10 GB replica in the broker's
         # first dir, 1 GB elsewhere; the plan must then move replicas between the dirs of a broker.
@@ -143,10 +151,6 @@ def test_kafkas_own_tool_executes_a_plan_that_moves_replicas_between_log_dirs(
         assert verify.returncode == 0, verify.stderr
         assert "is completed" in verify.stdout and "is still in progress" not in verify.stdout, verify.stdout
         assert_no_throttle_left(kafka_bed, topic)
-    finally:
-        admin.close()
-    assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
-    delete_topic(kafka_bed, topic)
 
 
 def test_the_snapshot_command_reports_each_replicas_log_dir(
