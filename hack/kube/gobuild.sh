@@ -9,11 +9,21 @@ export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
 
 KUBE_BIN="$KB_CACHE_DIR/kube-$KUBE_VERSION/bin"
 
-# require_pin MODULE_DIR "MODULE VERSION": refuses a wrapper module that drifted from versions.sh.
+# module_dir MODULE_DIR: a wrapper module named alone lives under hack/kube/; one named with a
+# slash is a path from hack/ (hack/minio/ builds a tool of its own, not part of the Kubernetes bed).
+module_dir() {
+  case "$1" in
+    */*) printf '%s\n' "$KB_ROOT/hack/$1" ;;
+    *) printf '%s\n' "$KB_ROOT/hack/kube/$1" ;;
+  esac
+}
+
+# require_pin MODULE_DIR "MODULE VERSION": refuses a wrapper module that drifted from its pinned version.
 require_pin() {
-  local module="$1" requirement="$2"
-  if ! grep -Eq "^(require)?[[:space:]]*$requirement( //.*)?\$" "$KB_ROOT/hack/kube/$module/go.mod"; then
-    log "hack/kube/$module/go.mod does not require $requirement (versions.sh): update both together"
+  local module="$1" requirement="$2" dir
+  dir="$(module_dir "$module")"
+  if ! grep -Eq "^(require)?[[:space:]]*$requirement( //.*)?\$" "$dir/go.mod"; then
+    log "${dir#"$KB_ROOT/"}/go.mod does not require $requirement: update it and the pin together"
     exit 1
   fi
 }
@@ -22,8 +32,9 @@ require_pin() {
 # interrupted build never leaves a truncated binary that a later run would take for a cached one.
 build() {
   local module="$1" package="$2" output="$3" ldflags="-s -w $4"
-  local recipe
-  recipe="$(cd "$KB_ROOT/hack/kube/$module" && shopt -s nullglob &&
+  local recipe dir
+  dir="$(module_dir "$module")"
+  recipe="$(cd "$dir" && shopt -s nullglob &&
     { echo "$package $ldflags"; cat go.mod go.sum ./*.go; } | sha256sum | cut -d' ' -f1)"
   if [ -x "$output" ] && [ "$(cat "$output.recipe" 2>/dev/null)" = "$recipe" ]; then
     return
@@ -31,7 +42,7 @@ build() {
   mkdir -p "$(dirname "$output")"
   log "building $(basename "$output") from $package (a cold build takes minutes)"
   local start=$SECONDS
-  (cd "$KB_ROOT/hack/kube/$module" && go build -trimpath -ldflags="$ldflags" -o "$output.tmp" "$package")
+  (cd "$dir" && go build -trimpath -ldflags="$ldflags" -o "$output.tmp" "$package")
   mv "$output.tmp" "$output"
   echo "$recipe" >"$output.recipe"
   log "built $(basename "$output") in $((SECONDS - start))s"
