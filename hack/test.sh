@@ -20,6 +20,9 @@ log "Kafka bed jars (resolved once from Maven Central, then cached)"
 "$KB_ROOT/hack/kafka/provision.sh" >/dev/null
 log "Prometheus and the JMX exporter agent (fetched once, then cached)"
 "$KB_ROOT/hack/prometheus/provision.sh" >/dev/null
+log "MinIO and the s3a jars of the shared-storage tests (built and resolved once, then cached)"
+"$KB_ROOT/hack/minio/provision.sh" >/dev/null
+"$KB_ROOT/hack/s3a/provision.sh" >/dev/null
 log "the node's binaries and images (built once from Go modules and Debian's packages, then cached)"
 "$KB_ROOT/hack/node/provision.sh" >/dev/null
 log "pytest"

@@ -9,6 +9,7 @@ import pytest
 pytest_plugins = [
     "tests.fixtures.kafka_bed",
     "tests.fixtures.kube_bed",
+    "tests.fixtures.minio_bed",
     "tests.fixtures.node_bed",
     "tests.fixtures.prometheus_bed",
 ]
