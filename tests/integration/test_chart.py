@@ -32,6 +32,8 @@ def test_chart_lints(kube_bed: kube.KubeBed) -> None:
         ("probes.port=0", "at '/probes/port': minimum: got 0, want 1"),
         ("replicas=2", "additional properties 'replicas' not allowed"),
         ("scoring.interval=60", "at '/scoring': additional properties 'interval' not allowed"),
+        ("scoring.s3.endpoint=minio:9000", "at '/scoring/s3/endpoint': 'minio:9000' does not match pattern"),
+        ("scoring.storageSecret=S3_Keys", "at '/scoring/storageSecret': 'S3_Keys' does not match pattern"),
         ("image.pullPolicy=Sometimes", "at '/image/pullPolicy': value must be one of"),
         ("watchNamespaces={Team_A}", "at '/watchNamespaces/0': 'Team_A' does not match pattern"),
         # A misspelt alert would otherwise keep its default silently.
@@ -142,6 +144,30 @@ def test_sparkapplications_are_granted_only_for_spark_on_kubernetes(kube_bed: ku
 
     assert "sparkoperator.k8s.io" not in granted()
     assert "sparkoperator.k8s.io" in granted("scoring.sparkOnKubernetes=true")
+
+
+def test_the_storage_secret_reaches_the_operator_as_env_and_never_as_a_value(kube_bed: kube.KubeBed) -> None:
+    def env(*values: str) -> dict[str, Any]:
+        (deployment,) = [d for d in render(kube_bed, *values) if d["kind"] == "Deployment"]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        return {var["name"]: var.get("value", var.get("valueFrom")) for var in container["env"]}
+
+    spark = ("scoring.sparkOnKubernetes=true", "scoring.storage=s3a://kb/prefix")
+    with_secret = env(*spark, "scoring.s3.endpoint=http://minio.storage:9000", "scoring.storageSecret=kb-s3")
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        assert with_secret[key] == {"secretKeyRef": {"name": "kb-s3", "key": key}}
+    assert with_secret["KAFKA_BALANCER_STORAGE_SECRET"] == "kb-s3"
+    assert (
+        with_secret["AWS_ENDPOINT_URL"]
+        == with_secret["KAFKA_BALANCER_S3_ENDPOINT"]
+        == "http://minio.storage:9000"
+    )
+    assert with_secret["KAFKA_BALANCER_S3_PATH_STYLE"] == "true"
+
+    # No Secret, no endpoint: the pods' own identity against AWS S3.
+    own = env(*spark)
+    assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"} & own.keys()
+    assert "KAFKA_BALANCER_STORAGE_SECRET" not in own
 
 
 @pytest.fixture(scope="module")

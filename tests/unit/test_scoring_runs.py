@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec, Scoring
-from kafka_balancer.errors import ScoringError
+from kafka_balancer.errors import InputError, ScoringError
 from kafka_balancer.formats.goals_file import parse_goals
 from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, ScoringSchedule, pass_times, prune
@@ -31,6 +31,7 @@ from kafka_balancer.model.cluster import PartitionLoad
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
 from kafka_balancer.scoring.launch import ScoringRequest, ScoringResult, error_line
+from kafka_balancer.scoring.s3a import CREDENTIALS_PROVIDER, S3Storage, s3a_conf
 
 POOL_SPEC: dict[str, Any] = {
     "kafka": {"bootstrapServers": "kafka-0:9092"},
@@ -88,7 +89,9 @@ def test_the_manifest_carries_owner_policy_ttl_arguments_and_pool_resources() ->
     assert spec["driver"]["cores"] == 1 and spec["driver"]["coreRequest"] == "500m"
     assert spec["executor"]["memory"] == "2048m" and spec["executor"]["instances"] == 3
     assert spec["sparkConf"]["spark.x"] == "1"
-    assert "spark.hadoop.fs.s3a.aws.credentials.provider" in spec["sparkConf"]
+    # AWS SDK v2's chain: hadoop-aws 3.5 has no v1 SDK, so a v1 class name would fail the driver.
+    assert spec["sparkConf"]["spark.hadoop.fs.s3a.aws.credentials.provider"] == CREDENTIALS_PROVIDER
+    assert CREDENTIALS_PROVIDER.startswith("software.amazon.awssdk.")
 
 
 def test_local_storage_needs_no_s3a_conf_and_default_resources_apply() -> None:
@@ -250,3 +253,46 @@ def test_the_jobs_topology_names_offline_brokers_that_partitions_still_reference
     cluster = parse_snapshot(document, "topology")
     assert [b.id for b in cluster.brokers] == [0, 7]
     assert cluster.brokers[0].rack != cluster.brokers[1].rack
+
+
+def test_s3a_conf_points_at_the_endpoint_and_takes_credentials_only_from_the_secret() -> None:
+    conf = s3a_conf(S3Storage(endpoint="http://minio.storage:9000", secret="kb-s3"))
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://minio.storage:9000"
+    assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.hadoop.fs.s3a.endpoint.region"] == "us-east-1"
+    for role in ("driver", "executor"):
+        assert conf[f"spark.kubernetes.{role}.secretKeyRef.AWS_ACCESS_KEY_ID"] == "kb-s3:AWS_ACCESS_KEY_ID"
+        assert (
+            conf[f"spark.kubernetes.{role}.secretKeyRef.AWS_SECRET_ACCESS_KEY"]
+            == "kb-s3:AWS_SECRET_ACCESS_KEY"
+        )
+    assert not any("access.key" in key or "secret.key" in key for key in conf)
+    # Bounded: one SDK attempt, two s3a retries, a 5 s connect timeout.
+    assert int(conf["spark.hadoop.fs.s3a.attempts.maximum"]) == 1
+    assert int(conf["spark.hadoop.fs.s3a.retry.limit"]) <= 2
+
+    aws = s3a_conf(S3Storage(region="eu-west-1", path_style=False))
+    assert "spark.hadoop.fs.s3a.endpoint" not in aws
+    assert aws["spark.hadoop.fs.s3a.path.style.access"] == "false"
+    assert not any(key.startswith("spark.kubernetes.") for key in aws)
+
+
+def test_s3_settings_come_from_the_charts_environment() -> None:
+    settings = spark_settings(
+        {
+            "KAFKA_BALANCER_SCORING_STORAGE": "s3a://b/p",
+            "KAFKA_BALANCER_S3_ENDPOINT": "https://s3.example:9000",
+            "KAFKA_BALANCER_S3_PATH_STYLE": "false",
+            "KAFKA_BALANCER_STORAGE_SECRET": "kb-s3",
+        }
+    )
+    assert settings is not None
+    assert settings.s3 == S3Storage(endpoint="https://s3.example:9000", path_style=False, secret="kb-s3")
+    spec = application_manifest(settings, request())["spec"]
+    assert spec["sparkConf"]["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "true"
+    assert spec["sparkConf"]["spark.kubernetes.driver.secretKeyRef.AWS_SECRET_ACCESS_KEY"] == (
+        "kb-s3:AWS_SECRET_ACCESS_KEY"
+    )
+    with pytest.raises(InputError, match="KAFKA_BALANCER_S3_PATH_STYLE: expected true or false"):
+        spark_settings({"KAFKA_BALANCER_SCORING_STORAGE": "s3a://b/p", "KAFKA_BALANCER_S3_PATH_STYLE": "yes"})

@@ -17,6 +17,7 @@ from pathlib import Path
 from kafka_balancer.errors import InputError
 from kafka_balancer.k8s.scored_loads import ScoringSchedule
 from kafka_balancer.k8s.spark_application import SparkSettings
+from kafka_balancer.scoring.s3a import S3Storage
 
 ENV_PREFIX = "KAFKA_BALANCER_"
 DEFAULT_STATE_DIR = Path("/tmp/kafka-balancer")
@@ -120,4 +121,21 @@ def spark_settings(env: Mapping[str, str]) -> SparkSettings | None:
         ttl_seconds=int(_number(env, "SPARK_TTL_SECONDS", int, defaults.ttl_seconds)),
         timeout_s=float(_number(env, "SPARK_TIMEOUT_SECONDS", float, defaults.timeout_s)),
         spark_conf=spark_conf,
+        s3=s3_storage(env),
+    )
+
+
+def s3_storage(env: Mapping[str, str]) -> S3Storage:
+    """``KAFKA_BALANCER_S3_ENDPOINT``, ``_REGION``, ``_PATH_STYLE`` and ``KAFKA_BALANCER_STORAGE_SECRET``
+    (chart: ``scoring.s3.*``, ``scoring.storageSecret``). The operator's own S3 client (pyarrow) reads
+    the same endpoint and the Secret's keys from the AWS variables the chart sets beside them."""
+    default = S3Storage()
+    path_style = env.get(ENV_PREFIX + "S3_PATH_STYLE", "") or str(default.path_style).lower()
+    if path_style not in ("true", "false"):
+        raise InputError(f"{ENV_PREFIX}S3_PATH_STYLE: expected true or false, got {path_style!r}")
+    return S3Storage(
+        endpoint=env.get(ENV_PREFIX + "S3_ENDPOINT", ""),
+        region=env.get(ENV_PREFIX + "S3_REGION") or default.region,
+        path_style=path_style == "true",
+        secret=env.get(ENV_PREFIX + "STORAGE_SECRET", ""),
     )

@@ -28,6 +28,7 @@ from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.scoring import remote
 from kafka_balancer.scoring.launch import ScoringRequest, ScoringResult, job_arguments, read_outputs
+from kafka_balancer.scoring.s3a import S3Storage, s3a_conf
 
 SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
 INPUT_MOUNT = "/etc/kafka-balancer/scoring"
@@ -49,6 +50,7 @@ class SparkSettings:
     timeout_s: float = 1800.0
     poll_s: float = 2.0
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    s3: S3Storage = field(default_factory=S3Storage)  # for s3a:// storage
 
 
 def application_name(namespace: str, pool: str, run: str) -> str:
@@ -77,11 +79,7 @@ def _pod(spec: Scoring) -> dict[str, Any]:
 def spark_conf(settings: SparkSettings) -> dict[str, str]:
     conf = {"spark.sql.session.timeZone": "UTC", "spark.sql.execution.arrow.pyspark.enabled": "true"}
     if settings.storage.startswith("s3a://"):
-        # Hadoop's S3A with the default AWS credential chain (IRSA, instance role, environment).
-        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
-            "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
-        )
-        conf["spark.hadoop.fs.s3a.fast.upload"] = "true"
+        conf |= s3a_conf(settings.s3)
     return conf | dict(settings.spark_conf)
 
 

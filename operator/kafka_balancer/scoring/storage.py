@@ -1,13 +1,22 @@
 """Where the job reads and writes: local paths directly, any other URI (s3a://, hdfs://)
 through Spark's Hadoop FileSystem. s3a:// needs hadoop-aws (and its AWS SDK) on the Spark
-classpath, e.g. ``--packages org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>``."""
+classpath: the operator image has them in pyspark's jars/, ``hack/s3a/provision.sh`` fetches them
+for local runs (docs/spark.md, "Shared storage"). A storage that fails (unreachable, denied) is a
+ScoringError naming the URI, not a Java stack trace."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlparse
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
+
+from kafka_balancer.errors import ScoringError
+
+T = TypeVar("T")
 
 
 def is_local(uri: str) -> bool:
@@ -28,11 +37,25 @@ def _hadoop(spark: SparkSession, uri: str) -> tuple[object, object]:
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
 
 
+def _java_call(what: str, uri: str, call: Callable[[], T]) -> T:
+    try:
+        return call()
+    except Py4JJavaError as err:
+        # The Java exception's own first line (class and message, e.g. s3a's "getFileStatus on
+        # s3a://…: … Connection refused"); the stack trace stays in the driver's log.
+        first = str(err.java_exception.toString()).splitlines()[0]
+        raise ScoringError(f"cannot {what} {uri}: {first}") from err
+
+
 def exists(spark: SparkSession, uri: str) -> bool:
     if is_local(uri):
         return local_path(uri).exists()
-    fs, path = _hadoop(spark, uri)
-    return bool(fs.exists(path))  # type: ignore[attr-defined]
+
+    def call() -> bool:
+        fs, path = _hadoop(spark, uri)
+        return bool(fs.exists(path))  # type: ignore[attr-defined]
+
+    return _java_call("reach", uri, call)
 
 
 def write_text(spark: SparkSession, uri: str, text: str) -> None:
@@ -43,9 +66,13 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
         partial.write_text(text, encoding="utf-8")
         partial.replace(target)
         return
-    fs, path = _hadoop(spark, uri)
-    stream = fs.create(path, True)  # type: ignore[attr-defined]
-    try:
-        stream.write(bytearray(text.encode("utf-8")))
-    finally:
-        stream.close()
+
+    def call() -> None:
+        fs, path = _hadoop(spark, uri)
+        stream = fs.create(path, True)  # type: ignore[attr-defined]
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+
+    _java_call("write", uri, call)
