@@ -13,13 +13,15 @@ tag="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$chart/Chart.ya
 image="$repository:$tag"
 
 base_layer="$("$KB_ROOT/hack/image/base.sh")"
+s3a_jars="$("$KB_ROOT/hack/s3a/provision.sh")"
 # Inputs of each layer: the dependency layer depends on the dependency list (and the base it was
 # installed for), the image on that, the package's files, this script and the packer.
 hash_files() { (cd "$KB_ROOT" && sha256sum "$@" | sha256sum | cut -c1-16); }
 deps_key="$(echo "$base_layer $(hash_files pyproject.toml)" | sha256sum | cut -c1-16)"
 mapfile -t package_files < <(cd "$KB_ROOT" && find operator -type f -not -path '*/__pycache__/*' | sort)
 packer=devtools/kafka_balancer_dev/localbed/oci_image.py
-package_key="$(echo "$deps_key $(hash_files README.md hack/image/build.sh "$packer" "${package_files[@]}")" |
+s3a_key="$(cat "$s3a_jars"/*.jar | sha256sum | cut -c1-16)"
+package_key="$(echo "$deps_key $s3a_key $(hash_files README.md hack/image/build.sh "$packer" "${package_files[@]}")" |
   sha256sum | cut -c1-16)"
 home="$KB_CACHE_DIR/image"
 archive="$home/operator-$package_key.oci.tar"
@@ -53,12 +55,15 @@ if [ ! -f "$archive" ]; then
       gzip -6 -n >"$deps_layer.partial"
     mv "$deps_layer.partial" "$deps_layer"
   fi
+  mkdir -p "$work/s3a/opt/kafka-balancer/pyspark/jars"
+  cp "$s3a_jars"/*.jar "$work/s3a/opt/kafka-balancer/pyspark/jars/"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/s3a" -cf "$work/s3a.tar" .
   "$KB_VENV/bin/pip" install --quiet --no-deps --target "$work/package/opt/kafka-balancer" "$wheel" >&2
   fix_scripts "$work/package"
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/package" -cf "$work/package.tar" .
   log "packing $image"
   "$KB_VENV/bin/python" -m kafka_balancer_dev.localbed.oci_image --name "$image" \
-    --layer "$base_layer" --layer "$deps_layer" --layer "$work/package.tar" \
+    --layer "$base_layer" --layer "$deps_layer" --layer "$work/s3a.tar" --layer "$work/package.tar" \
     --entrypoint kafka-balancer --cmd=--help --user 65532:65532 \
     --env PATH=/opt/kafka-balancer/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env PYTHONPATH=/opt/kafka-balancer --env PYTHONDONTWRITEBYTECODE=1 \
