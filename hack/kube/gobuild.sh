@@ -1,6 +1,6 @@
-# Building pinned Go binaries from the wrapper modules under hack/kube/, cached by recipe.
-# Source it (after lib.sh and versions.sh); do not run it. Used by hack/kube/provision.sh (the API
-# bed) and hack/node/provision.sh (the node's components).
+# Building pinned Go binaries from the wrapper modules under hack/kube/ (and hack/minio/), cached by
+# recipe. Source it (after lib.sh and versions.sh); do not run it. Used by hack/kube/provision.sh (the
+# API bed), hack/node/provision.sh (the node's components) and hack/minio/provision.sh (the S3 server).
 
 # Module and build caches live with the other heavy caches, so a second run is instant.
 export GOMODCACHE="$KB_CACHE_DIR/go/mod" GOCACHE="$KB_CACHE_DIR/go/build"
