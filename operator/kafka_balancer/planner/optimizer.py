@@ -13,16 +13,16 @@ from dataclasses import replace
 import numpy as np
 
 from kafka_balancer.errors import InfeasibleError
-from kafka_balancer.goals.bands import BandGoal, DistributionGoal
+from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import Goal
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.cluster import Cluster
-from kafka_balancer.model.resources import Resource
 from kafka_balancer.model.working import WorkingModel
+from kafka_balancer.planner.bound import bound_bands, bytes_moved_lower_bound
 from kafka_balancer.planner.log_dirs import plan_log_dirs
-from kafka_balancer.planner.plan import GoalOutcome, Plan, bytes_moved_lower_bound, diff
+from kafka_balancer.planner.plan import GoalOutcome, Plan, diff
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE
 
@@ -39,7 +39,6 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     _check_feasible(state, goals)
     before_loads = state.broker_loads()
     before = [g.status(state) for g in goals]
-    disk_before = state.load[:, Resource.DISK].copy()
 
     _drain(state, goals)
     _demote(state, goals)
@@ -61,16 +60,8 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
 
     reassignments, figures = diff(state)
     log_dirs = plan_log_dirs(cluster, reassignments, specs)
-    disk_goal = next(
-        (g for g in goals if isinstance(g, DistributionGoal) and g.spec.type is GoalType.DISK_DISTRIBUTION),
-        None,
-    )
-    lower = bytes_moved_lower_bound(
-        disk_before,
-        disk_goal.lo if disk_goal is not None and disk_goal.active else None,
-        disk_goal.hi if disk_goal is not None and disk_goal.active else None,
-        state.active.astype(np.int64),
-    )
+    met = [g for g, status in zip(goals, after, strict=True) if status.satisfied]
+    lower = bytes_moved_lower_bound(state, bound_bands(met))
     return Plan(
         reassignments=log_dirs.reassignments,
         figures=replace(

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from kafka_balancer.goals.base import GoalStatus
-from kafka_balancer.model.math import FloatArray, IntArray
 from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
 from kafka_balancer.model.working import BrokerLoad, WorkingModel
 
@@ -77,17 +74,3 @@ def diff(state: WorkingModel) -> tuple[ReassignmentPlan, PlanFigures]:
             leader_changes += 1
     figures = PlanFigures(moves, leader_changes, bytes_moved, 0.0, cross_rack)
     return ReassignmentPlan(tuple(reassignments)), figures
-
-
-def bytes_moved_lower_bound(
-    disk_before: FloatArray, lo: FloatArray | None, hi: FloatArray | None, active: IntArray
-) -> float:
-    """max(Σ disk above each active broker's band + Σ disk on draining brokers,
-    Σ disk missing below each active broker's band)."""
-    on_draining = float(disk_before[~active.astype(bool)].sum())
-    if lo is None or hi is None:
-        return on_draining
-    mask = active.astype(bool)
-    above = float(np.maximum(disk_before - hi, 0.0)[mask].sum())
-    below = float(np.maximum(lo - disk_before, 0.0)[mask].sum())
-    return max(above + on_draining, below)

@@ -1,0 +1,167 @@
+"""A lower bound on the bytes any plan must move to reach the bands a plan reached.
+
+The planner's bytes are judged against it, so it must be valid: no plan that meets the same bands
+may move less. It is built from three facts.
+
+1. A plan is a diff of two assignments with the replication factors kept, so every partition
+   gains as many replicas as it loses and bytes moved = Σ over removed replicas (p, b) of disk[p]
+   = Σ over added replicas (p, b) of disk[p]. Each removed (or added) replica belongs to exactly
+   one broker and one topic × broker cell, so per-broker amounts R_b (removed) and A_b (added)
+   sum to the bytes moved: bound = max(Σ_b R_b lower bounds, Σ_b A_b lower bounds).
+2. At broker b, a band forces a least set of removals (additions): disk after ≤ hi forces
+   R_b ≥ disk_b − hi_b and disk after ≥ lo forces A_b ≥ lo_b − disk_b; a replica count after ≤
+   hi forces at least count_b − hi_b removals (lo − count additions); a topic cell after ≤ hi
+   forces at least c_tb − hi_tb removals of that topic's replicas from b (lo − c additions of
+   its partitions not yet on b); a draining broker loses everything it holds.
+3. The cheapest set that meets per-topic least counts e_t and a total least count k at one broker
+   is the e_t smallest replicas of each topic (the mandatory set G) plus the k − |G| smallest
+   replicas outside G. Proof: a feasible set S holds s_t ≥ e_t replicas of topic t, which weigh at
+   least the s_t smallest of t, that is G's part of t plus s_t − e_t distinct replicas of t
+   outside G; these number Σ(s_t − e_t) ≥ k − |G| and weigh at least the k − |G| smallest outside G.
+
+Per broker the bound takes the larger of (3) and the disk requirement (both are valid, their sum
+need not be), and sums over brokers (disjoint by (1)). A band enters only if the plan meets it:
+the figure is then a bound on the plan's own bytes, and never above them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kafka_balancer.goals.bands import BandGoal
+from kafka_balancer.goals.base import Goal
+from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
+from kafka_balancer.model.math import FloatArray, IntArray
+from kafka_balancer.model.quantities import REPLICAS
+from kafka_balancer.model.resources import Resource
+from kafka_balancer.model.working import WorkingModel
+
+Band = tuple[FloatArray, FloatArray]
+
+
+@dataclass(frozen=True, slots=True)
+class BoundBands:
+    """The bands the bound may rely on; None where no met goal constrains that quantity.
+
+    ``disk`` and ``replicas`` are per broker ``[B]``; ``topic`` per topic × broker ``[T, B]``
+    (a cell a goal does not judge open: lo 0, hi ∞)."""
+
+    disk: Band | None = None
+    replicas: Band | None = None
+    topic: Band | None = None
+
+
+def bound_bands(met: list[Goal]) -> BoundBands:
+    """The bands of the goals a plan met that the bytes-moved bound can use: disk and replica
+    count per broker (the tightest of every such goal) and the topic cells."""
+    per_broker: dict[int, list[Band]] = {int(Resource.DISK): [], REPLICAS: []}
+    topic: Band | None = None
+    for goal in met:
+        if isinstance(goal, TopicReplicaDistributionGoal):
+            judged = goal.judged[:, None]
+            topic = (np.where(judged, goal.lo, 0.0), np.where(judged, goal.hi, np.inf))
+        elif isinstance(goal, BandGoal) and goal.active and goal.column in per_broker:
+            per_broker[goal.column].append((goal.lo, goal.hi))
+    disk, replicas = (_tightest(per_broker[c]) for c in (int(Resource.DISK), REPLICAS))
+    return BoundBands(disk, replicas, topic)
+
+
+def _tightest(bands: list[Band]) -> Band | None:
+    if not bands:
+        return None
+    return np.max([lo for lo, _ in bands], axis=0), np.min([hi for _, hi in bands], axis=0)
+
+
+def bytes_moved_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
+    """The least bytes any plan from ``state``'s original assignment that meets ``bands`` and
+    empties the draining brokers must move (see the module docstring for the argument)."""
+    n_b, n_t = state.n_brokers, state.n_topics
+    slots = np.arange(state.original_replicas.shape[1])[None, :] < state.rf[:, None]
+    part, _ = np.nonzero(slots)
+    broker = state.original_replicas[slots]
+    weight = state.disk[part]
+    topic = state.topic[part]
+    active = state.active
+    disk_on = np.bincount(broker, weights=weight, minlength=n_b).astype(np.float64)
+    count_on = np.bincount(broker, minlength=n_b).astype(np.float64)
+    cells = np.bincount(topic * n_b + broker, minlength=n_t * n_b).reshape(n_t, n_b).astype(np.float64)
+
+    removed = _removed(state, bands, part, broker, weight, topic, disk_on, count_on, cells)
+    added = _added(state, bands, disk_on, count_on, cells)
+    return float(max(removed[active].sum() + disk_on[~active].sum(), added[active].sum()))
+
+
+def _removed(
+    state: WorkingModel,
+    bands: BoundBands,
+    part: IntArray,
+    broker: IntArray,
+    weight: FloatArray,
+    topic: IntArray,
+    disk_on: FloatArray,
+    count_on: FloatArray,
+    cells: FloatArray,
+) -> FloatArray:
+    """Per broker, the least bytes that must leave it."""
+    n_b, n_t = state.n_brokers, state.n_topics
+    excess = np.zeros((n_t, n_b))
+    if bands.topic is not None:
+        excess = np.maximum(cells - bands.topic[1], 0.0)
+    # Replicas by broker, then topic, then size: the first e_t of each cell are the mandatory set.
+    order = np.lexsort((part, weight, topic, broker))
+    cell = (broker * n_t + topic)[order]
+    mandatory = np.zeros(len(part), dtype=bool)
+    mandatory[order] = _rank_in_group(cell) < excess[topic[order], broker[order]]
+    forced = np.bincount(broker[mandatory], weights=weight[mandatory], minlength=n_b).astype(np.float64)
+    if bands.replicas is not None:
+        least = np.maximum(count_on - bands.replicas[1], 0.0)
+        need = np.maximum(least - np.bincount(broker[mandatory], minlength=n_b), 0.0)
+        rest = np.nonzero(~mandatory)[0]
+        rest = rest[np.lexsort((part[rest], weight[rest], broker[rest]))]
+        fill = rest[_rank_in_group(broker[rest]) < need[broker[rest]]]
+        forced += np.bincount(broker[fill], weights=weight[fill], minlength=n_b)
+    if bands.disk is not None:
+        forced = np.maximum(forced, disk_on - bands.disk[1])
+    return np.asarray(forced, dtype=np.float64)
+
+
+def _added(
+    state: WorkingModel, bands: BoundBands, disk_on: FloatArray, count_on: FloatArray, cells: FloatArray
+) -> FloatArray:
+    """Per broker, the least bytes that must come to it."""
+    n_b = state.n_brokers
+    taken: list[set[int]] = [set() for _ in range(n_b)]
+    forced = np.zeros(n_b)
+    if bands.topic is not None:
+        short = np.maximum(bands.topic[0] - cells, 0.0) * state.active[None, :]
+        by_topic = np.lexsort((np.arange(len(state.topic)), state.disk, state.topic))
+        starts = np.searchsorted(state.topic[by_topic], np.arange(state.n_topics + 1))
+        for t, b in zip(*np.nonzero(short), strict=True):
+            # The smallest partitions of t not on b: among the first short + count of t's.
+            head = by_topic[starts[t] : min(starts[t + 1], starts[t] + int(short[t, b] + cells[t, b]))]
+            head = head[~(state.original_replicas[head] == b).any(axis=1)][: int(short[t, b])]
+            taken[b].update(head.tolist())
+            forced[b] += float(state.disk[head].sum())
+    if bands.replicas is not None:
+        need = np.maximum(bands.replicas[0] - count_on, 0.0) * state.active
+        by_size = np.lexsort((np.arange(len(state.disk)), state.disk))
+        for b in np.nonzero(need > np.array([len(s) for s in taken]))[0]:
+            more = int(need[b]) - len(taken[b])
+            head = by_size[: more + int(count_on[b]) + len(taken[b])]
+            free = ~(state.original_replicas[head] == b).any(axis=1)
+            free &= ~np.isin(head, np.fromiter(taken[b], dtype=np.int64, count=len(taken[b])))
+            forced[b] += float(state.disk[head[free][:more]].sum())
+    if bands.disk is not None:
+        forced = np.maximum(forced, bands.disk[0] - disk_on)
+    return forced
+
+
+def _rank_in_group(keys: IntArray) -> IntArray:
+    """Position of each element within its run of equal ``keys`` (``keys`` sorted)."""
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
+    starts = np.r_[0, np.nonzero(keys[1:] != keys[:-1])[0] + 1]
+    lengths = np.diff(np.r_[starts, len(keys)])
+    return np.asarray(np.arange(len(keys)) - np.repeat(starts, lengths), dtype=np.int64)
