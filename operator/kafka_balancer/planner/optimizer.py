@@ -23,6 +23,7 @@ from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.bound import bound_bands, bytes_moved_lower_bound
 from kafka_balancer.planner.log_dirs import plan_log_dirs
 from kafka_balancer.planner.plan import GoalOutcome, Plan, diff
+from kafka_balancer.planner.prune import prune
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE
 
@@ -54,6 +55,8 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
             break
 
     after = [g.status(state) for g in goals]
+    if all(status.satisfied for status in after) and prune(state, goals):
+        after = [g.status(state) for g in goals]
     for goal, status in zip(goals, after, strict=True):
         if goal.hard and not status.satisfied:
             raise InfeasibleError(f"hard goal {goal.spec.label} cannot be satisfied: {status.detail}")

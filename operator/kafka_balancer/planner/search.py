@@ -145,6 +145,10 @@ class Search:
             allowed &= (src <= TOLERANCE)[:, None] & (dst <= TOLERANCE)
         return allowed
 
+    def allowed(self, cands: Candidates) -> BoolArray:
+        """``[K, B]``: where each candidate may go with no veto getting worse (and no rule broken)."""
+        return self._allowed(cands, None)
+
     def _later_cost(self, cands: Candidates) -> FloatArray:
         total = np.zeros((len(cands), self.state.n_brokers))
         if self._band_later:

@@ -1,0 +1,59 @@
+"""Undoing moves the met goals do not need, so that the plan copies fewer bytes.
+
+The goals run one after another, each choosing moves by its own violation, so a replica one goal
+moved may no longer be needed once the later goals have moved others: the room it made was made
+again, or it was the first hop of a chain. When every goal is met, a moved replica that can go
+back to its original broker (in its original slot, so the diff no longer shows it) with no goal
+getting worse at any broker keeps every goal met and saves its bytes. The largest go back first.
+Only when every goal is met: "no worse anywhere" then means "still met", so the pruned state
+replans to nothing, as the unpruned one did.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kafka_balancer.goals.base import Goal
+from kafka_balancer.model.math import IntArray
+from kafka_balancer.model.working import WorkingModel
+from kafka_balancer.planner.search import Search
+
+
+def prune(state: WorkingModel, goals: list[Goal]) -> int:
+    """Move back every moved replica whose return keeps all ``goals`` met; returns how many.
+
+    Rounds until one undoes nothing: an undo can make room for another. Each undo leaves one
+    moved replica fewer, so the rounds end."""
+    search = Search(state, list(goals), [])
+    undone = 0
+    while True:
+        before = undone
+        for p, slot in _undoable(state, search).tolist():
+            home = int(state.original_replicas[p, slot])
+            if state.holds(np.array([p]))[0, home]:
+                continue
+            cands = state.replica_moves(int(state.replicas[p, slot]), np.array([p], dtype=np.int64))
+            if search.place(None, cands, dest=home) is not None:
+                undone += 1
+        if undone == before:
+            return undone
+
+
+def _undoable(state: WorkingModel, search: Search) -> IntArray:
+    """``[K, 2]`` (partition, slot) of moved replicas that could go home now, largest first."""
+    parts, slots = np.nonzero(state.moved)
+    home = state.original_replicas[parts, slots]
+    keep = state.active[home]
+    parts, slots, home = parts[keep], slots[keep], home[keep]
+    now = state.replicas[parts, slots]
+    ok = np.zeros(len(parts), dtype=bool)
+    for broker in np.unique(now).tolist():
+        rows = np.nonzero(now == broker)[0]
+        cands = state.replica_moves(broker, parts[rows])
+        # replica_moves sorts its partitions; a partition has one replica per broker.
+        order = np.argsort(parts[rows], kind="stable")
+        rows = rows[order]
+        ok[rows] = search.allowed(cands)[np.arange(len(rows)), home[rows]]
+    parts, slots = parts[ok], slots[ok]
+    order = np.lexsort((slots, parts, -state.disk[parts]))
+    return np.stack([parts[order], slots[order]], axis=1)
