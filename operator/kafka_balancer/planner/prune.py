@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kafka_balancer.goals.base import Goal
-from kafka_balancer.model.math import IntArray
+from kafka_balancer.model.math import BoolArray, IntArray
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
 
@@ -23,27 +23,31 @@ def prune(state: WorkingModel, goals: list[Goal]) -> int:
     """Move back every moved replica whose return keeps all ``goals`` met; returns how many.
 
     Rounds until one undoes nothing: an undo can make room for another. Each undo leaves one
-    moved replica fewer, so the rounds end."""
+    moved replica fewer, so the rounds end. Whether a replica may go home depends only on its
+    partition and on its two brokers (their bands and topic cells), so after the first round
+    only the replicas with a broker an undo touched are looked at again."""
     search = Search(state, list(goals), [])
     undone = 0
-    while True:
-        before = undone
-        for p, slot in _undoable(state, search).tolist():
-            home = int(state.original_replicas[p, slot])
+    touched = np.ones(state.n_brokers, dtype=bool)
+    while touched.any():
+        looked_at, touched = touched, np.zeros(state.n_brokers, dtype=bool)
+        for p, slot in _undoable(state, search, looked_at).tolist():
+            home, now = int(state.original_replicas[p, slot]), int(state.replicas[p, slot])
             if state.holds(np.array([p]))[0, home]:
                 continue
-            cands = state.replica_moves(int(state.replicas[p, slot]), np.array([p], dtype=np.int64))
+            cands = state.replica_moves(now, np.array([p], dtype=np.int64))
             if search.place(None, cands, dest=home) is not None:
                 undone += 1
-        if undone == before:
-            return undone
+                touched[[home, now]] = True
+    return undone
 
 
-def _undoable(state: WorkingModel, search: Search) -> IntArray:
-    """``[K, 2]`` (partition, slot) of moved replicas that could go home now, largest first."""
+def _undoable(state: WorkingModel, search: Search, brokers: BoolArray) -> IntArray:
+    """``[K, 2]`` (partition, slot) of moved replicas with a broker in ``brokers`` that could go
+    home now, largest first."""
     parts, slots = np.nonzero(state.moved)
     home = state.original_replicas[parts, slots]
-    keep = state.active[home]
+    keep = state.active[home] & (brokers[home] | brokers[state.replicas[parts, slots]])
     parts, slots, home = parts[keep], slots[keep], home[keep]
     now = state.replicas[parts, slots]
     ok = np.zeros(len(parts), dtype=bool)
