@@ -2,9 +2,10 @@
 # Builds the operator image here, without Docker or a registry, with the Containerfile's content: the
 # base layer of hack/image/base.sh (Debian's Python 3.11 and Java 17), the package's dependencies and
 # the package itself installed from their wheels into /opt/kafka-balancer, non-root, entrypoint
-# `kafka-balancer`. Writes an OCI archive (`ctr images import`, `docker load`, `podman load`) named as
-# the chart's default image.repository:appVersion, cached by the hash of its inputs (the layers are
-# cached apart: the dependencies change less often than the package).
+# hack/image/entrypoint.sh (`kafka-balancer`, or Spark's `driver`/`executor` for the scoring pods).
+# Writes an OCI archive (`ctr images import`, `docker load`, `podman load`) named as the chart's
+# default image.repository:appVersion, cached by the hash of its inputs (the layers are cached apart:
+# the dependencies change less often than the package).
 # Prints `image=NAME` and `archive=PATH` on stdout; progress goes to stderr.
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 chart="$KB_ROOT/charts/kafka-balancer"
@@ -21,7 +22,7 @@ deps_key="$(echo "$base_layer $(hash_files pyproject.toml)" | sha256sum | cut -c
 mapfile -t package_files < <(cd "$KB_ROOT" && find operator -type f -not -path '*/__pycache__/*' | sort)
 packer=devtools/kafka_balancer_dev/localbed/oci_image.py
 s3a_key="$(cat "$s3a_jars"/*.jar | sha256sum | cut -c1-16)"
-package_key="$(echo "$deps_key $s3a_key $(hash_files README.md hack/image/build.sh "$packer" "${package_files[@]}")" |
+package_key="$(echo "$deps_key $s3a_key $(hash_files README.md hack/image/build.sh hack/image/entrypoint.sh "$packer" "${package_files[@]}")" |
   sha256sum | cut -c1-16)"
 home="$KB_CACHE_DIR/image"
 archive="$home/operator-$package_key.oci.tar"
@@ -60,11 +61,21 @@ if [ ! -f "$archive" ]; then
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/s3a" -cf "$work/s3a.tar" .
   "$KB_VENV/bin/pip" install --quiet --no-deps --target "$work/package/opt/kafka-balancer" "$wheel" >&2
   fix_scripts "$work/package"
+  # Spark's driver and executor pods start this image too: the entrypoint dispatches their commands.
+  install -m 0755 "$KB_ROOT/hack/image/entrypoint.sh" "$work/package/opt/kafka-balancer/bin/kafka-balancer-entrypoint"
+  # The image's user gets a name: Hadoop's login (in Spark's driver and executors, and the embedded
+  # job) refuses a uid without one.
+  mkdir -p "$work/package/etc"
+  for db in passwd group; do
+    tar -xzOf "$base_layer" "./etc/$db" >"$work/package/etc/$db"
+  done
+  echo "kafka-balancer:x:65532:65532::/tmp:/usr/sbin/nologin" >>"$work/package/etc/passwd"
+  echo "kafka-balancer:x:65532:" >>"$work/package/etc/group"
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/package" -cf "$work/package.tar" .
   log "packing $image"
   "$KB_VENV/bin/python" -m kafka_balancer_dev.localbed.oci_image --name "$image" \
     --layer "$base_layer" --layer "$deps_layer" --layer "$work/s3a.tar" --layer "$work/package.tar" \
-    --entrypoint kafka-balancer --cmd=--help --user 65532:65532 \
+    --entrypoint /opt/kafka-balancer/bin/kafka-balancer-entrypoint --cmd=--help --user 65532:65532 \
     --env PATH=/opt/kafka-balancer/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env PYTHONPATH=/opt/kafka-balancer --env PYTHONDONTWRITEBYTECODE=1 \
     --env JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 --env HOME=/tmp \
