@@ -229,6 +229,9 @@ class ScoringResources(_Spec):
 
 class Scoring(_Spec):
     engine: Literal["Embedded", "SparkOnKubernetes"] = "Embedded"
+    # SparkSubmit: Spark's own Kubernetes scheduler (k8s/spark_submit.py); SparkApplication: the
+    # Kubeflow Spark Operator's resource (k8s/spark_application.py), for clusters that run it.
+    launcher: Literal["SparkSubmit", "SparkApplication"] = "SparkSubmit"
     image: str | None = Field(default=None, min_length=1)
     executors: int = Field(default=1, ge=1, le=100)
     resources: ScoringResources | None = None

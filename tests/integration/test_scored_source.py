@@ -68,7 +68,7 @@ def test_reads_fall_back_to_collected_loads_until_the_background_run_completes(
     ours = [(p.topic, p.partition) for p in metadata.partitions if p.topic == topic]
     assert len(ours) == 3
     for tp in ours:
-        assert loads[tp] == scored[tp]
+        assert loads[tp] == scored.loads[tp]
         assert loads[tp].disk > 0
     seconds = metrics.registry.get_sample_value(
         "kafka_balancer_scoring_seconds_sum", {"pool": KEY, "engine": "Embedded", "result": "succeeded"}

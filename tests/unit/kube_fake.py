@@ -40,6 +40,9 @@ class FakeKube:
     events: list[tuple[PoolId, Event]] = field(default_factory=list)
     custom_objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     leases: dict[tuple[str, str], LeaseRecord] = field(default_factory=dict)
+    # (namespace, name) → pod document, and each pod's log
+    pods: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    pod_logs: dict[tuple[str, str], str] = field(default_factory=dict)
     # The next this many conditional ConfigMap writes find the apiserver away (an outage).
     unavailable: int = 0
     _version: int = 0
@@ -122,6 +125,23 @@ class FakeKube:
 
     def delete_custom_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
         self.custom_objects.pop((plural, namespace, name), None)
+
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.pods.get((namespace, name))
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        wanted = dict(term.split("=", 1) for term in selector.split(","))
+        return [
+            pod
+            for (ns, _), pod in self.pods.items()
+            if ns == namespace and wanted.items() <= pod["metadata"].get("labels", {}).items()
+        ]
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.pods.pop((namespace, name), None)
+
+    def pod_log(self, namespace: str, name: str, lines: int) -> str:
+        return "\n".join(self.pod_logs.get((namespace, name), "").splitlines()[-lines:])
 
     def read_lease(self, namespace: str, name: str) -> LeaseRecord | None:
         return self.leases.get((namespace, name))

@@ -18,12 +18,8 @@ from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, ScoringSchedule, pass_times, prune
 from kafka_balancer.k8s.settings import spark_settings
 from kafka_balancer.k8s.source import goals_document, merge_loads, topology_document
-from kafka_balancer.k8s.spark_application import (
-    SparkSettings,
-    application_manifest,
-    application_name,
-    spark_memory,
-)
+from kafka_balancer.k8s.spark_application import application_manifest
+from kafka_balancer.k8s.spark_runs import SparkSettings, application_name, spark_memory
 from kafka_balancer.kafka.collector import Observation, PartitionInfo
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import BrokerInfo
@@ -171,7 +167,8 @@ def test_one_run_at_a_time_at_most_once_per_interval_and_failures_keep_the_last_
     assert not scoring.submit("ns/p", "Fake", request("r2"))  # still running
     fake.release.set()
     scoring.wait("ns/p", 5)
-    assert scoring.latest("ns/p", now_ms=1_000_500) == {("t", 0): PartitionLoad(7.0, 1.0, 2.0, 0.5, 0.0)}
+    latest = scoring.latest("ns/p", now_ms=1_000_500)
+    assert latest is not None and latest.loads == {("t", 0): PartitionLoad(7.0, 1.0, 2.0, 0.5, 0.0)}
     assert scoring.latest("ns/p", now_ms=1_000_000 + 4 * 1000 + 120_000 + 1) is None  # too old
 
     now[0] = 59.0
@@ -186,7 +183,7 @@ def test_one_run_at_a_time_at_most_once_per_interval_and_failures_keep_the_last_
 
 
 def test_an_engine_that_cannot_be_built_is_a_failed_run_not_a_crash() -> None:
-    def no_engine(engine: str) -> FakeScorer:
+    def no_engine(spec: Scoring) -> FakeScorer:
         raise ScoringError("scoring.engine SparkOnKubernetes needs shared storage")
 
     scoring = BackgroundScoring(no_engine, ScoringSchedule())

@@ -201,6 +201,44 @@ class Kube:
             if err.status != 404:
                 raise KubernetesError(f"deleting {plural} {namespace}/{name}: {err.reason}") from err
 
+    # -- Spark's driver pods ------------------------------------------------------------------------
+
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            with _transport(f"reading pod {namespace}/{name}"):
+                found = self.core.read_namespaced_pod(name, namespace)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise KubernetesError(f"reading pod {namespace}/{name}: {err.reason}") from err
+        document: dict[str, Any] = self.core.api_client.sanitize_for_serialization(found)
+        return document
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        try:
+            with _transport(f"listing pods {selector} in {namespace}"):
+                found = self.core.list_namespaced_pod(namespace, label_selector=selector)
+        except ApiException as err:
+            raise KubernetesError(f"listing pods {selector} in {namespace}: {err.reason}") from err
+        documents: list[dict[str, Any]] = self.core.api_client.sanitize_for_serialization(found.items)
+        return documents
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        try:
+            with _transport(f"deleting pod {namespace}/{name}"):
+                self.core.delete_namespaced_pod(name, namespace)
+        except ApiException as err:
+            if err.status != 404:
+                raise KubernetesError(f"deleting pod {namespace}/{name}: {err.reason}") from err
+
+    def pod_log(self, namespace: str, name: str, lines: int) -> str:
+        try:
+            with _transport(f"reading the log of pod {namespace}/{name}"):
+                text: str = self.core.read_namespaced_pod_log(name, namespace, tail_lines=lines)
+        except ApiException:
+            return ""  # no log (never started, or gone): the caller reports what it has
+        return text
+
     # -- the execution lease (coordination.k8s.io/v1) ---------------------------------------------
 
     def read_lease(self, namespace: str, name: str) -> LeaseRecord | None:

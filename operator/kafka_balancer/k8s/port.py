@@ -125,6 +125,22 @@ class KubePort(Protocol):
         """Gone already is fine."""
         ...
 
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod as the API returns it (camelCase keys); None when it does not exist."""
+        ...
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        """The pods matching the label selector, as the API returns them."""
+        ...
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Gone already is fine; what the pod owns (Spark's executors) is garbage-collected."""
+        ...
+
+    def pod_log(self, namespace: str, name: str, lines: int) -> str:
+        """The last ``lines`` lines of the pod's log; empty when it has none."""
+        ...
+
     def read_lease(self, namespace: str, name: str) -> LeaseRecord | None:
         """None when the Lease does not exist."""
         ...

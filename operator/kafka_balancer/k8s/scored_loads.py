@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafka_balancer.api import Scoring
 from kafka_balancer.errors import KafkaBalancerError
 from kafka_balancer.kafka.sample_store import SUFFIX
 from kafka_balancer.model.cluster import PartitionLoad
@@ -90,6 +91,7 @@ def loads_of(snapshot: Mapping[str, Any]) -> Loads:
 class Scored:
     loads: Loads
     newest_sample_ms: int
+    engine: str  # the Scorer's: where the job ran
 
 
 class BackgroundScoring:
@@ -97,7 +99,7 @@ class BackgroundScoring:
 
     def __init__(
         self,
-        scorer_for: Callable[[str], Scorer],
+        scorer_for: Callable[[Scoring], Scorer],
         schedule: ScoringSchedule,
         clock: Callable[[], float] = time.monotonic,
         # (pool, engine, result, seconds) of every run: the operator's scoring_seconds histogram.
@@ -137,13 +139,13 @@ class BackgroundScoring:
         worker.start()
         return True
 
-    def latest(self, key: str, now_ms: int) -> Loads | None:
+    def latest(self, key: str, now_ms: int) -> Scored | None:
         """The newest scored loads, unless their samples are older than ``max_age_ms``."""
         with self._lock:
             scored = self._scored.get(key)
         if scored is None or now_ms - scored.newest_sample_ms > self.schedule.max_age_ms:
             return None
-        return scored.loads
+        return scored
 
     def error(self, key: str) -> str | None:
         """Why the pool's latest run failed; None once a run succeeds."""
@@ -167,10 +169,11 @@ class BackgroundScoring:
         started = self._clock()
         result = "failed"
         try:
-            scored = self._scorer_for(engine).score(request)
+            scorer = self._scorer_for(request.spec)
+            scored = scorer.score(request)
             newest = int(scored.manifest["windows"]["newestSampleMs"])
             with self._lock:
-                self._scored[key] = Scored(loads_of(scored.snapshot), newest)
+                self._scored[key] = Scored(loads_of(scored.snapshot), newest, scorer.engine)
                 self.last_error.pop(key, None)
             result = "succeeded"
             log.info("pool %s scored by %s in %.1f s", key, engine, scored.seconds)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kafka_balancer.errors import InputError
 from kafka_balancer.k8s.scored_loads import ScoringSchedule
-from kafka_balancer.k8s.spark_application import SparkSettings
+from kafka_balancer.k8s.spark_runs import SparkSettings, SparkVolume
 from kafka_balancer.scoring.s3a import S3Storage
 
 ENV_PREFIX = "KAFKA_BALANCER_"
@@ -71,7 +71,8 @@ class OperatorSettings:
     metrics_port: int | None = None  # --metrics-port
     state_dir: Path = DEFAULT_STATE_DIR  # --state-dir: execution state files, TLS keys, samples
     scoring: ScoringSchedule = field(default_factory=ScoringSchedule)  # KAFKA_BALANCER_SCORING_*
-    spark: SparkSettings | None = None  # KAFKA_BALANCER_SCORING_STORAGE, KAFKA_BALANCER_SPARK_*
+    # KAFKA_BALANCER_SCORING_STORAGE, _SCORING_VOLUME_CLAIM/_MOUNT, KAFKA_BALANCER_SPARK_*
+    spark: SparkSettings | None = None
     timings: Timings = field(default_factory=Timings)
 
     @classmethod
@@ -104,7 +105,13 @@ def scoring_schedule(env: Mapping[str, str]) -> ScoringSchedule:
 def spark_settings(env: Mapping[str, str]) -> SparkSettings | None:
     """The chart's ``scoring.*`` values for SparkOnKubernetes; None when no storage is configured
     (then SparkOnKubernetes pools cannot be scored)."""
-    storage = env.get(ENV_PREFIX + "SCORING_STORAGE", "")
+    claim = env.get(ENV_PREFIX + "SCORING_VOLUME_CLAIM", "")
+    mount = env.get(ENV_PREFIX + "SCORING_VOLUME_MOUNT", "")
+    if bool(claim) != bool(mount):
+        raise InputError(f"{ENV_PREFIX}SCORING_VOLUME_CLAIM and {ENV_PREFIX}SCORING_VOLUME_MOUNT go together")
+    volume = SparkVolume(claim, mount) if claim else None
+    # A volume is the storage unless another one (an object store) is named.
+    storage = env.get(ENV_PREFIX + "SCORING_STORAGE", "") or mount
     if not storage:
         return None
     defaults = SparkSettings(storage)
@@ -122,6 +129,8 @@ def spark_settings(env: Mapping[str, str]) -> SparkSettings | None:
         timeout_s=float(_number(env, "SPARK_TIMEOUT_SECONDS", float, defaults.timeout_s)),
         spark_conf=spark_conf,
         s3=s3_storage(env),
+        master=env.get(ENV_PREFIX + "SPARK_MASTER") or defaults.master,
+        volume=volume,
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kafka_balancer.api import API_VERSION, BalancerGoalSpec, BrokerPoolSpec
+from kafka_balancer.api import API_VERSION, BalancerGoalSpec, BrokerPoolSpec, Scoring
 from kafka_balancer.errors import InputError, KafkaOperationError, MetricsSourceError, ScoringError
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import KubePort, PoolId
@@ -25,6 +25,7 @@ from kafka_balancer.k8s.prometheus_secrets import PoolSecrets, prometheus_settin
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, Loads, pass_times, prune
 from kafka_balancer.k8s.settings import OperatorSettings
 from kafka_balancer.k8s.spark_application import SparkApplicationScorer
+from kafka_balancer.k8s.spark_submit import SparkSubmitScorer
 from kafka_balancer.kafka.collector import Observation, observe_cluster, samples_between
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, build_snapshot
@@ -67,15 +68,17 @@ class ClusterSource:
         embedded = EmbeddedScorer(state_dir / "scoring")
         spark = settings.spark
 
-        def scorer_for(engine: str) -> Scorer:
-            if engine != "SparkOnKubernetes":
+        def scorer_for(spec: Scoring) -> Scorer:
+            if spec.engine != "SparkOnKubernetes":
                 return embedded
             if spark is None:
                 raise ScoringError(
                     "scoring.engine SparkOnKubernetes needs shared storage for the driver: "
-                    "set the chart's scoring.storage (KAFKA_BALANCER_SCORING_STORAGE)"
+                    "set the chart's scoring.volume or scoring.storage"
                 )
-            return SparkApplicationScorer(kube, spark)
+            if spec.launcher == "SparkApplication":
+                return SparkApplicationScorer(kube, spark)
+            return SparkSubmitScorer(kube, spark)
 
         scoring = BackgroundScoring(scorer_for, settings.scoring, observe=metrics.scoring_run)
         return cls(state_dir, scoring, secrets=PoolSecrets(kube.read_secret, state_dir / "tls"))
@@ -117,10 +120,12 @@ class ClusterSource:
                 key, spec.scoring.engine, self._request(pool, spec, goals, current, store, times[-1])
             )
         scored = self.scoring.latest(key, now_ms)
-        self.load_sources[key] = LoadSource(scored is not None, self.scoring.error(key))
+        self.load_sources[key] = LoadSource(
+            scored is not None, self.scoring.error(key), scored.engine if scored else None
+        )
         if scored is None:
             return metadata, loads
-        return metadata, merge_loads(metadata, loads, scored)
+        return metadata, merge_loads(metadata, loads, scored.loads)
 
     def _usage(
         self, pool: PoolId, spec: BrokerPoolSpec, current: Observation, interval_ms: int

@@ -1,4 +1,6 @@
-"""The SparkOnKubernetes engine: one Kubeflow Spark Operator ``SparkApplication`` per scoring run.
+"""SparkOnKubernetes with ``launcher: SparkApplication``: one Kubeflow Spark Operator
+``SparkApplication`` per scoring run, for clusters that run that operator (the default launcher is
+Spark's own, k8s/spark_submit.py).
 
 The driver reads the pool's samples from, and writes its outputs to, shared storage (``s3a://`` or a
 volume mounted at the same path): the operator uploads its sample store there before each run and
@@ -11,88 +13,39 @@ image and resources from the pool's ``spec.scoring``.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
-import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from importlib.metadata import version
+from collections.abc import Callable
 from typing import Any
 
 from kafka_balancer.api import API_VERSION, Scoring
 from kafka_balancer.errors import InputError, ScoringError
 from kafka_balancer.k8s.kube import MANAGED_BY
 from kafka_balancer.k8s.port import KubePort, PoolId
-from kafka_balancer.kube_quantity import parse_quantity
+from kafka_balancer.k8s.spark_runs import (
+    SparkSettings,
+    application_name,
+    pod_size,
+    pool_runs_uri,
+    pool_samples_uri,
+    run_out_uri,
+    spark_conf,
+)
 from kafka_balancer.scoring import remote
 from kafka_balancer.scoring.launch import ScoringRequest, ScoringResult, job_arguments, read_outputs
-from kafka_balancer.scoring.s3a import S3Storage, s3a_conf
 
 SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
 INPUT_MOUNT = "/etc/kafka-balancer/scoring"
 COMPLETED = "COMPLETED"
 FAILED_STATES = frozenset({"FAILED", "SUBMISSION_FAILED"})
-# Per Spark pod when the pool sets no resources: the job's embedded defaults.
-DEFAULT_CORES, DEFAULT_MEMORY = 1, "1g"
-
-
-@dataclass(frozen=True)
-class SparkSettings:
-    """The chart's ``scoring`` values, as the operator's environment carries them (k8s/settings.py)."""
-
-    storage: str  # URI the driver and the operator share, e.g. s3a://bucket/kafka-balancer
-    service_account: str = "spark"
-    main_application_file: str = "local:///opt/kafka-balancer/kafka_balancer/scoring/job.py"
-    spark_version: str = field(default_factory=lambda: version("pyspark"))
-    ttl_seconds: int = 3600
-    timeout_s: float = 1800.0
-    poll_s: float = 2.0
-    spark_conf: Mapping[str, str] = field(default_factory=dict)
-    s3: S3Storage = field(default_factory=S3Storage)  # for s3a:// storage
-
-
-def application_name(namespace: str, pool: str, run: str) -> str:
-    """Deterministic (a rerun finds the same application) and short enough for the driver pod's name."""
-    digest = hashlib.sha256(f"{namespace}/{pool}/{run}".encode()).hexdigest()[:10]
-    stem = re.sub(r"[^a-z0-9-]+", "-", pool.lower()).strip("-")[:30].rstrip("-")
-    return f"kb-score-{stem}-{digest}"
-
-
-def spark_memory(quantity: int | str) -> str:
-    """A Kubernetes quantity as Spark's memory string (whole MiB; Spark adds its own overhead)."""
-    return f"{max(1, math.ceil(parse_quantity(quantity) / 2**20))}m"
 
 
 def _pod(spec: Scoring) -> dict[str, Any]:
-    resources = spec.resources
-    pod: dict[str, Any] = {"cores": DEFAULT_CORES, "memory": DEFAULT_MEMORY}
-    if resources is not None and resources.cpu is not None:
-        pod["cores"] = max(1, math.ceil(parse_quantity(resources.cpu)))
-        pod["coreRequest"] = str(resources.cpu)
-    if resources is not None and resources.memory is not None:
-        pod["memory"] = spark_memory(resources.memory)
+    size = pod_size(spec)
+    pod: dict[str, Any] = {"cores": size.cores, "memory": size.memory}
+    if size.core_request is not None:
+        pod["coreRequest"] = size.core_request
     return pod
-
-
-def spark_conf(settings: SparkSettings) -> dict[str, str]:
-    conf = {"spark.sql.session.timeZone": "UTC", "spark.sql.execution.arrow.pyspark.enabled": "true"}
-    if settings.storage.startswith("s3a://"):
-        conf |= s3a_conf(settings.s3)
-    return conf | dict(settings.spark_conf)
-
-
-def pool_samples_uri(settings: SparkSettings, request: ScoringRequest) -> str:
-    return remote.join(settings.storage, "samples", f"{request.namespace}.{request.pool}")
-
-
-def pool_runs_uri(settings: SparkSettings, request: ScoringRequest) -> str:
-    return remote.join(settings.storage, "runs", f"{request.namespace}.{request.pool}")
-
-
-def run_out_uri(settings: SparkSettings, request: ScoringRequest) -> str:
-    return remote.join(pool_runs_uri(settings, request), request.run)
 
 
 def application_manifest(settings: SparkSettings, request: ScoringRequest) -> dict[str, Any]:
@@ -160,7 +113,7 @@ def input_config_map(application: str) -> str:
 class SparkApplicationScorer:
     """Create (or find) the run's SparkApplication, wait for a terminal state, read the outputs."""
 
-    engine = "SparkOnKubernetes"
+    engine = "SparkOnKubernetes (SparkApplication)"
 
     def __init__(
         self,

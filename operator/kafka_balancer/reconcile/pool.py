@@ -110,6 +110,7 @@ class LoadSource:
 
     scored: bool
     error: str | None = None  # the latest scoring run's failure, if it failed
+    engine: str | None = None  # where the scored loads were computed
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,8 @@ def loads_condition(source: LoadSource) -> Condition:
         message = f"planning on {using}; the latest scoring run failed: {source.error}"
         return Condition("LoadsScored", FALSE, "ScoringFailed", message)
     if source.scored:
-        return Condition("LoadsScored", TRUE, "Scored", "loads from the Spark scoring job")
+        where = f" ({source.engine})" if source.engine else ""
+        return Condition("LoadsScored", TRUE, "Scored", f"loads from the Spark scoring job{where}")
     return Condition("LoadsScored", FALSE, "Collecting", "loads from the last collector passes until scored")
 
 

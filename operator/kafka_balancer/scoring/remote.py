@@ -44,6 +44,24 @@ def read_json(uri: str) -> Any:
         raise ScoringError(f"{uri} is not JSON: {err}") from err
 
 
+def write_json(uri: str, document: Any) -> None:
+    fs, path = _resolve(uri)
+    try:
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with fs.open_output_stream(path) as out:
+            out.write(json.dumps(document).encode("utf-8"))
+    except (OSError, pa.ArrowException) as err:
+        raise ScoringError(f"cannot write {uri}: {err}") from err
+
+
+def exists(uri: str) -> bool:
+    fs, path = _resolve(uri)
+    try:
+        return bool(fs.get_file_info(path).type != pafs.FileType.NotFound)
+    except (OSError, pa.ArrowException) as err:
+        raise ScoringError(f"cannot read {uri}: {err}") from err
+
+
 def sync_up(local: Path, uri: str) -> int:
     """Make ``uri`` hold the files of ``local`` (hidden ones excepted): upload the missing ones, delete the
     ones gone locally. Sample files never change once written, so names decide. Returns files uploaded."""

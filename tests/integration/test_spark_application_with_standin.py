@@ -1,4 +1,6 @@
-"""The SparkOnKubernetes engine against the real kube-apiserver of the test bed.
+"""SparkOnKubernetes with ``launcher: SparkApplication`` against the real kube-apiserver of the test
+bed, with a stand-in for the Kubeflow Spark Operator: what is proven is the manifest against the CRD's
+schema on the real apiserver and the engine's handling of the status the stand-in writes.
 
 No Spark Operator controller or kubelet runs on the bed, so ``SparkOperatorStandIn`` (tests/support)
 plays the controller: it runs the real job with local Spark and patches the SparkApplication's status.
@@ -30,10 +32,9 @@ from kafka_balancer.k8s.spark_application import (
     SPARK_PLURAL,
     SPARK_VERSION,
     SparkApplicationScorer,
-    SparkSettings,
-    application_name,
     input_config_map,
 )
+from kafka_balancer.k8s.spark_runs import SparkSettings, application_name
 from kafka_balancer.scoring.launch import ScoringRequest, ScoringResult
 from kafka_balancer_dev.localbed import kube
 
@@ -181,7 +182,7 @@ def completed(
     return Completed(run, result, list(recorder.states))
 
 
-def test_a_run_is_a_sparkapplication_the_controller_completes_and_its_outputs_are_read(
+def test_standin_a_run_is_a_sparkapplication_the_standin_completes_and_its_outputs_are_read(
     api: dict[str, Any], scorer: SparkApplicationScorer, completed: Completed
 ) -> None:
     assert completed.states == ["SUBMITTED", "RUNNING", "COMPLETED"]
@@ -212,7 +213,7 @@ def test_a_run_is_a_sparkapplication_the_controller_completes_and_its_outputs_ar
     assert scorer.kube.read_config_map(NAMESPACE, input_config_map(name)) is None
 
 
-def test_a_rerun_of_the_same_run_reuses_the_application(
+def test_standin_a_rerun_of_the_same_run_reuses_the_application(
     standin: SparkOperatorStandIn, scorer: SparkApplicationScorer, completed: Completed
 ) -> None:
     again = scorer.score(completed.request)
@@ -231,7 +232,7 @@ def test_a_rerun_of_the_same_run_reuses_the_application(
     assert [a["metadata"]["name"] for a in listed["items"]] == [name]
 
 
-def test_a_failed_driver_surfaces_as_a_scoring_error_with_its_message(
+def test_standin_a_failed_driver_surfaces_as_a_scoring_error_with_its_message(
     api: dict[str, Any], standin: SparkOperatorStandIn, scorer: SparkApplicationScorer, tmp_path: Path
 ) -> None:
     empty = tmp_path / "no-samples-yet"

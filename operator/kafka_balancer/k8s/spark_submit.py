@@ -1,0 +1,352 @@
+"""SparkOnKubernetes with ``launcher: SparkSubmit`` (the default): the scoring job submitted with Spark's
+own Kubernetes scheduler, ``spark-submit --master k8s://… --deploy-mode cluster`` from the operator's
+pyspark, so the job runs as a driver pod and executor pods in the pool's namespace.
+
+The driver pod's name is derived from the pool and the run, and its ownerReference to the BrokerPool
+comes from a pod template, so it is there from the pod's creation: no window in which an operator
+restart leaves a driver nobody owns. Spark makes the driver own its executors, ConfigMap and Service,
+so deleting the pool garbage-collects them all. A pool has at most one driver at a time: an operator
+that finds a driver of the pool from an earlier run (its predecessor's, before a restart), running or
+succeeded and not yet read, follows it instead of submitting.
+``spark.kubernetes.submission.waitAppCompletion=false`` makes spark-submit return once the driver pod
+exists; the driver is then watched here with the kubernetes client, and deleted once its outputs are
+read or its failure recorded.
+
+Inputs (brokers, goals) and the samples go to the pool's place in the shared storage (a volume both
+pods mount at the same path, or later an object store), outputs come back from there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kafka_balancer.api import API_VERSION
+from kafka_balancer.errors import InputError, ScoringError
+from kafka_balancer.k8s.kube import MANAGED_BY
+from kafka_balancer.k8s.port import KubePort
+from kafka_balancer.k8s.spark_runs import (
+    SparkSettings,
+    application_name,
+    pod_size,
+    pool_runs_uri,
+    pool_samples_uri,
+    spark_conf,
+)
+from kafka_balancer.scoring import remote
+from kafka_balancer.scoring.launch import (
+    MANIFEST,
+    ScoringRequest,
+    ScoringResult,
+    error_line,
+    job_arguments,
+    read_outputs,
+)
+
+log = logging.getLogger(__name__)
+
+POOL_LABEL = "kafkabalancer.io/pool"
+RUN_LABEL = "kafkabalancer.io/scoring-run"
+SPARK_ROLE = "spark-role"  # Spark's own label: driver or executor
+# A container that waits for these will not start by itself soon: fail the run now with the reason.
+STUCK_REASONS = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "ErrImageNeverPull",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+VOLUME_NAME = "scoring"
+SUBMIT_TIMEOUT_S = 300.0
+LOG_LINES = 40
+MESSAGE_CHARS = 500  # of a reason in the pool's status
+
+
+def driver_pod_name(namespace: str, pool: str, run: str) -> str:
+    return f"{application_name(namespace, pool, run)}-driver"
+
+
+def run_uri(settings: SparkSettings, request: ScoringRequest) -> str:
+    """The run's directory: its inputs beside ``out/``, the job's outputs."""
+    return remote.join(pool_runs_uri(settings, request), request.run)
+
+
+def _out_uri(settings: SparkSettings, request: ScoringRequest, run: str) -> str:
+    return remote.join(pool_runs_uri(settings, request), run, "out")
+
+
+def spark_home() -> Path:
+    """The operator's own pyspark is a whole Spark distribution (bin/spark-submit, jars/)."""
+    found = importlib.util.find_spec("pyspark")  # found, not imported: the operator never needs it
+    if found is None or found.origin is None:
+        raise ScoringError("pyspark is not installed beside the operator: spark-submit is not there")
+    return Path(found.origin).parent
+
+
+def driver_template(request: ScoringRequest) -> dict[str, Any]:
+    """The driver pod's template: owned by the pool from its creation (Spark keeps the template's
+    metadata and makes the driver own everything else it creates)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "ownerReferences": [
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "BrokerPool",
+                    "name": request.pool,
+                    "uid": request.pool_uid,
+                    "controller": True,
+                    "blockOwnerDeletion": False,
+                }
+            ]
+        },
+        "spec": {},
+    }
+
+
+def submit_conf(settings: SparkSettings, request: ScoringRequest, template: Path) -> dict[str, str]:
+    """Every ``--conf`` of the submission."""
+    if request.spec.image is None:
+        raise InputError("scoring.image is required when scoring.engine is SparkOnKubernetes")
+    size = pod_size(request.spec)
+    conf = {
+        "spark.kubernetes.namespace": request.namespace,
+        "spark.kubernetes.driver.pod.name": driver_pod_name(request.namespace, request.pool, request.run),
+        "spark.kubernetes.driver.podTemplateFile": str(template),
+        "spark.kubernetes.container.image": request.spec.image,
+        "spark.kubernetes.container.image.pullPolicy": "IfNotPresent",
+        "spark.kubernetes.authenticate.driver.serviceAccountName": settings.service_account,
+        # spark-submit returns once the driver pod exists; the operator watches it (a restart loses
+        # nothing: the pod is found by its name or the pool's label).
+        "spark.kubernetes.submission.waitAppCompletion": "false",
+        "spark.executor.instances": str(request.spec.executors),
+        "spark.driver.cores": str(size.cores),
+        "spark.executor.cores": str(size.cores),
+        "spark.driver.memory": size.memory,
+        "spark.executor.memory": size.memory,
+        # The job shuffles rolled-up rows (partitions × windows): a few tasks per executor core,
+        # not Spark's 200, each of which costs a task launch (the chart's sparkConf goes over it).
+        "spark.sql.shuffle.partitions": str(2 * request.spec.executors * size.cores),
+    }
+    if size.core_request is not None:
+        conf["spark.kubernetes.driver.request.cores"] = size.core_request
+        conf["spark.kubernetes.executor.request.cores"] = size.core_request
+    labels = {**MANAGED_BY, POOL_LABEL: request.pool, RUN_LABEL: request.run}
+    for role in ("driver", "executor"):
+        for key, value in labels.items():
+            conf[f"spark.kubernetes.{role}.label.{key}"] = value
+        if settings.volume is not None:
+            prefix = f"spark.kubernetes.{role}.volumes.persistentVolumeClaim.{VOLUME_NAME}"
+            conf[f"{prefix}.options.claimName"] = settings.volume.claim_name
+            conf[f"{prefix}.mount.path"] = settings.volume.mount_path
+    if (SERVICE_ACCOUNT / "token").exists():
+        # In-cluster: spark-submit talks to the apiserver as the operator's ServiceAccount.
+        conf["spark.kubernetes.authenticate.submission.caCertFile"] = str(SERVICE_ACCOUNT / "ca.crt")
+        conf["spark.kubernetes.authenticate.submission.oauthTokenFile"] = str(SERVICE_ACCOUNT / "token")
+    return conf | spark_conf(settings)
+
+
+def submit_argv(settings: SparkSettings, request: ScoringRequest, template: Path, home: Path) -> list[str]:
+    run = run_uri(settings, request)
+    arguments = job_arguments(
+        request,
+        samples=pool_samples_uri(settings, request),
+        topology=remote.join(run, "topology.json"),
+        goals=remote.join(run, "goals.json"),
+        out=remote.join(run, "out"),
+    )
+    confs = [
+        item
+        for key, value in submit_conf(settings, request, template).items()
+        for item in ("--conf", f"{key}={value}")
+    ]
+    return [
+        str(home / "bin" / "spark-submit"),
+        "--master", settings.master,
+        "--deploy-mode", "cluster",
+        "--name", application_name(request.namespace, request.pool, request.run),
+        *confs,
+        settings.main_application_file,
+        *arguments,
+    ]  # fmt: skip
+
+
+def _phase(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def _statuses(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
+    status = pod.get("status") or {}
+    return [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+
+
+def stuck_reason(pod: Mapping[str, Any]) -> str | None:
+    """``reason: message`` of a container that waits for something that will not come by itself."""
+    for container in _statuses(pod):
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in STUCK_REASONS:
+            return f"{waiting['reason']}: {waiting.get('message') or 'no message'}"
+    return None
+
+
+def terminated_reason(pod: Mapping[str, Any]) -> str:
+    for container in _statuses(pod):
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        if terminated:
+            return f"{terminated.get('reason') or 'Terminated'} (exit code {terminated.get('exitCode')})"
+    return str((pod.get("status") or {}).get("reason") or "Failed")
+
+
+def submit_error(stderr: str) -> str:
+    """spark-submit's reason: the first exception it printed (its stack trace and the apiserver's
+    repeated status left out), else its last line."""
+    for line in stderr.splitlines():
+        if "Exception" in line and not line.lstrip().startswith("at "):
+            reason = line.split("Exception: ", 1)[-1].split(" Received status:", 1)[0]
+            return reason.strip()[:MESSAGE_CHARS]
+    return error_line(stderr)[:MESSAGE_CHARS]
+
+
+class SparkSubmitScorer:
+    """Submit (or find) the run's driver pod, wait for it to finish, read the outputs."""
+
+    engine = "SparkOnKubernetes (spark-submit)"
+
+    def __init__(
+        self,
+        kube: KubePort,
+        settings: SparkSettings,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        submit: Callable[[list[str]], subprocess.CompletedProcess[str]] | None = None,
+    ) -> None:
+        self.kube = kube
+        self.settings = settings
+        self._clock = clock
+        self._sleep = sleep
+        self._submit = submit or _spark_submit
+
+    def score(self, request: ScoringRequest) -> ScoringResult:
+        started = self._clock()
+        namespace = request.namespace
+        earlier = self._earlier_driver(request)
+        if earlier is not None:
+            name, run = earlier
+            log.info("pool %s/%s: following its earlier Spark driver %s", namespace, request.pool, name)
+        else:
+            run = request.run
+            name = driver_pod_name(namespace, request.pool, run)
+            # A driver of this run that exists was submitted before: it is watched, not resubmitted.
+            if self.kube.read_pod(namespace, name) is None:
+                out = _out_uri(self.settings, request, run)
+                if remote.exists(remote.join(out, MANIFEST)):  # finished, its driver deleted
+                    return read_outputs(out, started)
+                self._submit_run(request, name)
+        self._wait(namespace, name, started)
+        result = read_outputs(_out_uri(self.settings, request, run), started)
+        self.kube.delete_pod(namespace, name)
+        remote.keep_newest(pool_runs_uri(self.settings, request), 2)
+        return result
+
+    def _earlier_driver(self, request: ScoringRequest) -> tuple[str, str] | None:
+        """The pool's driver from an earlier run (name, run) to adopt instead of submitting: one still
+        running, else the newest that succeeded (its operator went before reading it). Failed ones
+        of other runs are deleted: their reason went with the operator that saw them."""
+        selector = f"{POOL_LABEL}={request.pool},{SPARK_ROLE}=driver"
+        running, succeeded = [], []
+        for pod in self.kube.list_pods(request.namespace, selector):
+            metadata = pod["metadata"]
+            name = str(metadata["name"])
+            run = str((metadata.get("labels") or {}).get(RUN_LABEL, ""))
+            if "deletionTimestamp" in metadata or run == request.run:
+                continue  # going, or this very run's (found by its name)
+            phase = _phase(pod)
+            if phase in ("Pending", "Running"):
+                running.append((run, name))
+            elif phase == "Succeeded":
+                succeeded.append((run, name))
+            else:
+                self.kube.delete_pod(request.namespace, name)
+        adopted = max(running or succeeded, default=None)
+        if adopted is None:
+            return None
+        return adopted[1], adopted[0]
+
+    def _submit_run(self, request: ScoringRequest, name: str) -> None:
+        run = run_uri(self.settings, request)
+        remote.sync_up(request.samples, pool_samples_uri(self.settings, request))
+        remote.write_json(remote.join(run, "topology.json"), request.topology)
+        remote.write_json(remote.join(run, "goals.json"), request.goals)
+        with tempfile.TemporaryDirectory(prefix="kb-spark-") as scratch:
+            template = Path(scratch) / "driver.json"
+            template.write_text(json.dumps(driver_template(request)), encoding="utf-8")
+            argv = submit_argv(self.settings, request, template, spark_home())
+            submitted_at = self._clock()
+            done = self._submit(argv)
+        if done.returncode != 0:
+            raise ScoringError(
+                f"spark-submit of {request.namespace}/{name} failed: {submit_error(done.stderr)}"
+            )
+        log.info(
+            "pool %s/%s: spark-submit created driver %s in %.1f s",
+            request.namespace,
+            request.pool,
+            name,
+            self._clock() - submitted_at,
+        )
+
+    def _wait(self, namespace: str, name: str, started: float) -> None:
+        deadline = started + self.settings.timeout_s
+        where = f"Spark driver pod {namespace}/{name}"
+        running_since: float | None = None
+        while True:
+            pod = self.kube.read_pod(namespace, name)
+            if pod is None:
+                raise ScoringError(f"{where} was deleted before it finished")
+            phase = _phase(pod)
+            if phase == "Succeeded":
+                log.info("%s succeeded %.1f s after the run started", where, self._clock() - started)
+                return
+            if phase == "Failed":
+                reason = terminated_reason(pod)
+                last = error_line(self.kube.pod_log(namespace, name, LOG_LINES))
+                self.kube.delete_pod(namespace, name)
+                raise ScoringError(f"{where} failed: {reason}: {last}")
+            stuck = stuck_reason(pod)
+            if stuck is not None:
+                self.kube.delete_pod(namespace, name)
+                raise ScoringError(f"{where} cannot start: {stuck}")
+            if phase == "Running" and running_since is None:
+                running_since = self._clock()
+                log.info("%s running %.1f s after the run started", where, running_since - started)
+            if self._clock() >= deadline:
+                self.kube.delete_pod(namespace, name)
+                raise ScoringError(
+                    f"{where} did not finish within {self.settings.timeout_s:.0f} s "
+                    f"(last phase {phase}); deleted it"
+                )
+            self._sleep(self.settings.poll_s)
+
+
+def _spark_submit(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    home = Path(argv[0]).parent.parent
+    env = {**os.environ, "SPARK_HOME": str(home)}
+    try:
+        return subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired as err:
+        raise ScoringError(f"spark-submit did not return within {SUBMIT_TIMEOUT_S:.0f} s") from err

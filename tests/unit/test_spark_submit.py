@@ -1,0 +1,230 @@
+"""The spark-submit engine's decisions, with the apiserver faked in memory and spark-submit replaced by a
+function that creates the driver pod as spark-submit would: what it submits, that a run is submitted
+once (a restart follows the pool's earlier driver), and how a driver's failure becomes the run's error.
+The real submission, pods and volume are proven on the node (tests/node/test_spark.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_balancer.api import Scoring
+from kafka_balancer.errors import ScoringError
+from kafka_balancer.k8s.spark_runs import SparkSettings, SparkVolume
+from kafka_balancer.k8s.spark_submit import (
+    SparkSubmitScorer,
+    driver_pod_name,
+    driver_template,
+    submit_conf,
+    submit_error,
+)
+from kafka_balancer.scoring.launch import ScoringRequest
+from tests.unit.kube_fake import FakeKube
+
+NAMESPACE, POOL = "team-a", "main"
+
+
+def request(tmp_path: Path, run: str = "0001700000000000", **scoring: Any) -> ScoringRequest:
+    samples = tmp_path / "samples"
+    samples.mkdir(exist_ok=True)
+    (samples / "1.parquet").write_bytes(b"x")
+    return ScoringRequest(
+        namespace=NAMESPACE,
+        pool=POOL,
+        pool_uid="uid-1",
+        run=run,
+        samples=samples,
+        topology={"brokers": [{"id": 1}]},
+        goals={"apiVersion": "v1", "kind": "List", "items": []},
+        window_ms=300_000,
+        windows=3,
+        spec=Scoring.model_validate({"engine": "SparkOnKubernetes", "image": "img:1", **scoring}),
+    )
+
+
+def driver(name: str, run: str, phase: str, **status: Any) -> dict[str, Any]:
+    labels = {"kafkabalancer.io/pool": POOL, "kafkabalancer.io/scoring-run": run, "spark-role": "driver"}
+    return {"metadata": {"name": name, "labels": labels}, "status": {"phase": phase, **status}}
+
+
+class Cluster:
+    """The fake apiserver and storage; ``submit`` plays spark-submit, each ``sleep`` a poll that finds
+    the driver ``then`` (writing the job's outputs when it succeeded)."""
+
+    def __init__(self, tmp_path: Path, then: dict[str, Any] | None = None) -> None:
+        self.kube = FakeKube()
+        self.storage = tmp_path / "storage"
+        self.settings = SparkSettings(str(self.storage), poll_s=0.0, volume=SparkVolume("kb", "/mnt/kb"))
+        self.submitted: list[list[str]] = []
+        self.then = then or {"phase": "Succeeded"}
+        self.now = 0.0
+
+    def scorer(self) -> SparkSubmitScorer:
+        return SparkSubmitScorer(self.kube, self.settings, lambda: self.now, self._sleep, self._submit)
+
+    def _submit(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        self.submitted.append(argv)
+        name = next(a.split("=", 1)[1] for a in argv if a.startswith("spark.kubernetes.driver.pod.name="))
+        run = next(
+            a.split("=", 1)[1]
+            for a in argv
+            if a.startswith("spark.kubernetes.driver.label.kafkabalancer.io/scoring-run=")
+        )
+        self.kube.pods[(NAMESPACE, name)] = driver(name, run, "Pending")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    def _sleep(self, seconds: float) -> None:
+        self.now += 2.0
+        for pod in self.kube.pods.values():
+            pod["status"] = dict(self.then)
+            if self.then["phase"] == "Succeeded":
+                self.outputs(pod["metadata"]["labels"]["kafkabalancer.io/scoring-run"])
+
+    def outputs(self, run: str) -> None:
+        out = self.storage / "runs" / f"{NAMESPACE}.{POOL}" / run / "out"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "manifest.json").write_text(json.dumps({"windows": {"newestSampleMs": int(run)}}))
+        (out / "snapshot.json").write_text(json.dumps({"partitions": []}))
+
+
+def test_the_submission_names_the_driver_owns_it_by_the_pool_and_sizes_it_from_the_spec(
+    tmp_path: Path,
+) -> None:
+    settings = SparkSettings("/mnt/kb", volume=SparkVolume("kb-scoring", "/mnt/kb"))
+    wanted = request(tmp_path, executors=3, resources={"cpu": "1500m", "memory": "2Gi"})
+    conf = submit_conf(settings, wanted, Path("/tmp/driver.json"))
+
+    assert conf["spark.kubernetes.namespace"] == NAMESPACE
+    assert conf["spark.kubernetes.driver.pod.name"] == driver_pod_name(NAMESPACE, POOL, wanted.run)
+    assert len(conf["spark.kubernetes.driver.pod.name"]) <= 63
+    assert conf["spark.kubernetes.driver.podTemplateFile"] == "/tmp/driver.json"
+    assert conf["spark.kubernetes.container.image"] == "img:1"
+    assert conf["spark.kubernetes.submission.waitAppCompletion"] == "false"
+    assert conf["spark.kubernetes.authenticate.driver.serviceAccountName"] == "spark"
+    assert conf["spark.executor.instances"] == "3"
+    assert (conf["spark.executor.cores"], conf["spark.kubernetes.executor.request.cores"]) == ("2", "1500m")
+    assert conf["spark.driver.memory"] == conf["spark.executor.memory"] == "2048m"
+    assert conf["spark.sql.shuffle.partitions"] == "12"
+    for role in ("driver", "executor"):
+        assert conf[f"spark.kubernetes.{role}.label.kafkabalancer.io/pool"] == POOL
+        volume = f"spark.kubernetes.{role}.volumes.persistentVolumeClaim.scoring"
+        assert conf[f"{volume}.options.claimName"] == "kb-scoring"
+        assert conf[f"{volume}.mount.path"] == "/mnt/kb"
+    (owner,) = driver_template(wanted)["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "BrokerPool",
+        POOL,
+        "uid-1",
+        True,
+    )
+
+
+def test_a_run_is_submitted_once_its_inputs_written_its_outputs_read_and_its_driver_deleted(
+    tmp_path: Path,
+) -> None:
+    cluster = Cluster(tmp_path)
+    wanted = request(tmp_path)
+
+    result = cluster.scorer().score(wanted)
+
+    assert result.manifest["windows"]["newestSampleMs"] == int(wanted.run)
+    (argv,) = cluster.submitted
+    assert argv[1:5] == ["--master", "k8s://https://kubernetes.default.svc", "--deploy-mode", "cluster"]
+    run = cluster.storage / "runs" / f"{NAMESPACE}.{POOL}" / wanted.run
+    assert json.loads((run / "topology.json").read_text()) == {"brokers": [{"id": 1}]}
+    assert (cluster.storage / "samples" / f"{NAMESPACE}.{POOL}" / "1.parquet").exists()
+    assert argv[argv.index("--out") + 1] == str(run / "out")
+    assert cluster.kube.pods == {}
+
+
+def test_a_driver_of_the_same_run_is_followed_not_resubmitted(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path)
+    wanted = request(tmp_path)
+    name = driver_pod_name(NAMESPACE, POOL, wanted.run)
+    cluster.kube.pods[(NAMESPACE, name)] = driver(name, wanted.run, "Running")
+
+    cluster.scorer().score(wanted)
+
+    assert cluster.submitted == []
+    assert cluster.kube.pods == {}
+
+
+def test_a_restarted_operator_follows_the_pools_earlier_driver_of_another_run(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path)
+    earlier = driver("kb-score-main-earlier-driver", "0001600000000000", "Running")
+    failed = driver("kb-score-main-failed-driver", "0001500000000000", "Failed")
+    cluster.kube.pods[(NAMESPACE, "kb-score-main-earlier-driver")] = earlier
+    cluster.kube.pods[(NAMESPACE, "kb-score-main-failed-driver")] = failed
+
+    result = cluster.scorer().score(request(tmp_path))
+
+    assert cluster.submitted == []  # the new samples wait for the next interval
+    assert result.manifest["windows"]["newestSampleMs"] == 1600000000000
+    assert cluster.kube.pods == {}  # read and deleted; the failed one cleaned up
+
+
+@pytest.mark.parametrize(
+    ("then", "reason"),
+    [
+        (
+            {
+                "phase": "Pending",
+                "containerStatuses": [
+                    {"state": {"waiting": {"reason": "ErrImagePull", "message": "img:1: not found"}}}
+                ],
+            },
+            "cannot start: ErrImagePull: img:1: not found",
+        ),
+        (
+            {
+                "phase": "Failed",
+                "containerStatuses": [{"state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}],
+            },
+            "failed: OOMKilled (exit code 137): score: no samples under /mnt/kb",
+        ),
+    ],
+    ids=["image-pull", "oom-killed"],
+)
+def test_a_driver_that_cannot_start_or_fails_is_the_runs_error_and_is_deleted(
+    tmp_path: Path, then: dict[str, Any], reason: str
+) -> None:
+    cluster = Cluster(tmp_path, then)
+    wanted = request(tmp_path)
+    name = driver_pod_name(NAMESPACE, POOL, wanted.run)
+    cluster.kube.pod_logs[(NAMESPACE, name)] = "starting\nscore: no samples under /mnt/kb\nexiting\n"
+
+    with pytest.raises(ScoringError) as failed:
+        cluster.scorer().score(wanted)
+
+    assert str(failed.value) == f"Spark driver pod {NAMESPACE}/{name} {reason}"
+    assert cluster.kube.pods == {}
+
+
+def test_a_driver_past_the_timeout_is_deleted_and_the_run_fails(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path, {"phase": "Running"})
+    cluster.settings = SparkSettings(str(cluster.storage), poll_s=0.0, timeout_s=10.0)
+
+    with pytest.raises(ScoringError, match=r"did not finish within 10 s \(last phase Running\); deleted it"):
+        cluster.scorer().score(request(tmp_path))
+    assert cluster.kube.pods == {}
+
+
+def test_a_refused_submission_says_what_was_refused_without_the_stack_trace() -> None:
+    stderr = (
+        "26/11/24 21:55:12 INFO SparkKubernetesClientFactory: Auto-configuring K8S client\n"
+        'Exception in thread "main" io.fabric8.kubernetes.client.KubernetesClientException: Failure '
+        "executing: PATCH at: https://kubernetes.default.svc/apis/networking.k8s.io/v1/namespaces/a/"
+        'networkpolicies/x-policy. Message: networkpolicies "x-policy" is forbidden: User "u" cannot '
+        "patch resource. Received status: Status(apiVersion=v1, code=403)\n"
+        "\tat io.fabric8.kubernetes.client.KubernetesClientException.copyAsCause(X.java:1)\n"
+        "Caused by: io.fabric8.kubernetes.client.KubernetesClientException: the same again\n"
+    )
+    assert submit_error(stderr) == (
+        "Failure executing: PATCH at: https://kubernetes.default.svc/apis/networking.k8s.io/v1/namespaces/"
+        'a/networkpolicies/x-policy. Message: networkpolicies "x-policy" is forbidden: User "u" cannot '
+        "patch resource."
+    )
