@@ -94,7 +94,7 @@ def test_the_values_the_readme_and_values_yaml_show_render(kube_bed: kube.KubeBe
     "values",
     [
         (),
-        ("watchNamespaces={team-a,team-b}", "scoring.sparkOnKubernetes=true", "metrics.enabled=false"),
+        ("watchNamespaces={team-a,team-b}", "scoring.sparkApplications=true", "metrics.enabled=false"),
         ("dashboards.enabled=true",),
     ],
     ids=["defaults", "namespaced-spark-no-metrics", "dashboard"],
@@ -143,7 +143,7 @@ def test_sparkapplications_are_granted_only_for_spark_on_kubernetes(kube_bed: ku
         return {group for rule in role["rules"] for group in rule["apiGroups"]}
 
     assert "sparkoperator.k8s.io" not in granted()
-    assert "sparkoperator.k8s.io" in granted("scoring.sparkOnKubernetes=true")
+    assert "sparkoperator.k8s.io" in granted("scoring.sparkApplications=true")
 
 
 def test_the_storage_secret_reaches_the_operator_as_env_and_never_as_a_value(kube_bed: kube.KubeBed) -> None:
@@ -152,7 +152,7 @@ def test_the_storage_secret_reaches_the_operator_as_env_and_never_as_a_value(kub
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         return {var["name"]: var.get("value", var.get("valueFrom")) for var in container["env"]}
 
-    spark = ("scoring.sparkOnKubernetes=true", "scoring.storage=s3a://kb/prefix")
+    spark = ("scoring.sparkApplications=true", "scoring.storage=s3a://kb/prefix")
     with_secret = env(*spark, "scoring.s3.endpoint=http://minio.storage:9000", "scoring.storageSecret=kb-s3")
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         assert with_secret[key] == {"secretKeyRef": {"name": "kb-s3", "key": key}}
@@ -174,7 +174,7 @@ def test_the_storage_secret_reaches_the_operator_as_env_and_never_as_a_value(kub
 def installed(kube_bed: kube.KubeBed) -> Iterator[None]:
     kube_bed.kubectl("create", "namespace", RELEASE_NAMESPACE)
     installed = kube_bed.helm(
-        "install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--set", "scoring.sparkOnKubernetes=true"
+        "install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--set", "scoring.sparkApplications=true"
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     yield

@@ -33,6 +33,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- toJson $namespaces -}}
 {{- end -}}
 
+{{/* Namespaces of pools scored with spark-submit: the driver's ServiceAccount and Role live there. */}}
+{{- define "kafka-balancer.sparkNamespaces" -}}
+{{- $namespaces := .Values.scoring.sparkSubmit.namespaces | default .Values.watchNamespaces | default (list .Release.Namespace) -}}
+{{- toJson $namespaces -}}
+{{- end -}}
+
 {{/* Kopf watches CRDs to notice when our resources' versions change; read-only, cluster-scoped. */}}
 {{- define "kafka-balancer.crdRule" -}}
 - apiGroups: ["apiextensions.k8s.io"]
@@ -62,7 +68,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
-{{- if .Values.scoring.sparkOnKubernetes }}
+{{- if .Values.scoring.sparkApplications }}
 - apiGroups: ["sparkoperator.k8s.io"]
   resources: ["sparkapplications"]
   verbs: ["get", "list", "watch", "create", "delete"]
