@@ -270,7 +270,7 @@ class Kube:
                 "name": lease.name,
                 "namespace": lease.namespace,
                 "labels": {**MANAGED_BY, "kafkabalancer.io/pool": lease.owner.name},
-                "ownerReferences": [_owner_reference(lease.owner)],
+                "ownerReferences": [owner_reference(lease.owner)],
                 **({"resourceVersion": lease.version} if lease.version is not None else {}),
             },
             "spec": {
@@ -305,7 +305,8 @@ def _version(found: Any) -> str:
     return str(found.metadata.resource_version)
 
 
-def _owner_reference(owner: PoolId) -> dict[str, Any]:
+def owner_reference(owner: PoolId) -> dict[str, Any]:
+    """What makes an object the pool's: Kubernetes deletes it with the pool."""
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "BrokerPool",
@@ -331,7 +332,7 @@ def _config_map_body(
             "name": name,
             "namespace": namespace,
             "labels": {**MANAGED_BY, "kafkabalancer.io/pool": owner.name},
-            "ownerReferences": [_owner_reference(owner)],
+            "ownerReferences": [owner_reference(owner)],
         },
         "data": dict(data),
         "binaryData": {key: base64.b64encode(value).decode() for key, value in (binary or {}).items()},

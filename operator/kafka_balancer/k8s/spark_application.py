@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kafka_balancer.api import API_VERSION, Scoring
+from kafka_balancer.api import Scoring
 from kafka_balancer.errors import InputError, ScoringError
-from kafka_balancer.k8s.kube import MANAGED_BY
+from kafka_balancer.k8s.kube import MANAGED_BY, owner_reference
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.spark_runs import (
     SparkSettings,
@@ -70,16 +70,7 @@ def application_manifest(settings: SparkSettings, request: ScoringRequest) -> di
             "name": name,
             "namespace": request.namespace,
             "labels": labels,
-            "ownerReferences": [
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": "BrokerPool",
-                    "name": request.pool,
-                    "uid": request.pool_uid,
-                    "controller": True,
-                    "blockOwnerDeletion": False,
-                }
-            ],
+            "ownerReferences": [owner_reference(PoolId(request.namespace, request.pool, request.pool_uid))],
         },
         "spec": {
             "type": "Python",

@@ -29,10 +29,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kafka_balancer.api import API_VERSION
 from kafka_balancer.errors import InputError, ScoringError
-from kafka_balancer.k8s.kube import MANAGED_BY
-from kafka_balancer.k8s.port import KubePort
+from kafka_balancer.k8s.kube import MANAGED_BY, owner_reference
+from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.spark_runs import (
     SparkSettings,
     application_name,
@@ -102,16 +101,7 @@ def driver_template(request: ScoringRequest) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "ownerReferences": [
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": "BrokerPool",
-                    "name": request.pool,
-                    "uid": request.pool_uid,
-                    "controller": True,
-                    "blockOwnerDeletion": False,
-                }
-            ]
+            "ownerReferences": [owner_reference(PoolId(request.namespace, request.pool, request.pool_uid))]
         },
         "spec": {},
     }
