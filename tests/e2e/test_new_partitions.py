@@ -29,15 +29,19 @@ PASS_SLACK_S = 8.0
 EXECUTION_S = 60.0
 GOALS = (
     ("racks", {"type": "RackAware"}),
-    ("replicas", {"type": "ReplicaDistribution", "rangePercent": 10}),
+    ("spread", {"type": "TopicReplicaDistribution", "rangePercent": 10}),
     ("leaders", {"type": "LeaderDistribution", "rangePercent": 20}),
 )
+# The goals that measure this test's topics alone. The tier's Kafka bed is shared: other tests'
+# topics, which the pool may not move, can keep counts over every topic (leaders here; replicas
+# sent the base topic's replicas all onto brokers 3 and 4 in CI and stayed out of band) unmet.
+OWN_TOPIC_GOALS = ("racks", "spread")
 # Balanced: 4 replicas and 2 leaderships per broker, rack aware (brokers 1 and 4 share rack a).
 BASE = [[2, 1], [1, 3], [3, 1], [4, 2], [1, 2], [2, 4], [3, 4], [4, 3]]
 # Rack aware and 16 replicas per broker, but broker 1 leads all 16 partitions it holds (brokers 2
 # and 3 lead 4 each): skewed enough to break LeaderDistribution whatever else the bed holds.
 LEADERS_ON_1 = [[1, 2], [1, 3]] * 8 + [[2, 4], [4, 2], [3, 4], [4, 3]] * 4
-# Added to BASE: every replica on brokers 1 and 2 (16 more each), which breaks ReplicaDistribution.
+# Added to BASE: every replica on brokers 1 and 2 (16 more each), which breaks the topic's spread.
 ADDED = [[1, 2], [2, 1]] * 8
 # A record's bytes on disk beyond its 300-byte value (key, headers, batch overhead): generous.
 RECORD_BYTES = 400
@@ -92,11 +96,16 @@ def place(
     return message, planned_s, placed_s
 
 
-def goals_hold(kube_bed: kube.KubeBed, namespace: str) -> bool:
-    return all(
+def settled(kube_bed: kube.KubeBed, namespace: str) -> bool:
+    """The own-topic goals hold and the pool's newest plan changes no partition, not even a leader:
+    LeaderDistribution, which counts other tests' leaders too, is as close as the pool can bring it."""
+    if not all(
         condition(get(kube_bed, namespace, "bg", name), "Satisfied").get("status") == "True"
-        for name, _ in GOALS
-    )
+        for name in OWN_TOPIC_GOALS
+    ):
+        return False
+    plan = pool_status(kube_bed, namespace).get("plan", {})
+    return bool(plan.get("partitions") == 0)
 
 
 def test_new_partitions_are_placed_at_the_next_pass_leadership_first_moving_only_them(
@@ -114,7 +123,7 @@ def test_new_partitions_are_placed_at_the_next_pass_leadership_first_moving_only
             pool("main", kafka_bed.bootstrap_servers, "Auto", excludedTopics=[f"(?!{prefix}-).*"]),
             *(goal(name, "main", **g) for name, g in GOALS),
         )
-        wait_for(lambda: goals_hold(kube_bed, namespace), BALANCE_TIMEOUT_S, "a balanced pool", operator)
+        wait_for(lambda: settled(kube_bed, namespace), BALANCE_TIMEOUT_S, "a balanced pool", operator)
         before = partitions(kafka_bed, base)
 
         # Kafka's own placement (rack aware, round robin): the goals may already hold with it.
@@ -168,7 +177,7 @@ def test_new_partitions_are_placed_at_the_next_pass_leadership_first_moving_only
         after = partitions(kafka_bed, base)
         assert {p: after[p][0] for p in range(8)} == {p: before[p][0] for p in range(8)}
 
-        wait_for(lambda: goals_hold(kube_bed, namespace), BALANCE_TIMEOUT_S, "every goal to hold", operator)
+        wait_for(lambda: settled(kube_bed, namespace), BALANCE_TIMEOUT_S, "the pool settled", operator)
 
     print(f"creation → placed: {[round(t, 1) for t in timings]} s, median {statistics.median(timings):.1f} s")
     assert all(t <= INTERVAL_S + PASS_SLACK_S + EXECUTION_S for t in timings), timings
