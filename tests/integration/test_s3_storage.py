@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 import pytest
-from tests.spark.test_job import BROKERS, RACKS, cluster_samples
+from tests.spark.test_job import cluster_samples, write_topology_and_goals
 from tests.support.samples import write_samples
 
 from kafka_balancer.errors import ScoringError
@@ -143,17 +143,7 @@ def rounded(document: Any) -> Any:
 
 def job_inputs(root: Path) -> Path:
     root.mkdir(parents=True)
-    topology = [
-        {
-            "id": b,
-            "rack": RACKS[b],
-            "state": "active",
-            "capacity": {"disk": 1e12, "networkIn": 1e8, "networkOut": 1e8, "cpu": 8},
-        }
-        for b in BROKERS
-    ]
-    (root / "topology.json").write_text(json.dumps({"brokers": topology}))
-    (root / "goals.yaml").write_text("")
+    write_topology_and_goals(root)
     return root
 
 

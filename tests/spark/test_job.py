@@ -50,10 +50,9 @@ def cluster_samples() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return partitions, brokers
 
 
-@pytest.fixture()
-def inputs(tmp_path: Path) -> dict[str, Path]:
-    partitions, brokers = cluster_samples()
-    write_samples(tmp_path / "store", partitions, brokers)
+def write_topology_and_goals(root: Path) -> None:
+    """The job's other inputs in ``root``: the brokers of cluster_samples, and no goal (the
+    documented default set)."""
     topology = [
         {
             "id": b,
@@ -63,8 +62,15 @@ def inputs(tmp_path: Path) -> dict[str, Path]:
         }
         for b in BROKERS
     ]
-    (tmp_path / "topology.json").write_text(json.dumps({"brokers": topology}))
-    (tmp_path / "goals.yaml").write_text("")  # no goal: the documented default set
+    (root / "topology.json").write_text(json.dumps({"brokers": topology}))
+    (root / "goals.yaml").write_text("")
+
+
+@pytest.fixture()
+def inputs(tmp_path: Path) -> dict[str, Path]:
+    partitions, brokers = cluster_samples()
+    write_samples(tmp_path / "store", partitions, brokers)
+    write_topology_and_goals(tmp_path)
     return {
         "samples": tmp_path / "store",
         "topology": tmp_path / "topology.json",
