@@ -7,16 +7,23 @@ planner wrote."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from tests.support.kafka_checks import Writer, assert_no_throttle_left, create_topic, delete_topic
+from tests.support.kafka_checks import (
+    Writer,
+    assert_no_throttle_left,
+    create_topic,
+    delete_topic,
+    under_replicated,
+)
 from tests.support.messages import consume_digest
 
 from kafka_balancer.cli import main
-from kafka_balancer.kafka.admin import KafkaAdmin, LogDirState
+from kafka_balancer.kafka.admin import KafkaAdmin, LogDirState, PartitionState
 from kafka_balancer_dev.localbed.kafka import LOG_DIRS_PER_BROKER, REASSIGN_PARTITIONS, KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 
@@ -43,6 +50,30 @@ def written_topic(
         admin.close()
     assert consume_digest(bed.bootstrap_servers, topic, writer.sent) == writer.result()
     delete_topic(bed, topic)
+
+
+@contextmanager
+def writing_and_sampling(writer: Writer, sample: Callable[[], None], every_s: float) -> Iterator[None]:
+    """For the block: ``writer`` produces in a thread and another calls ``sample()`` every ``every_s``
+    seconds; both are stopped and joined on the way out."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            sample()
+            stop.wait(every_s)
+
+    watcher = threading.Thread(target=watch)
+    background = threading.Thread(target=writer.write_until_stopped)
+    watcher.start()
+    background.start()
+    try:
+        yield
+    finally:
+        writer.stop.set()
+        stop.set()
+        background.join(timeout=60)
+        watcher.join(timeout=30)
 
 
 def test_a_replica_moves_between_the_log_dirs_of_its_broker_with_every_message_kept(
@@ -77,54 +108,83 @@ def test_a_replica_moves_between_the_log_dirs_of_its_broker_with_every_message_k
         assert _dir_of(admin.log_dirs([2])[2], tp) == _dir_of(dirs[2], tp)
 
 
+def _planned_between_dirs(
+    bed: KafkaBed,
+    admin: KafkaAdmin,
+    topic: str,
+    count: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> Path:
+    """A plan from ``kafka-balancer plan`` that moves replicas of ``topic``'s first ``count`` partitions
+    (on brokers 1 and 2) between the log dirs of their brokers, on the bed's real dirs."""
+    dirs = admin.log_dirs(sorted(bed.racks))
+    first = {b: sorted(d.path for d in ds)[0] for b, ds in dirs.items()}
+    where = {number: {b: _dir_of(dirs[b], (topic, number))[0] for b in (1, 2)} for number in range(count)}
+    # Sizes made up so that broker 1's dirs are far apart and one move between them brings them
+    # closer: where Kafka spread the partitions evenly over its dirs, a 10 GB replica in its first
+    # dir and 1 GB elsewhere; where it did not, 1 GB each.
+    in_first = sum(1 for number in range(count) if where[number][1] == first[1])
+    even = abs(2 * in_first - count) < 2
+    partitions = []
+    for number in range(count):
+        disk = 1.0e10 if even and where[number][1] == first[1] else 1.0e9
+        partitions.append(
+            {
+                "topic": topic,
+                "partition": number,
+                "replicas": [1, 2],
+                "leader": 1,
+                "load": {"disk": disk, "networkIn": 1.0e3, "networkOut": 1.0e3, "cpu": 0.0},
+                "logDirs": [where[number][1], where[number][2]],
+            }
+        )
+    brokers = [
+        {
+            "id": b,
+            "rack": rack,
+            "capacity": {"disk": 1.0e12, "networkIn": 1.0e8, "networkOut": 1.0e8, "cpu": 8},
+            "logDirs": [{"path": d.path, "capacity": 1.0e11, "online": d.online} for d in dirs[b]],
+        }
+        for b, rack in sorted(bed.racks.items())
+    ]
+    snap = tmp_path / "snapshot.json"
+    snap.write_text(json.dumps({"version": 1, "brokers": brokers, "partitions": partitions}))
+    goals = tmp_path / "goals.yaml"
+    goals.write_text(
+        "apiVersion: kafkabalancer.io/v1alpha1\nkind: BalancerGoal\nmetadata: {name: disks}\n"
+        "spec: {type: IntraBrokerDiskDistribution, rangePercent: 10}\n"
+    )
+    plan = tmp_path / "plan.json"
+    code = main(["plan", "--snapshot", str(snap), "--goals", str(goals), "--output", str(plan)])
+    assert code == 0, capsys.readouterr().err
+    return plan
+
+
+def _dir_targets(plan: Path) -> dict[tuple[int, int], str]:
+    """(partition, broker) → the log dir the plan names for that replica."""
+    return {
+        (entry["partition"], b): path
+        for entry in json.loads(plan.read_text())["partitions"]
+        for b, path in zip(entry["replicas"], entry.get("log_dirs", []), strict=False)
+        if path != "any"
+    }
+
+
+def _all_in_their_dirs(admin: KafkaAdmin, topic: str, targets: dict[tuple[int, int], str]) -> bool:
+    """Every planned replica in its dir and no future replica of ``topic`` left on any broker."""
+    now = admin.log_dirs(sorted({b for _, b in targets} | {1, 2}))
+    placed = all(_dir_of(now[b], (topic, p)) == [path] for (p, b), path in targets.items())
+    return placed and not any(tp[0] == topic for ds in now.values() for d in ds for tp in d.future)
+
+
 def test_kafkas_own_tool_executes_a_plan_that_moves_replicas_between_log_dirs(
     kafka_bed: KafkaBed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with written_topic(kafka_bed, "logdirplan", [[1, 2]] * 4, 1_000, 300) as (topic, admin):
-        dirs = admin.log_dirs(sorted(kafka_bed.racks))
-        # Sizes made up so that each broker's dirs are far apart: a 10 GB replica in the broker's
-        # first dir, 1 GB elsewhere; the plan must then move replicas between the dirs of a broker.
-        first = {b: sorted(d.path for d in ds)[0] for b, ds in dirs.items()}
-        partitions = []
-        for number in range(4):
-            where = {b: _dir_of(dirs[b], (topic, number))[0] for b in (1, 2)}
-            disk = 1.0e10 if where[1] == first[1] else 1.0e9
-            partitions.append(
-                {
-                    "topic": topic,
-                    "partition": number,
-                    "replicas": [1, 2],
-                    "leader": 1,
-                    "load": {"disk": disk, "networkIn": 1.0e3, "networkOut": 1.0e3, "cpu": 0.0},
-                    "logDirs": [where[1], where[2]],
-                }
-            )
-        brokers = [
-            {
-                "id": b,
-                "rack": rack,
-                "capacity": {"disk": 1.0e12, "networkIn": 1.0e8, "networkOut": 1.0e8, "cpu": 8},
-                "logDirs": [{"path": d.path, "capacity": 1.0e11, "online": d.online} for d in dirs[b]],
-            }
-            for b, rack in sorted(kafka_bed.racks.items())
-        ]
-        snap = tmp_path / "snapshot.json"
-        snap.write_text(json.dumps({"version": 1, "brokers": brokers, "partitions": partitions}))
-        goals = tmp_path / "goals.yaml"
-        goals.write_text(
-            "apiVersion: kafkabalancer.io/v1alpha1\nkind: BalancerGoal\nmetadata: {name: disks}\n"
-            "spec: {type: IntraBrokerDiskDistribution, rangePercent: 10}\n"
-        )
-        plan = tmp_path / "plan.json"
-        code = main(["plan", "--snapshot", str(snap), "--goals", str(goals), "--output", str(plan)])
-        assert code == 0, capsys.readouterr().err
+        plan = _planned_between_dirs(kafka_bed, admin, topic, 4, tmp_path, capsys)
         planned = json.loads(plan.read_text())["partitions"]
-        targets = {
-            (entry["partition"], b): path
-            for entry in planned
-            for b, path in zip(entry["replicas"], entry["log_dirs"], strict=True)
-            if path != "any"
-        }
+        targets = _dir_targets(plan)
         assert targets, planned
 
         execute = kafka_bed.run_tool(
@@ -139,13 +199,11 @@ def test_kafkas_own_tool_executes_a_plan_that_moves_replicas_between_log_dirs(
         )
         assert execute.returncode == 0, execute.stderr
 
-        def done() -> bool:
-            now = admin.log_dirs([1, 2])
-            return all(_dir_of(now[b], (topic, p)) == [path] for (p, b), path in targets.items()) and not any(
-                d.future for ds in now.values() for d in ds if any(tp[0] == topic for tp in d.future)
-            )
-
-        wait_until(done, timeout_s=60, what=f"every planned log-dir move of {topic} carried out")
+        wait_until(
+            lambda: _all_in_their_dirs(admin, topic, targets),
+            timeout_s=60,
+            what=f"every planned log-dir move of {topic} carried out",
+        )
         # --verify sees the moves done and removes the throttles --execute set.
         verify = kafka_bed.run_tool(REASSIGN_PARTITIONS, ["--verify", "--reassignment-json-file", str(plan)])
         assert verify.returncode == 0, verify.stderr
@@ -187,4 +245,73 @@ def test_the_snapshot_command_reports_each_replicas_log_dir(
     assert len(mine) == 3
     for p in mine:
         assert p["logDirs"] == [_dir_of(dirs[b], (topic, p["partition"]))[0] for b in p["replicas"]]
+    delete_topic(kafka_bed, topic)
+
+
+def test_our_executor_moves_replicas_between_log_dirs_and_brokers_throttled_with_every_message_kept(
+    kafka_bed: KafkaBed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Kafka lets about 10 s worth of a throttle's rate through at once (its quota's window): at
+    # 250 kB/s a 2.5 MB replica copies half at once, then the rest at the rate.
+    throttle = 250_000
+    # About 12.5 MB over five partitions on brokers 1 and 2; partition 4 moves to broker 3.
+    topic = create_topic(kafka_bed, "logdirexec", [[1, 2]] * 5)
+    writer = Writer(kafka_bed, topic)
+    writer.write(25_000, 500)
+    admin = KafkaAdmin(kafka_bed.bootstrap_servers)
+    try:
+        plan = _planned_between_dirs(kafka_bed, admin, topic, 4, tmp_path, capsys)
+        document = json.loads(plan.read_text())
+        [third_dir, _] = sorted(d.path for d in admin.log_dirs([3])[3])[::-1]
+        document["partitions"].append(
+            {"topic": topic, "partition": 4, "replicas": [3, 2], "log_dirs": [third_dir, "any"]}
+        )
+        plan.write_text(json.dumps(document))
+        targets = _dir_targets(plan)
+        assert (4, 3) in targets and any(p != 4 for p, _ in targets), document
+        state = tmp_path / "state.json"
+
+        intra_rates: set[str] = set()
+
+        def sample() -> None:
+            configs = admin.dynamic_configs("broker", ["1", "2", "3"])
+            intra_rates.update(c[INTRA_THROTTLE] for c in configs.values() if INTRA_THROTTLE in c)
+
+        with writing_and_sampling(writer, sample, 0.1):
+            code = main(
+                ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+                 "--state", str(state), "--throttle", str(throttle), "--poll-interval", "0.5",
+                 "--timeout-per-move", "60"]
+            )  # fmt: skip
+        out, err = capsys.readouterr()
+        assert code == 0, (out, err)
+
+        # Every planned replica in its dir, no future replica left, the replicas and leaders as planned.
+        assert _all_in_their_dirs(admin, topic, targets)
+        now = admin.partitions([topic])
+        for entry in document["partitions"]:
+            replicas = tuple(entry["replicas"])
+            assert now[(topic, entry["partition"])] == PartitionState(
+                replicas, replicas[0], frozenset(replicas)
+            )
+        assert [p for p in under_replicated(kafka_bed) if p.startswith(f"{topic}-")] == []
+        # The copies between dirs ran under our rate, which is gone from every broker now.
+        assert intra_rates == {str(throttle)}
+        assert_no_throttle_left(kafka_bed, topic)
+        assert "log-dir bytes:" in out
+
+        doc = json.loads(state.read_text())
+        assert {m["status"] for m in doc["moves"]} == {"done"}
+        assert doc["throttles"]["brokers"] == {} and doc["dirBytesDone"] == doc["dirBytesTotal"] > 0
+        between_dirs = [m for m in doc["moves"] if m["source"] == m["target"]]
+        took = max(m["finishedAt"] for m in between_dirs) - min(m["startedAt"] for m in between_dirs)
+        megabytes = doc["dirBytesTotal"] / 1e6
+        print(
+            f"\n{len(between_dirs)} moves between log dirs: {megabytes:.1f} MB in {took:.1f}s "
+            f"({megabytes / took:.2f} MB/s) at a throttle of {throttle / 1e6:.2f} MB/s per broker"
+        )
+    finally:
+        admin.close()
+    # Every message written before and during the execution reads back intact.
+    assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
     delete_topic(kafka_bed, topic)

@@ -6,7 +6,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kafka_balancer.errors import KafkaOperationError, KafkaUnavailableError
-from kafka_balancer.kafka.admin import OngoingReassignment, PartitionState, Tp
+from kafka_balancer.kafka.admin import LogDirState, OngoingReassignment, PartitionState, Tp
+
+Replica = tuple[str, int, int]
+DIRS = ("/data/0", "/data/1")
 
 
 @dataclass
@@ -38,6 +41,17 @@ class FakeKafkaCluster:
     # Brokers' metadata lags the controller: a cancelled reassignment still shows its in-flight
     # replica set in this many reads of partitions() after Kafka stopped listing it.
     metadata_lag_reads: int = 0
+    # JBOD: every broker has the dirs DIRS; a replica is in its placed dir (default the first one).
+    # AlterReplicaLogDirs copies into a future replica over ``ticks_to_finish`` ticks; asked for a
+    # replica it does not host, a broker remembers the dir for when the replica is created.
+    placed: dict[Replica, str] = field(default_factory=dict)
+    futures: dict[Replica, tuple[str, int]] = field(default_factory=dict)
+    preferred: dict[Replica, str] = field(default_factory=dict)
+    offline_dirs: set[tuple[int, str]] = field(default_factory=set)
+    # False: a new replica lands in the first dir whatever the broker was told before it existed.
+    honours_preferred_dir: bool = True
+    dir_asks: list[dict[Replica, str]] = field(default_factory=list)
+    throttled_when_dir_asked: list[dict[tuple[str, str], dict[str, str]]] = field(default_factory=list)
     _lagging: dict[Tp, tuple[tuple[int, ...], int]] = field(default_factory=dict)
     _stale: dict[tuple[str, str], tuple[dict[str, str], int]] = field(default_factory=dict)
 
@@ -51,6 +65,12 @@ class FakeKafkaCluster:
                 self.replicas[tp] = target
             else:
                 self.ongoing[tp] = (target, done + 1)
+        for replica, (path, done) in list(self.futures.items()):
+            if done + 1 >= self.ticks_to_finish:
+                del self.futures[replica]
+                self.placed[replica] = path
+            else:
+                self.futures[replica] = (path, done + 1)
 
     def leader(self, tp: Tp) -> int:
         return self.leaders.get(tp, self.replicas[tp][0])
@@ -126,7 +146,59 @@ class FakeKafkaCluster:
                 self.replicas[tp] = target
             else:
                 self.ongoing[tp] = (target, 0)
+                for broker in target:
+                    if broker not in self.replicas[tp]:
+                        replica = (tp[0], tp[1], broker)
+                        preferred = self.preferred.pop(replica, DIRS[0])
+                        self.placed[replica] = preferred if self.honours_preferred_dir else DIRS[0]
         return {}
+
+    def _hosts(self, replica: Replica) -> bool:
+        tp, broker = replica[:2], replica[2]
+        return broker in self.replicas[tp] or (tp in self.ongoing and broker in self.ongoing[tp][0])
+
+    def dir_of(self, replica: Replica) -> str:
+        return self.placed.get(replica, DIRS[0])
+
+    def log_dirs(self, brokers: Iterable[int]) -> dict[int, tuple[LogDirState, ...]]:
+        found = {}
+        for broker in brokers:
+            if broker not in self.brokers:
+                raise KafkaUnavailableError(f"describing log dirs: broker {broker} is gone")
+            hosted = [(t, p, broker) for (t, p) in self.replicas if self._hosts((t, p, broker))]
+            found[broker] = tuple(
+                LogDirState(
+                    path,
+                    (broker, path) not in self.offline_dirs,
+                    10**12,
+                    {r[:2]: self.sizes[r[:2]] for r in hosted if self.dir_of(r) == path},
+                    {
+                        r[:2]: self.sizes[r[:2]] * done // self.ticks_to_finish
+                        for r, (future, done) in self.futures.items()
+                        if r[2] == broker and future == path
+                    },
+                )
+                for path in DIRS
+            )
+        return found
+
+    def alter_replica_log_dirs(self, targets: Mapping[Replica, str]) -> dict[Replica, str]:
+        self.dir_asks.append(dict(targets))
+        self.throttled_when_dir_asked.append({k: dict(v) for k, v in self.configs.items() if v})
+        refused = {}
+        for replica, path in targets.items():
+            if path not in DIRS:
+                refused[replica] = "LogDirNotFoundError"
+            elif (replica[2], path) in self.offline_dirs:
+                refused[replica] = "KafkaStorageError"
+            elif not self._hosts(replica):
+                self.preferred[replica] = path
+                refused[replica] = "ReplicaNotAvailableError"
+            elif self.dir_of(replica) == path:
+                self.futures.pop(replica, None)  # back to its own dir: the copy is dropped
+            elif self.futures.get(replica, ("", 0))[0] != path:
+                self.futures[replica] = (path, 0)
+        return refused
 
     def dynamic_configs(self, kind: str, names: Iterable[str]) -> dict[str, dict[str, str]]:
         found = {}

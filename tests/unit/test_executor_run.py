@@ -259,13 +259,18 @@ def test_replicas_on_a_dead_broker_do_not_hold_back_the_moves_that_replace_it(tm
         (Reassignment("t", 9, (1, 2)), "unknown partition t-9"),
         (Reassignment("t", 0, (1, 9)), "unknown broker(s) [9]"),
         (Reassignment("t", 0, (1, 2, 3)), "replication factor from 2 to 3"),
-        (Reassignment("t", 0, (1, 2), ("/data/0", "any")), "moves a replica between log dirs"),
+        (Reassignment("t", 0, (1, 2), ("/nope", "any")), "t-0.log_dirs: broker 1 has no log dir '/nope'"),
     ],
 )
 def test_the_plan_is_checked_against_the_cluster(entry: Reassignment, message: str) -> None:
     cluster = _cluster()
     with pytest.raises(InputError) as err:
-        check_plan(ReassignmentPlan((entry,)), cluster.broker_ids(), cluster.partitions())
+        check_plan(
+            ReassignmentPlan((entry,)),
+            cluster.broker_ids(),
+            cluster.partitions(),
+            cluster.log_dirs(cluster.brokers),
+        )
     assert message in str(err.value)
 
 

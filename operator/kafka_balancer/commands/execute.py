@@ -38,7 +38,8 @@ def _command(name: str, args: argparse.Namespace, *flags: str) -> str:
 
 
 class _ShownExecutor(Executor):
-    """The CLI's executor: each state it commits also moves the terminal's bar (bytes copied)."""
+    """The CLI's executor: each state it commits also moves the terminal's bar (bytes copied, between
+    brokers and between a broker's log dirs)."""
 
     def __init__(self, *args: Any, display: ProgressDisplay, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -47,7 +48,11 @@ class _ShownExecutor(Executor):
     def commit(self, state: ExecutionState) -> ExecutionState:
         state = super().commit(state)
         done = len(state.by_status(MoveStatus.DONE))
-        self._display.update(state.bytes_done, state.bytes_total, status=f"{done}/{len(state.moves)} moves")
+        self._display.update(
+            state.bytes_done + state.dir_bytes_done,
+            state.bytes_total + state.dir_bytes_total,
+            status=f"{done}/{len(state.moves)} moves",
+        )
         return state
 
 
@@ -81,7 +86,8 @@ def run_execute(args: argparse.Namespace) -> int:
             print(f"resuming from {state_path}", flush=True)
         else:
             state = new_state(admin, plan, options, time.time())
-        with progress_display(sys.stdout, "executing", state.bytes_total, data=True) as display:
+        total = state.bytes_total + state.dir_bytes_total
+        with progress_display(sys.stdout, "executing", total, data=True) as display:
             executor = _ShownExecutor(
                 admin,
                 state_path,

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from kafka_balancer.errors import ExecutionError
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
+from kafka_balancer.kafka.log_dir_moves import dir_brokers, misplaced, replica_dirs, stop_copies
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.throttle import Commit, sync_throttles
 
@@ -24,22 +25,25 @@ def cancel_execution(
     sleep: Callable[[float], None],
     timeout_s: float = 120.0,
 ) -> ExecutionState:
-    """Each in-flight move ends either done (it finished first) or cancelled (back on its source)."""
+    """Each in-flight move ends either done (it finished first) or cancelled (back on its source, its
+    replicas left in the dirs they are in: a copy between dirs is stopped, as Kafka's tool does)."""
     in_flight = {m.tp for m in state.by_status(MoveStatus.IN_FLIGHT)}
     listed = admin.reassignments()
     admin.alter_reassignments({tp: None for tp in in_flight if tp in listed})
+    stop_copies(admin, state.by_status(MoveStatus.IN_FLIGHT))
     deadline = clock() + timeout_s
     while in_flight & set(admin.reassignments()):
         if clock() > deadline:
             raise ExecutionError(f"reassignments still listed {timeout_s:.0f}s after cancelling them")
         sleep(0.5)
     parts = admin.partitions({m.topic for m in state.moves})
+    open_moves = [m for m in state.moves if m.status in (MoveStatus.PENDING, MoveStatus.IN_FLIGHT)]
+    with_dirs = [m for m in open_moves if m.dir_targets]
+    dirs = replica_dirs(admin, dir_brokers(with_dirs)) if with_dirs else {}
     now = clock()
-    for move in state.moves:
-        if move.status not in (MoveStatus.PENDING, MoveStatus.IN_FLIGHT):
-            continue
+    for move in open_moves:
         part = parts.get(move.tp)
-        if part is not None and part.replicas == move.final:
+        if part is not None and part.replicas == move.final and not misplaced(move, dirs):
             state = state.with_move(replace(move, status=MoveStatus.DONE, finished_at=now))
             continue
         reason = "cancelled"

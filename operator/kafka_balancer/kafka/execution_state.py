@@ -15,6 +15,7 @@ from typing import Any
 
 from kafka_balancer.errors import InputError
 from kafka_balancer.formats.plan_file import write_json_atomically
+from kafka_balancer.model.plan import ANY_LOG_DIR
 
 STATE_VERSION = 1
 
@@ -33,7 +34,9 @@ class Move:
 
     Moved a few replicas at a time (:mod:`~kafka_balancer.kafka.steps`), ``source`` and ``target``
     are the current step's, ``origin`` and ``planned`` the partition's replicas before the first
-    step and in the plan; both are empty when the move is one reassignment.
+    step and in the plan; both are empty when the move is one reassignment. ``log_dirs`` is the
+    plan's log dir of each replica of ``final`` (AlterReplicaLogDirs moves it there); the move is
+    done once the replicas are ``final`` and every named dir holds its replica, with no future one.
     """
 
     topic: str
@@ -52,6 +55,14 @@ class Move:
     # When the executor elected the planned leader of this reordering as soon as it was done (or
     # saw it in place already): never asked again on resume; the end of the plan settles the rest.
     leader_elected_at: float | None = None
+    # Aligned with ``final``, ``ANY_LOG_DIR`` where the plan leaves the dir to the broker; empty when
+    # no replica of the partition changes log dir.
+    log_dirs: tuple[str, ...] = ()
+    # Brokers whose AlterReplicaLogDirs for this move Kafka accepted (asked again only while their
+    # replica is neither in its dir nor being copied there).
+    dirs_asked: tuple[int, ...] = ()
+    # Bytes copied between log dirs so far (replicas in their dir, plus future replicas' sizes).
+    dir_progress_bytes: int = 0
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -74,16 +85,33 @@ class Move:
         return tuple(b for b in self.source if b not in self.target)
 
     @property
-    def reorders_only(self) -> bool:
-        """The whole move only changes the replicas' order, hence the preferred leader: no copy."""
-        return set(self.original) == set(self.final)
+    def dir_targets(self) -> dict[int, str]:
+        """Broker → the log dir the plan puts its replica in, for the replicas whose dir it names."""
+        return {b: d for b, d in zip(self.final, self.log_dirs, strict=False) if d != ANY_LOG_DIR}
 
     @property
-    def brokers(self) -> frozenset[int]:
-        """Brokers that send or receive data for this move (none for a leadership-only reorder)."""
+    def reorders_only(self) -> bool:
+        """The whole move only changes the replicas' order, hence the preferred leader: no copy."""
+        return set(self.original) == set(self.final) and not self.dir_targets
+
+    @property
+    def replicating(self) -> frozenset[int]:
+        """Brokers that send or receive replication traffic in this step (none for a reorder)."""
         if not self.adding:
             return frozenset()
         return frozenset(self.adding) | frozenset(self.source)
+
+    @property
+    def dir_copying(self) -> frozenset[int]:
+        """Brokers of this step whose replica the plan puts in a named log dir: each may copy it
+        from one of its dirs to another (disk I/O on that broker, throttled apart)."""
+        return frozenset(b for b in self.dir_targets if b in self.target)
+
+    @property
+    def brokers(self) -> frozenset[int]:
+        """Brokers that send, receive or copy data between their own dirs for this move (none for a
+        leadership-only reorder)."""
+        return self.replicating | self.dir_copying
 
     def idle_seconds(self, now: float) -> float:
         """How long an in-flight move has copied nothing (since it started, before its first byte)."""
@@ -99,6 +127,18 @@ class Move:
             return self.bytes_total
         earlier_steps = self.bytes_total - self.size * len(set(self.final) - set(self.source))
         return earlier_steps + min(self.progress_bytes, self.size * len(self.adding))
+
+    @property
+    def dir_bytes_total(self) -> int:
+        """Bytes copied between log dirs: a replica the broker had before the move, put in a named dir
+        (a new replica is made in its dir by the reassignment's own copy)."""
+        return self.size * sum(1 for b in self.dir_targets if b in self.original)
+
+    @property
+    def dir_bytes_done(self) -> int:
+        if self.status is MoveStatus.DONE:
+            return self.dir_bytes_total
+        return min(self.dir_progress_bytes, self.dir_bytes_total)
 
 
 class MoveOrder(StrEnum):
@@ -144,8 +184,20 @@ class ExecutionState:
     def bytes_done(self) -> int:
         return sum(m.bytes_done for m in self.moves)
 
+    @property
+    def dir_bytes_total(self) -> int:
+        return sum(m.dir_bytes_total for m in self.moves)
+
+    @property
+    def dir_bytes_done(self) -> int:
+        return sum(m.dir_bytes_done for m in self.moves)
+
     def plan_targets(self) -> dict[tuple[str, int], tuple[int, ...]]:
         return {m.tp: m.final for m in self.moves}
+
+    def plan_log_dirs(self) -> dict[tuple[str, int], tuple[str, ...]]:
+        """The plan's log dirs by (topic, partition), for the partitions whose dirs it names."""
+        return {m.tp: m.log_dirs for m in self.moves if m.dir_targets}
 
 
 def _move_from(doc: Mapping[str, Any]) -> Move:
@@ -164,6 +216,9 @@ def _move_from(doc: Mapping[str, Any]) -> Move:
         origin=tuple(int(b) for b in doc.get("origin", ())),
         planned=tuple(int(b) for b in doc.get("planned", ())),
         leader_elected_at=doc.get("leaderElectedAt"),
+        log_dirs=tuple(str(d) for d in doc.get("logDirs", ())),
+        dirs_asked=tuple(int(b) for b in doc.get("dirsAsked", ())),
+        dir_progress_bytes=int(doc.get("dirProgressBytes", 0)),
     )
 
 
@@ -183,6 +238,9 @@ def _move_doc(move: Move) -> dict[str, Any]:
         "origin": list(move.origin),
         "planned": list(move.planned),
         "leaderElectedAt": move.leader_elected_at,
+        "logDirs": list(move.log_dirs),
+        "dirsAsked": list(move.dirs_asked),
+        "dirProgressBytes": move.dir_progress_bytes,
     }
 
 
@@ -205,6 +263,8 @@ def state_document(state: ExecutionState) -> dict[str, Any]:
         "goneBrokers": sorted(state.gone_brokers),
         "bytesDone": state.bytes_done,
         "bytesTotal": state.bytes_total,
+        "dirBytesDone": state.dir_bytes_done,
+        "dirBytesTotal": state.dir_bytes_total,
         "moves": [_move_doc(m) for m in state.moves],
     }
 

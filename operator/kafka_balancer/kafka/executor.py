@@ -18,7 +18,16 @@ from kafka_balancer.kafka.admin import TIMEOUT_S, OngoingReassignment, Partition
 from kafka_balancer.kafka.batching import next_batch
 from kafka_balancer.kafka.cancel import restore_order
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveOrder, MoveStatus, save_state
-from kafka_balancer.kafka.plan_check import check_plan
+from kafka_balancer.kafka.log_dir_moves import (
+    NOT_HOSTED_YET,
+    dir_brokers,
+    dir_progress,
+    misplaced,
+    replica_dirs,
+    stop_copies,
+    to_ask,
+)
+from kafka_balancer.kafka.plan_check import check_plan, named_dir_brokers
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.steps import Racks, next_step
 from kafka_balancer.kafka.throttle import leftover_throttles, sync_throttles, throttles_on_down_brokers
@@ -59,7 +68,8 @@ def new_state(
 ) -> ExecutionState:
     """Validate the plan against the cluster (raises :class:`InputError`) and build the initial state."""
     partitions = admin.partitions({p.topic for p in plan})
-    check_plan(plan, admin.broker_ids(), partitions)
+    named = named_dir_brokers(plan)
+    check_plan(plan, admin.broker_ids(), partitions, admin.log_dirs(named) if named else {})
     sizes = admin.partition_sizes([(p.topic, p.partition) for p in plan])
     racks = admin.broker_racks() if options.replicas_at_a_time else {}
     moves = []
@@ -77,6 +87,7 @@ def new_state(
                 size=size,
                 origin=source if stepped else (),
                 planned=entry.replicas if stepped else (),
+                log_dirs=entry.log_dirs if entry.moves_log_dirs else (),
             )
         )
     return ExecutionState(
@@ -90,7 +101,8 @@ def new_state(
 
 
 def check_same_plan(state: ExecutionState, plan: ReassignmentPlan, state_path: Path) -> None:
-    if state.plan_targets() != plan.targets():
+    planned_dirs = {r.tp: r.log_dirs for r in plan if r.moves_log_dirs}
+    if state.plan_targets() != plan.targets() or state.plan_log_dirs() != planned_dirs:
         raise InputError(f"state file {state_path} belongs to a different plan")
 
 
@@ -145,7 +157,7 @@ class Executor:
     def round(self, state: ExecutionState) -> ExecutionState:
         """One look at the cluster: settle moves, stop stuck ones, elect the leaders of reorderings
         done, start the next batch, throttle it."""
-        state = self.commit(self.stop_stuck(self.observe(state)))
+        state = self.commit(self.stop_stuck(self.steer_dirs(self.observe(state))))
         state = self.elect_leaders_first(state)
         state = self.submit(state)
         return sync_throttles(self.admin, state, self.commit)
@@ -260,6 +272,53 @@ class Executor:
                 "fix the cluster first or use --force"
             )
 
+    def steer_dirs(self, state: ExecutionState, only: list[Tp] | None = None) -> ExecutionState:
+        """For the in-flight moves with planned log dirs (``only`` these, if given): ask for the
+        replicas neither in their dir nor being copied there, count the bytes copied between dirs,
+        and mark done each move whose replicas are the plan's, every one in its dir, no future one
+        left. A broker that does not host a replica yet is asked again next round."""
+        moving = [m for m in state.by_status(MoveStatus.IN_FLIGHT) if m.dir_targets]
+        if only is not None:
+            moving = [m for m in moving if m.tp in only]
+        if not moving:
+            return state
+        dirs = replica_dirs(self.admin, dir_brokers(moving))
+        asks = {replica: path for m in moving for replica, path in to_ask(m, dirs).items()}
+        refused = self.admin.alter_replica_log_dirs(asks) if asks else {}
+        listed = self.admin.reassignments() if only is None else {}
+        parts = self.admin.partitions({m.topic for m in moving}) if only is None else {}
+        now = self.clock()
+        for move in moving:
+            mine = {r: e for r, e in refused.items() if r[:2] == move.tp}
+            hard = {r: e for r, e in mine.items() if e != NOT_HOSTED_YET}
+            if hard:
+                (_, _, broker), error = sorted(hard.items())[0]
+                path = asks[(*move.tp, broker)]
+                reason = f"Kafka refused moving its replica on broker {broker} to {path}: {error}"
+                if move.tp in listed:
+                    self.admin.alter_reassignments({move.tp: None})
+                self.log(f"{_name(move)}: failed: {reason}")
+                state = state.with_move(
+                    replace(move, status=MoveStatus.FAILED, reason=reason, finished_at=now)
+                )
+                continue
+            accepted = {b for (t, p, b) in asks if (t, p) == move.tp and (t, p, b) not in mine}
+            updated = replace(move, dirs_asked=tuple(sorted(set(move.dirs_asked) | accepted)))
+            copied = dir_progress(move, dirs)
+            if copied > move.dir_progress_bytes:
+                updated = replace(updated, dir_progress_bytes=copied, progress_at=now)
+            part = parts.get(move.tp)
+            placed = part is not None and part.replicas == move.final and move.tp not in listed
+            if (
+                placed
+                and not asks.keys() & {(*move.tp, b) for b in move.dir_targets}
+                and not misplaced(move, dirs)
+            ):
+                self.log(f"{_name(move)}: every replica in its planned log dir")
+                updated = replace(updated, status=MoveStatus.DONE, finished_at=now, reason="")
+            state = state.with_move(updated)
+        return state
+
     def stop_stuck(self, state: ExecutionState) -> ExecutionState:
         """Cancel moves without progress for the move timeout, and every move towards a broker that
         has left the cluster once one of them made no progress for the dead-broker timeout: that
@@ -288,7 +347,11 @@ class Executor:
                 stuck[move.tp] = (move, reason)
         if not stuck:
             return state
-        self.admin.alter_reassignments(dict.fromkeys(stuck))
+        # A move of dirs alone has no reassignment to cancel; its copies between dirs are stopped.
+        self.admin.alter_reassignments(
+            {tp: None for tp, (m, _) in stuck.items() if m.target != m.source or not m.dir_targets}
+        )
+        stop_copies(self.admin, [move for move, _ in stuck.values()])
         for move, reason in stuck.values():
             self.log(f"{_name(move)}: failed: {reason}")
             state = state.with_move(replace(move, status=MoveStatus.FAILED, reason=reason, finished_at=now))
@@ -314,12 +377,20 @@ class Executor:
             )
         state = self.commit(state)
         state = sync_throttles(self.admin, state, self.commit)
-        refused = self.admin.alter_reassignments({m.tp: m.target for m in batch})
+        # Dirs first, as Kafka's own tool does: a broker that will host a new replica then creates it
+        # in its planned dir.
+        state = self.steer_dirs(state, [m.tp for m in batch])
+        still = {m.tp: m for m in state.by_status(MoveStatus.IN_FLIGHT)}
+        batch = [still[m.tp] for m in batch if m.tp in still]
+        # A move of dirs alone has no reassignment to submit.
+        refused = self.admin.alter_reassignments(
+            {m.tp: m.target for m in batch if m.target != m.source or not m.dir_targets}
+        )
         for move in batch:
             towards = f", a step towards {list(move.planned)}" if move.planned else ""
-            self.log(
-                f"{_name(move)}: {list(move.source)} -> {list(move.target)} ({move.size} bytes{towards})"
-            )
+            dirs = "".join(f", {b} into {d}" for b, d in sorted(move.dir_targets.items()) if b in move.target)
+            moved = f"{list(move.source)} -> {list(move.target)}"
+            self.log(f"{_name(move)}: {moved} ({move.size} bytes{towards}{dirs})")
             if move.tp in refused:
                 reason = f"Kafka refused the reassignment: {refused[move.tp]}"
                 self.log(f"{_name(move)}: failed: {reason}")
@@ -379,6 +450,9 @@ class Executor:
         while True:
             parts = self.admin.partitions({m.topic for m in state.moves})
             checked = [_verify_move(m, parts.get(m.tp)) for m in state.moves]
+            with_dirs = [m for m in state.by_status(MoveStatus.DONE) if m.dir_targets]
+            dirs = replica_dirs(self.admin, dir_brokers(with_dirs)) if with_dirs else {}
+            checked += [_Problem(text, settles=False) for m in with_dirs for text in misplaced(m, dirs)]
             broken = [p.text for p in checked if p is not None and not p.settles]
             broken += [f"throttle left: {t}" for t in throttles_on_down_brokers(self.admin, state)]
             settling = [p.text for p in checked if p is not None and p.settles]
@@ -408,6 +482,9 @@ def _observed(
     if listed is not None:
         return move
     if part.replicas == move.final:
+        if move.dir_targets:
+            # Done once every replica is seen in its planned dir (Executor.steer_dirs).
+            return move
         return replace(move, status=MoveStatus.DONE, finished_at=now, reason="")
     if part.replicas == move.target:
         # A step done: the next one waits for its turn in a batch like any pending move.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from kafka_balancer.kafka.admin import OngoingReassignment, PartitionState, Tp
+from kafka_balancer.kafka.admin import LogDirState, OngoingReassignment, PartitionState, Tp
 from kafka_balancer.kafka.port import AdminPort
 
 
@@ -43,6 +43,15 @@ class FencedAdmin:
 
     def reassignments(self) -> dict[Tp, OngoingReassignment]:
         return self.admin.reassignments()
+
+    def log_dirs(self, brokers: Iterable[int]) -> dict[int, tuple[LogDirState, ...]]:
+        return self.admin.log_dirs(brokers)
+
+    def alter_replica_log_dirs(
+        self, targets: Mapping[tuple[str, int, int], str]
+    ) -> dict[tuple[str, int, int], str]:
+        self.fence.check()
+        return self.admin.alter_replica_log_dirs(targets)
 
     def dynamic_configs(self, kind: str, names: Iterable[str]) -> dict[str, dict[str, str]]:
         return self.admin.dynamic_configs(kind, names)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from kafka_balancer.kafka.admin import OngoingReassignment, PartitionState, Tp
+from kafka_balancer.kafka.admin import LogDirState, OngoingReassignment, PartitionState, Tp
 
 
 class AdminPort(Protocol):
@@ -30,3 +30,9 @@ class AdminPort(Protocol):
     ) -> None: ...
 
     def elect_preferred_leaders(self, partitions: Iterable[Tp]) -> dict[Tp, str]: ...
+
+    def log_dirs(self, brokers: Iterable[int]) -> dict[int, tuple[LogDirState, ...]]: ...
+
+    def alter_replica_log_dirs(
+        self, targets: Mapping[tuple[str, int, int], str]
+    ) -> dict[tuple[str, int, int], str]: ...

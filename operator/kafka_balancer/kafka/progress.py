@@ -12,8 +12,9 @@ def duration_text(seconds: float) -> str:
 
 
 def eta_seconds(state: ExecutionState, now: float) -> float | None:
-    """Time left at the byte rate so far; None when finished or before any byte has moved."""
-    done, total = state.bytes_done, state.bytes_total
+    """Time left at the byte rate so far (bytes between brokers and between a broker's dirs together);
+    None when finished or before any byte has moved."""
+    done, total = state.bytes_done + state.dir_bytes_done, state.bytes_total + state.dir_bytes_total
     elapsed = now - state.created_at
     if state.finished_at is not None or not done or elapsed <= 0:
         return None
@@ -27,6 +28,10 @@ def summary(state: ExecutionState, now: float) -> str:
         f"bytes: {done}/{total} ({100.0 * done / total if total else 100.0:.1f}%)",
         "moves: " + ", ".join(f"{counts[s]} {s.value}" for s in MoveStatus),
     ]
+    if state.dir_bytes_total:
+        # Copies between a broker's own log dirs: disk I/O, no network, counted apart.
+        dir_done, dir_total = state.dir_bytes_done, state.dir_bytes_total
+        lines.insert(1, f"log-dir bytes: {dir_done}/{dir_total} ({100.0 * dir_done / dir_total:.1f}%)")
     eta = eta_seconds(state, now)
     if state.finished_at is not None:
         lines.append(f"finished after {duration_text(state.finished_at - state.created_at)}")

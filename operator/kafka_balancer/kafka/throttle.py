@@ -1,12 +1,16 @@
 """Replication throttles: what the moves in flight need, and bringing the cluster to exactly that.
 
+Brokers that send or receive replicas get Kafka's replication rates; brokers that copy a replica
+between their own log dirs get the intra-broker rate (``replica.alter.log.dirs.io.max.bytes.per.second``),
+both at the execution's throttle.
+
 Only configs we set are ever changed or removed; a throttle someone else set is left alone. Every
 config is recorded in the state (through ``commit``) BEFORE it is set, so a crash cannot leak one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
@@ -14,6 +18,8 @@ from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatu
 from kafka_balancer.kafka.port import AdminPort
 
 BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+INTRA_BROKER_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+ALL_BROKER_RATES = (*BROKER_RATES, INTRA_BROKER_RATE)
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 TOPIC_REPLICAS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
@@ -40,8 +46,15 @@ def wanted_topic_values(moves: Iterable[Move]) -> dict[str, dict[str, str]]:
     }
 
 
-def wanted_brokers(moves: Iterable[Move]) -> set[str]:
-    return {str(b) for move in moves for b in move.brokers}
+def wanted_brokers(moves: Iterable[Move]) -> dict[str, frozenset[str]]:
+    """Broker → the rate configs ``moves`` need on it."""
+    wanted: dict[str, set[str]] = {}
+    for move in moves:
+        for b in move.replicating:
+            wanted.setdefault(str(b), set()).update(BROKER_RATES)
+        for b in move.dir_copying:
+            wanted.setdefault(str(b), set()).add(INTRA_BROKER_RATE)
+    return {b: frozenset(names) for b, names in wanted.items()}
 
 
 def sync_throttles(
@@ -53,7 +66,8 @@ def sync_throttles(
     if brokers:
         # A broker that is down takes no config, and sends nothing (a move off a dead broker copies
         # from the other replicas).
-        brokers &= {str(b) for b in admin.broker_ids()}
+        live = {str(b) for b in admin.broker_ids()}
+        brokers = {b: names for b, names in brokers.items() if b in live}
     topics = wanted_topic_values(in_flight)
 
     state = release_brokers(admin, state, commit, keep=brokers)
@@ -69,15 +83,29 @@ def sync_throttles(
         if broker in brokers and names and state.broker_rates.get(broker) != state.throttle_rate:
             admin.alter_configs("broker", broker, dict.fromkeys(names, rate))
             state = commit(replace(state, broker_rates=_rated(state, broker)))
-    new_brokers = sorted(brokers - set(state.throttled_brokers))
-    for broker, present in admin.dynamic_configs("broker", new_brokers).items():
-        ours = tuple(name for name in BROKER_RATES if name not in present)
+    # Configs neither ours yet nor found set by someone else before.
+    missing = {
+        broker: [
+            name
+            for name in ALL_BROKER_RATES
+            if name in names
+            and name not in state.throttled_brokers.get(broker, ())
+            and f"broker {broker}: {name}" not in state.foreign_throttles
+        ]
+        for broker, names in brokers.items()
+    }
+    missing = {broker: names for broker, names in missing.items() if names}
+    for broker, present in admin.dynamic_configs("broker", sorted(missing)).items():
+        ours = tuple(name for name in missing[broker] if name not in present)
         state = commit(
             replace(
                 state,
-                throttled_brokers={**state.throttled_brokers, broker: ours},
+                throttled_brokers={
+                    **state.throttled_brokers,
+                    broker: (*state.throttled_brokers.get(broker, ()), *ours),
+                },
                 broker_rates=_rated(state, broker),
-                foreign_throttles=_foreign(state, "broker", broker, BROKER_RATES, present),
+                foreign_throttles=_foreign(state, "broker", broker, missing[broker], present),
             )
         )
         admin.alter_configs("broker", broker, dict.fromkeys(ours, rate))
@@ -99,21 +127,33 @@ def sync_throttles(
 
 
 def release_brokers(
-    admin: AdminPort, state: ExecutionState, commit: Commit, keep: Iterable[str] = ()
+    admin: AdminPort,
+    state: ExecutionState,
+    commit: Commit,
+    keep: Mapping[str, Collection[str]] | None = None,
 ) -> ExecutionState:
-    """Remove our rates from every broker not in ``keep`` that is up.
+    """Remove our rates from every broker that is up, but those ``keep`` names for it.
 
     In KRaft a broker's dynamic config can only be changed through that broker (another one answers
     "Unexpected broker id") or the controller quorum, which clients rarely reach. So a broker that is
     down keeps our rate, recorded in the state, until it is back and this runs again: at the next
     batch, on cancel, or at the operator's next sync.
     """
-    kept = set(keep)
-    stale = [b for b in state.throttled_brokers if b not in kept]
+    kept = keep or {}
+    stale = {
+        broker: [n for n in names if n not in kept.get(broker, ())]
+        for broker, names in state.throttled_brokers.items()
+    }
+    stale = {b: names for b, names in stale.items() if names or b not in kept}
     live = {str(b) for b in admin.broker_ids()} if stale else set()
-    for broker in stale:
-        if broker in live:
-            admin.alter_configs("broker", broker, {}, state.throttled_brokers[broker])
+    for broker, names in stale.items():
+        if broker not in live:
+            continue
+        admin.alter_configs("broker", broker, {}, names)
+        if broker in kept:
+            left = tuple(n for n in state.throttled_brokers[broker] if n not in names)
+            state = commit(replace(state, throttled_brokers={**state.throttled_brokers, broker: left}))
+        else:
             state = commit(
                 replace(
                     state,
@@ -133,7 +173,10 @@ def leftover_throttles(admin: AdminPort, state: ExecutionState) -> list[str]:
     topics = sorted({m.topic for m in state.moves})
     return [
         f"{kind} {name}: {config}"
-        for kind, names, throttles in (("broker", brokers, BROKER_RATES), ("topic", topics, TOPIC_REPLICAS))
+        for kind, names, throttles in (
+            ("broker", brokers, ALL_BROKER_RATES),
+            ("topic", topics, TOPIC_REPLICAS),
+        )
         for name, configs in admin.dynamic_configs(kind, names).items()
         for config in throttles
         if config in configs and f"{kind} {name}: {config}" not in state.foreign_throttles
