@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from kafka_balancer.errors import ExecutionError
+from kafka_balancer.errors import ExecutionError, InputError
 from kafka_balancer.kafka.batching import next_batch
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import Move, MoveStatus, load_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
+from kafka_balancer.kafka.plan_check import check_plan
 from kafka_balancer.kafka.progress import summary
 from kafka_balancer.kafka.throttle import INTRA_BROKER_RATE
 from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
@@ -155,4 +156,30 @@ def test_cancel_stops_a_copy_between_dirs_and_removes_the_intra_broker_throttle(
     state = cancel_execution(cluster, state, executor.commit, clock=clock.time, sleep=clock.sleep)
     assert state.moves[0].status is MoveStatus.CANCELLED
     assert cluster.futures == {} and cluster.dir_of(("t", 0, 1)) == DIRS[0]
+    assert all(not v for v in cluster.configs.values())
+
+
+def test_a_plan_naming_an_offline_dir_is_refused_naming_the_field() -> None:
+    cluster = _cluster()
+    cluster.offline_dirs.add((1, DIRS[1]))
+    with pytest.raises(
+        InputError, match=re.escape(f"plan: t-0.log_dirs: log dir '{DIRS[1]}' of broker 1 is offline")
+    ):
+        check_plan(PLAN, cluster.broker_ids(), cluster.partitions(), cluster.log_dirs(cluster.brokers))
+
+
+def test_a_move_in_steps_puts_its_replica_in_its_dir_once_its_broker_arrives(tmp_path: Path) -> None:
+    cluster = FakeKafkaCluster(
+        brokers=frozenset({1, 2, 3, 4}),
+        replicas={("t", 0): (1, 2)},
+        sizes={("t", 0): 100},
+        honours_preferred_dir=False,
+    )
+    executor, clock = _executor(cluster, tmp_path, replicas_at_a_time=1)
+    plan = ReassignmentPlan((Reassignment("t", 0, (3, 4), (DIRS[1], DIRS[1])),))
+    state = executor.run(new_state(cluster, plan, executor.options, clock.time()))
+    assert state.moves[0].status is MoveStatus.DONE and cluster.replicas[("t", 0)] == (3, 4)
+    assert cluster.dir_of(("t", 0, 3)) == DIRS[1] and cluster.dir_of(("t", 0, 4)) == DIRS[1]
+    # Each broker was asked only once it was in the step's replicas.
+    assert all(set(asks) <= {("t", 0, b) for b in (3, 4)} for asks in cluster.dir_asks)
     assert all(not v for v in cluster.configs.values())

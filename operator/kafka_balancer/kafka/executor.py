@@ -282,8 +282,11 @@ class Executor:
             moving = [m for m in moving if m.tp in only]
         if not moving:
             return state
-        dirs = replica_dirs(self.admin, dir_brokers(moving))
-        asks = {replica: path for m in moving for replica, path in to_ask(m, dirs).items()}
+        # A broker that is down answers nothing: its replicas wait for it (or for the dead-broker
+        # timeout, which stops the move).
+        live = self.admin.broker_ids()
+        dirs = replica_dirs(self.admin, dir_brokers(moving) & live)
+        asks = {r: path for m in moving for r, path in to_ask(m, dirs).items() if r[2] in live}
         refused = self.admin.alter_replica_log_dirs(asks) if asks else {}
         listed = self.admin.reassignments() if only is None else {}
         parts = self.admin.partitions({m.topic for m in moving}) if only is None else {}
