@@ -102,7 +102,8 @@ def stop_copies(admin: AdminPort, moves: Iterable[Move]) -> dict[Replica, str]:
     moves = [m for m in moves if m.dir_targets]
     if not moves:
         return {}
-    dirs = replica_dirs(admin, dir_brokers(moves))
+    # A broker that is down copies nothing meanwhile; a copy it resumes once back is left to finish.
+    dirs = replica_dirs(admin, dir_brokers(moves) & admin.broker_ids())
     back = {
         (m.topic, m.partition, b): seen.current
         for m in moves
@@ -111,4 +112,4 @@ def stop_copies(admin: AdminPort, moves: Iterable[Move]) -> dict[Replica, str]:
         and seen.future is not None
         and seen.current is not None
     }
-    return admin.alter_replica_log_dirs(back)
+    return admin.alter_replica_log_dirs(back) if back else {}
