@@ -273,6 +273,15 @@ def test_cancel_mid_run_leaves_each_partition_original_or_planned(
         (lambda topic: {"topic": topic, "partition": 0, "replicas": [1, 99]}, "unknown broker"),
         (lambda topic: {"topic": topic, "partition": 0, "replicas": [2, 3, 4]}, "replication factor"),
         (lambda topic: {"topic": topic, "partition": 0, "replicas": [3, 3]}, "duplicate broker"),
+        (
+            lambda topic: {
+                "topic": topic,
+                "partition": 0,
+                "replicas": [1, 2],
+                "log_dirs": ["/no/dir", "any"],
+            },
+            "-0.log_dirs: broker 1 has no log dir '/no/dir'",
+        ),
     ],
 )
 def test_a_malformed_plan_exits_2_before_touching_anything(

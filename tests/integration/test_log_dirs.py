@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from tests.support.executor_cli import cli, read_state
 from tests.support.kafka_checks import (
     Writer,
     assert_no_throttle_left,
@@ -313,5 +314,59 @@ def test_our_executor_moves_replicas_between_log_dirs_and_brokers_throttled_with
     finally:
         admin.close()
     # Every message written before and during the execution reads back intact.
+    assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
+    delete_topic(kafka_bed, topic)
+
+
+def test_a_cancelled_copy_between_log_dirs_leaves_the_replica_where_it_was_and_no_throttle(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    # About 6 MB in one partition; at 100 kB/s Kafka lets about 1 MB through at once, then copies
+    # for about a minute: the cancel comes while the future replica is still being written.
+    topic = create_topic(kafka_bed, "logdircancel", [[1, 2]])
+    writer = Writer(kafka_bed, topic)
+    writer.write(12_000, 500)
+    admin = KafkaAdmin(kafka_bed.bootstrap_servers)
+    try:
+        tp = (topic, 0)
+        [source] = _dir_of(admin.log_dirs([1])[1], tp)
+        [target] = [d.path for d in admin.log_dirs([1])[1] if d.path != source]
+        plan = tmp_path / "plan.json"
+        entry = {"topic": topic, "partition": 0, "replicas": [1, 2], "log_dirs": [target, "any"]}
+        plan.write_text(json.dumps({"version": 1, "partitions": [entry]}))
+        state = tmp_path / "state.json"
+        executor = cli(
+            "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
+            "--state", str(state), "--throttle", "100000", "--poll-interval", "0.3",
+        )  # fmt: skip
+        try:
+
+            def copying() -> bool:
+                moves = read_state(state).get("moves", [])
+                return executor.poll() is not None or any(m["dirProgressBytes"] > 0 for m in moves)
+
+            wait_until(copying, timeout_s=60, what="a copy between log dirs under way")
+            assert executor.poll() is None, executor.communicate()
+            assert any(tp in d.future for d in admin.log_dirs([1])[1])
+            cancel = cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+            out, err = cancel.communicate(timeout=180)
+            assert cancel.returncode == 0, err
+            assert executor.wait(timeout=60) == 1
+        finally:
+            executor.kill()
+            executor.communicate(timeout=30)
+
+        assert [m["status"] for m in read_state(state)["moves"]] == ["cancelled"]
+        assert "log-dir bytes:" in out
+
+        def left_where_it_was() -> bool:
+            now = admin.log_dirs([1])[1]
+            return _dir_of(now, tp) == [source] and all(tp not in d.future for d in now)
+
+        wait_until(left_where_it_was, timeout_s=30, what=f"{topic}-0 in {source}, its future replica dropped")
+        assert_no_throttle_left(kafka_bed, topic)
+        assert [p for p in under_replicated(kafka_bed) if p.startswith(f"{topic}-")] == []
+    finally:
+        admin.close()
     assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
     delete_topic(kafka_bed, topic)
