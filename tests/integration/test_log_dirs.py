@@ -308,7 +308,7 @@ def test_our_executor_moves_replicas_between_log_dirs_and_brokers_throttled_with
         took = max(m["finishedAt"] for m in between_dirs) - min(m["startedAt"] for m in between_dirs)
         megabytes = doc["dirBytesTotal"] / 1e6
         print(
-            f"\n{len(between_dirs)} moves between log dirs: {megabytes:.1f} MB in {took:.1f}s "
+            f"\n{len(between_dirs)} move(s) between log dirs: {megabytes:.1f} MB in {took:.1f}s "
             f"({megabytes / took:.2f} MB/s) at a throttle of {throttle / 1e6:.2f} MB/s per broker"
         )
     finally:
