@@ -7,9 +7,12 @@ planner wrote."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from tests.support.kafka_checks import (
     assert_no_throttle_left,
     create_topic,
     delete_topic,
+    throttles_left,
     under_replicated,
 )
 from tests.support.messages import consume_digest
@@ -318,52 +322,112 @@ def test_our_executor_moves_replicas_between_log_dirs_and_brokers_throttled_with
     delete_topic(kafka_bed, topic)
 
 
+@dataclass(frozen=True)
+class DirCopy:
+    """An ``execute`` run copying partition 0 of ``topic`` on broker 1 from ``source`` to ``target``."""
+
+    run: subprocess.Popen[str]
+    args: list[str]
+    state: Path
+    source: str
+    target: str
+
+
+def _copying_between_dirs(bed: KafkaBed, admin: KafkaAdmin, topic: str, tmp_path: Path) -> DirCopy:
+    """``execute`` of a plan moving broker 1's replica of ``topic``-0 to its other dir, returned once
+    the copy is under way (a future replica in the state's progress and in DescribeLogDirs)."""
+    tp = (topic, 0)
+    [source] = _dir_of(admin.log_dirs([1])[1], tp)
+    [target] = [d.path for d in admin.log_dirs([1])[1] if d.path != source]
+    plan = tmp_path / "plan.json"
+    entry = {"topic": topic, "partition": 0, "replicas": [1, 2], "log_dirs": [target, "any"]}
+    plan.write_text(json.dumps({"version": 1, "partitions": [entry]}))
+    state = tmp_path / "state.json"
+    args = ["execute", "--plan", str(plan), "--bootstrap-server", bed.bootstrap_servers]
+    args += ["--state", str(state), "--throttle", "100000", "--poll-interval", "0.3"]
+    run = cli(*args)
+
+    def copying() -> bool:
+        moves = read_state(state).get("moves", [])
+        return run.poll() is not None or any(m["dirProgressBytes"] > 0 for m in moves)
+
+    try:
+        wait_until(copying, timeout_s=60, what="a copy between log dirs under way")
+        assert run.poll() is None, run.communicate()
+        assert any(tp in d.future for d in admin.log_dirs([1])[1])
+    except BaseException:
+        run.kill()
+        run.communicate(timeout=30)
+        raise
+    return DirCopy(run, args, state, source, target)
+
+
+def _about_6_mb(bed: KafkaBed, prefix: str) -> tuple[str, Writer]:
+    """A topic of one partition on brokers 1 and 2 with about 6 MB: at 100 kB/s Kafka lets about 1 MB
+    through at once, then copies for about a minute, so the copy is caught under way."""
+    topic = create_topic(bed, prefix, [[1, 2]])
+    writer = Writer(bed, topic)
+    writer.write(12_000, 500)
+    return topic, writer
+
+
 def test_a_cancelled_copy_between_log_dirs_leaves_the_replica_where_it_was_and_no_throttle(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    # About 6 MB in one partition; at 100 kB/s Kafka lets about 1 MB through at once, then copies
-    # for about a minute: the cancel comes while the future replica is still being written.
-    topic = create_topic(kafka_bed, "logdircancel", [[1, 2]])
-    writer = Writer(kafka_bed, topic)
-    writer.write(12_000, 500)
+    topic, writer = _about_6_mb(kafka_bed, "logdircancel")
     admin = KafkaAdmin(kafka_bed.bootstrap_servers)
     try:
         tp = (topic, 0)
-        [source] = _dir_of(admin.log_dirs([1])[1], tp)
-        [target] = [d.path for d in admin.log_dirs([1])[1] if d.path != source]
-        plan = tmp_path / "plan.json"
-        entry = {"topic": topic, "partition": 0, "replicas": [1, 2], "log_dirs": [target, "any"]}
-        plan.write_text(json.dumps({"version": 1, "partitions": [entry]}))
-        state = tmp_path / "state.json"
-        executor = cli(
-            "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
-            "--state", str(state), "--throttle", "100000", "--poll-interval", "0.3",
-        )  # fmt: skip
+        copy = _copying_between_dirs(kafka_bed, admin, topic, tmp_path)
         try:
-
-            def copying() -> bool:
-                moves = read_state(state).get("moves", [])
-                return executor.poll() is not None or any(m["dirProgressBytes"] > 0 for m in moves)
-
-            wait_until(copying, timeout_s=60, what="a copy between log dirs under way")
-            assert executor.poll() is None, executor.communicate()
-            assert any(tp in d.future for d in admin.log_dirs([1])[1])
-            cancel = cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+            cancel = cli(
+                "cancel", "--state", str(copy.state), "--bootstrap-server", kafka_bed.bootstrap_servers
+            )
             out, err = cancel.communicate(timeout=180)
             assert cancel.returncode == 0, err
-            assert executor.wait(timeout=60) == 1
+            assert copy.run.wait(timeout=60) == 1
         finally:
-            executor.kill()
-            executor.communicate(timeout=30)
+            copy.run.kill()
+            copy.run.communicate(timeout=30)
 
-        assert [m["status"] for m in read_state(state)["moves"]] == ["cancelled"]
+        assert [m["status"] for m in read_state(copy.state)["moves"]] == ["cancelled"]
         assert "log-dir bytes:" in out
 
         def left_where_it_was() -> bool:
             now = admin.log_dirs([1])[1]
-            return _dir_of(now, tp) == [source] and all(tp not in d.future for d in now)
+            return _dir_of(now, tp) == [copy.source] and all(tp not in d.future for d in now)
 
-        wait_until(left_where_it_was, timeout_s=30, what=f"{topic}-0 in {source}, its future replica dropped")
+        wait_until(
+            left_where_it_was, timeout_s=30, what=f"{topic}-0 in {copy.source}, its future replica dropped"
+        )
+        assert_no_throttle_left(kafka_bed, topic)
+        assert [p for p in under_replicated(kafka_bed) if p.startswith(f"{topic}-")] == []
+    finally:
+        admin.close()
+    assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
+    delete_topic(kafka_bed, topic)
+
+
+def test_an_executor_killed_mid_copy_between_log_dirs_resumes_and_finishes(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    topic, writer = _about_6_mb(kafka_bed, "logdirresume")
+    admin = KafkaAdmin(kafka_bed.bootstrap_servers)
+    try:
+        tp = (topic, 0)
+        copy = _copying_between_dirs(kafka_bed, admin, topic, tmp_path)
+        copy.run.send_signal(signal.SIGKILL)
+        copy.run.communicate(timeout=30)
+        assert throttles_left(kafka_bed, topic) != [], "the killed run should have left its throttle"
+
+        second = cli(*copy.args)
+        out, err = second.communicate(timeout=300)
+        assert second.returncode == 0, err
+        assert "resuming" in out
+        [move] = read_state(copy.state)["moves"]
+        assert move["status"] == "done" and move["dirsAsked"] == [1]
+        now = admin.log_dirs([1])[1]
+        assert _dir_of(now, tp) == [copy.target] and all(tp not in d.future for d in now)
         assert_no_throttle_left(kafka_bed, topic)
         assert [p for p in under_replicated(kafka_bed) if p.startswith(f"{topic}-")] == []
     finally:
