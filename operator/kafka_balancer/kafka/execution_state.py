@@ -87,7 +87,9 @@ class Move:
     @property
     def dir_targets(self) -> dict[int, str]:
         """Broker → the log dir the plan puts its replica in, for the replicas whose dir it names."""
-        return {b: d for b, d in zip(self.final, self.log_dirs, strict=False) if d != ANY_LOG_DIR}
+        if not self.log_dirs:
+            return {}
+        return {b: d for b, d in zip(self.final, self.log_dirs, strict=True) if d != ANY_LOG_DIR}
 
     @property
     def reorders_only(self) -> bool:

@@ -55,5 +55,9 @@ def _check_log_dirs(entry: Reassignment, log_dirs: Mapping[int, tuple[LogDirStat
 def named_dir_brokers(plan: ReassignmentPlan) -> set[int]:
     """The brokers whose log dirs the plan names: those :func:`check_plan` needs described."""
     return {
-        b for entry in plan for b, d in zip(entry.replicas, entry.log_dirs, strict=False) if d != ANY_LOG_DIR
+        b
+        for entry in plan
+        if entry.moves_log_dirs
+        for b, d in zip(entry.replicas, entry.log_dirs, strict=True)
+        if d != ANY_LOG_DIR
     }
