@@ -144,7 +144,11 @@ def _add_execution_commands(commands: Any) -> None:
     execute.add_argument("--plan", required=True, type=Path, help="plan (Kafka reassignment JSON)")
     execute.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
     execute.add_argument("--command-config", type=Path, help="client properties (security, SASL, SSL)")
-    execute.add_argument("--throttle", type=_positive, help="replication throttle, bytes/s per broker")
+    execute.add_argument(
+        "--throttle",
+        type=_positive,
+        help="replication throttle, bytes/s per broker (also the rate of copies between its log dirs)",
+    )
     execute.add_argument("--max-moves-per-broker", type=_positive, default=2)
     execute.add_argument("--max-moves", type=_positive, default=10, help="moves in flight cluster-wide")
     execute.add_argument("--state", type=Path, help="state file (default: <plan>.state.json)")
