@@ -1,5 +1,6 @@
 """``logDirs`` (JBOD) in the snapshot and ``log_dirs`` in the plan: replicas balanced between a broker's
-own log dirs by the intra-broker goals, a log dir that went offline emptied, and the plan written as
+own log dirs by the intra-broker goals, the replicas of a log dir that went offline re-homed on
+other brokers, and the plan written as
 Kafka's reassignment JSON accepts it (``log_dirs`` aligned with ``replicas``, ``"any"`` elsewhere).
 
 Judged by the independent checker on the JSON documents, not by the planner's own figures.
@@ -119,36 +120,57 @@ def test_a_snapshot_without_log_dirs_plans_exactly_as_one_with_balanced_dirs(
     assert plain_run.report is not None and "intraBrokerBytes" not in plain_run.report["summary"]
 
 
-def test_an_offline_log_dir_is_emptied_into_the_online_dir_of_its_broker(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    snap = jbod(offline="/data/1")
-    stranded = [
+def stranded(snap: dict[str, Any], broker_id: int, path: str) -> list[tuple[str, int]]:
+    return [
         (p["topic"], p["partition"])
         for p in snap["partitions"]
-        if 0 in p["replicas"] and p["logDirs"][p["replicas"].index(0)] == "/data/1"
+        if broker_id in p["replicas"] and p["logDirs"][p["replicas"].index(broker_id)] == path
     ]
-    assert len(stranded) == 1
-    # No intra-broker goal: the offline dir is emptied anyway, a replica there is lost to its partition.
+
+
+def test_a_replica_on_an_offline_log_dir_leaves_its_broker_for_one_in_its_own_rack(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Kafka 4.3 answers AlterReplicaLogDirs on a replica of an offline dir with KAFKA_STORAGE_ERROR
+    # and never recreates it (tests/integration/test_offline_log_dir.py): only a new replica on
+    # another broker makes the partition whole again, in the broker's own rack first, like a drain.
+    snap = jbod(offline="/data/1")
+    [tp] = stranded(snap, 0, "/data/1")
     run = run_plan(tmp_path, capsys, snap, goals_yaml({"type": "RackAware"}))
     assert run.code == 0 and run.plan is not None, run.stderr
     after = checker.log_dirs_after(snap, run.plan)
     assert [k for k, path in after.items() if k[2] == 0 and path == "/data/1"] == []
     [entry] = run.plan["partitions"]
-    assert (entry["topic"], entry["partition"]) == stranded[0]
-    assert entry["log_dirs"][entry["replicas"].index(0)] == "/data/0"
-    assert [d for d in entry["log_dirs"] if d != "/data/0"] == ["any"]
-    assert checker.bytes_moved(snap, run.plan) == 0
+    assert (entry["topic"], entry["partition"]) == tp
+    assert 0 not in entry["replicas"] and 2 in entry["replicas"]  # broker 2 is in broker 0's rack
+    assert checker.rack_violations(checker.apply_plan(snap, run.plan)) == []
+    assert checker.bytes_moved(snap, run.plan) == 8.0e9
 
 
-def test_an_offline_log_dir_with_no_room_left_on_its_broker_exits_3(
+def test_a_replica_on_an_offline_log_dir_goes_to_another_rack_when_its_own_cannot_take_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     snap = jbod(offline="/data/1")
-    snap["brokers"][0]["logDirs"][0]["capacity"] = 11 * 8.0e9
+    [tp] = stranded(snap, 0, "/data/1")
+    snap["brokers"][2]["state"] = "draining"  # broker 0's rack has no other broker left
+    snap["brokers"].append(with_dirs(4, "c"))
+    run = run_plan(tmp_path, capsys, snap, goals_yaml({"type": "RackAware"}))
+    assert run.code == 0 and run.plan is not None, run.stderr
+    [entry] = [e for e in run.plan["partitions"] if (e["topic"], e["partition"]) == tp]
+    assert 0 not in entry["replicas"] and 4 in entry["replicas"]
+    assert checker.rack_violations(checker.apply_plan(snap, run.plan)) == []
+
+
+def test_a_replica_on_an_offline_log_dir_that_no_broker_can_take_exits_3_naming_the_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = jbod(offline="/data/1")
+    [(topic, number)] = stranded(snap, 0, "/data/1")
+    snap["brokers"][2]["state"] = "draining"  # rack a: broker 0 alone; rack b already holds a replica
     run = run_plan(tmp_path, capsys, snap, goals_yaml({"type": "RackAware"}))
     assert run.code == 3 and run.plan is None
-    assert "no online log dir of broker 0 has room" in run.stderr and "offline log dir /data/1" in run.stderr
+    assert f"cannot move {topic}-{number} off offline log dir /data/1 of broker 0" in run.stderr
+    assert "RackAware (goal-0) blocks broker(s)" in run.stderr
 
 
 def test_a_broker_with_every_log_dir_offline_is_left_to_the_brokers_plan(

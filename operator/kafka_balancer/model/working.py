@@ -48,6 +48,7 @@ class WorkingModel:
         self.n_racks = len(set(self.rack[self.active].tolist())) if self.active.any() else 0
 
         parts = cluster.partitions
+        offline_dirs = {b.id: {d.path for d in b.log_dirs if not d.online} for b in brokers}
         self.names: list[tuple[str, int]] = [(p.topic, p.partition) for p in parts]
         self.topic_names: list[str] = sorted({p.topic for p in parts})
         topic_index = {t: i for i, t in enumerate(self.topic_names)}
@@ -72,6 +73,21 @@ class WorkingModel:
         # A replica drained to its own rack stays in that rack for the rest of the plan.
         self.pinned_rack: IntArray = np.full_like(self.replicas, NO_BROKER)
         self.any_pinned = False
+        # A replica on an offline log dir (a failed JBOD disk) must leave its broker, as from a
+        # draining one: Kafka can neither read it nor move it to another dir of that broker
+        # (AlterReplicaLogDirs answers KAFKA_STORAGE_ERROR), so only a new replica elsewhere
+        # restores the partition. (partition, broker index, dir); the partition never returns there.
+        self.offline_replicas: list[tuple[int, int, str]] = [
+            (i, self.index_of[b], path)
+            for i, p in enumerate(parts)
+            if p.log_dirs
+            for b, path in zip(p.replicas, p.log_dirs, strict=True)
+            if path in offline_dirs[b]
+        ]
+        self.banned: BoolArray = np.zeros((len(parts), len(brokers)), dtype=bool)
+        for i, b, _ in self.offline_replicas:
+            self.banned[i, b] = True
+        self.any_banned = bool(self.offline_replicas)
         # Bytes drained onto each broker, to spread a drain over its rack by capacity.
         self.drained_disk: FloatArray = np.zeros(len(brokers))
         self.rack_limit: IntArray = math.rack_limit(self.rf, self.n_racks)
@@ -163,9 +179,13 @@ class WorkingModel:
             return np.where(capacity[None, :] > 0, drained / capacity[None, :], np.inf)
 
     def rack_allowed(self, parts: IntArray, slots: IntArray) -> BoolArray:
-        """``[K, B]``: may replica (parts[k], slots[k]) move to broker b, given rack pins?"""
+        """``[K, B]``: may replica (parts[k], slots[k]) move to broker b, given rack pins and the
+        brokers whose offline log dir the partition left?"""
         pinned = self.pinned_rack[parts, slots]
-        return np.asarray((pinned < 0)[:, None] | (self.rack[None, :] == pinned[:, None]), dtype=bool)
+        allowed = (pinned < 0)[:, None] | (self.rack[None, :] == pinned[:, None])
+        if self.any_banned:
+            allowed &= ~self.banned[parts]
+        return np.asarray(allowed, dtype=bool)
 
     def holds(self, parts: IntArray) -> BoolArray:
         """``[K, B]``: does broker b already hold a replica of partition parts[k]?"""
@@ -179,14 +199,15 @@ class WorkingModel:
     def parts_on(self, broker: int) -> IntArray:
         return np.fromiter(self.partitions_on[broker], dtype=np.int64, count=len(self.partitions_on[broker]))
 
-    def replica_moves(self, broker: int, parts: IntArray | None = None) -> Candidates:
-        """Moves of ``broker``'s replicas (of ``parts``, default all).
+    def replica_moves(self, broker: int, parts: IntArray | None = None, *, every: bool = False) -> Candidates:
+        """Moves of ``broker``'s replicas (of ``parts``, default all); with ``every`` those of excluded
+        topics too (a replica that must leave its broker leaves whatever its topic).
 
         A replica this plan already moves costs nothing more to send elsewhere instead: the
         plan is a diff, so the data moves once either way."""
         if parts is None:
             parts = self.parts_on(broker)
-        if not self.all_movable and self.active[broker]:
+        if not self.all_movable and self.active[broker] and not every:
             parts = parts[self.movable[parts]]  # a draining broker gives up every replica
         parts = np.sort(parts)
         slots = self.slot_of(parts, broker)

@@ -1,7 +1,9 @@
 """The intra-broker pass: which of its log dirs (JBOD) each broker keeps each replica in.
 
-It runs after the brokers are settled, on the snapshot's ``logDirs``: a replica on an offline log
-dir moves to an online dir of the same broker, a replica arriving on a broker goes to a dir the
+It runs after the brokers are settled, on the snapshot's ``logDirs``. A replica on an offline log
+dir has left its broker by then (the optimizer re-homes it like a drain: Kafka answers
+AlterReplicaLogDirs on it with KAFKA_STORAGE_ERROR, so no dir of the same broker can take it), a
+replica arriving on a broker goes to a dir the
 intra-broker goals like, and the goals (``IntraBrokerDiskCapacity``, ``IntraBrokerDiskDistribution``)
 move replicas between a broker's dirs. Those moves copy on the broker's own disks and send nothing
 over the network, so they are counted apart. A broker's dirs are independent of every other
@@ -41,7 +43,7 @@ class _Replica:
     size: float
     # Its log dir before the plan; None for a replica arriving on the broker.
     origin: str | None
-    # Where the plan puts it; None while unplaced (arriving, or its dir went offline).
+    # Where the plan puts it; None while unplaced (arriving).
     dir: str | None
     movable: bool
 
@@ -87,7 +89,8 @@ def _replicas(
     cluster: Cluster, final: list[tuple[int, ...]]
 ) -> tuple[dict[int, list[_Replica]], dict[int, list[_Replica]]]:
     """Each broker's replicas before the plan (in their dirs, for the goals' status before) and after
-    the inter-broker plan: kept ones in their dirs, arriving ones and those on an offline dir unplaced."""
+    the inter-broker plan: kept ones in their dirs (the inter-broker plan moved those on an offline
+    dir off the broker), arriving ones unplaced."""
     online = {b.id: {d.path for d in b.log_dirs if d.online} for b in cluster.brokers}
     before: dict[int, list[_Replica]] = {b.id: [] for b in cluster.brokers}
     after: dict[int, list[_Replica]] = {b.id: [] for b in cluster.brokers}
@@ -97,8 +100,7 @@ def _replicas(
             before[b].append(_Replica(i, p.load.disk, path, path if path in online[b] else None, p.movable))
         for b in final[i]:
             kept = origin.get(b)
-            placed = kept if kept in online[b] else None
-            after[b].append(_Replica(i, p.load.disk, kept, placed, p.movable))
+            after[b].append(_Replica(i, p.load.disk, kept, kept, p.movable))
     return before, after
 
 
@@ -139,7 +141,7 @@ def _place(broker: Broker, replicas: list[_Replica], goals: list[GoalSpec], clus
     hard = [g for g in goals if g.hard]
     used = _used(broker, replicas)
     for r in sorted(replicas, key=lambda r: -r.size):
-        if r.dir is not None or (r.origin is None and not goals):
+        if r.dir is not None or not goals:
             continue
         limits = [_band(g, broker, used) for g in hard]
         fits = [
@@ -150,10 +152,9 @@ def _place(broker: Broker, replicas: list[_Replica], goals: list[GoalSpec], clus
         ]
         if not fits:
             p = cluster.partitions[r.partition]
-            why = f"is on offline log dir {r.origin}" if r.origin is not None else "arrives on it"
             raise InfeasibleError(
                 f"no online log dir of broker {broker.id} has room for {p.name} ({p.load.disk:.4g} bytes), "
-                f"which {why}"
+                "which arrives on it"
             )
         r.dir = min(fits, key=lambda path: ((used[path] + r.size) / capacity[path], path))
         used[r.dir] += r.size

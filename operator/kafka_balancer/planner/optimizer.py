@@ -1,4 +1,5 @@
-"""The optimizer: drain, demote, then every goal in priority order, repeated until nothing moves.
+"""The optimizer: drain, re-home replicas off offline log dirs, demote, then every goal in priority
+order, repeated until nothing moves.
 
 Termination: each applied action strictly improves the goal being optimised and worsens no
 goal optimised before it (and no hard goal), so the vector of goal violations in priority
@@ -42,6 +43,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     before = [g.status(state) for g in goals]
 
     _drain(state, goals)
+    _rehome_offline(state, goals)
     _demote(state, goals)
     for _ in range(MAX_PASSES):
         actions = 0
@@ -121,6 +123,28 @@ def _drain(state: WorkingModel, goals: list[Goal]) -> None:
                 state.pin_to_rack(p, slot)
 
 
+def _rehome_offline(state: WorkingModel, goals: list[Goal]) -> None:
+    """Move every replica on an offline log dir off its broker like a drain (same rack first,
+    within every hard goal): Kafka 4.3 neither recreates it nor moves it to another dir of that
+    broker, a reassignment to another broker is what makes the partition whole again."""
+    hard = [g for g in goals if g.hard]
+    search = Search(state, hard, [g for g in goals if not g.hard])
+    for p, b, path in state.offline_replicas:
+        if p not in state.partitions_on[b]:
+            continue  # drained already: its broker is leaving
+        one = np.array([p], dtype=np.int64)
+        cands = state.replica_moves(b, one, every=True)
+        if search.place(None, cands) is None:
+            topic, number = state.names[p]
+            raise InfeasibleError(
+                f"cannot move {topic}-{number} off offline log dir {path} of broker "
+                f"{int(state.broker_ids[b])}: {_nowhere(state, hard, b, p)}"
+            )
+        slot = int(cands.slot[0])
+        if state.rack[state.replicas[p, slot]] == state.rack[b]:
+            state.pin_to_rack(p, slot)
+
+
 def _demote(state: WorkingModel, goals: list[Goal]) -> None:
     """Hand every leadership of a demoted broker to another replica: a reordering, 0 bytes.
 
@@ -193,15 +217,22 @@ def _demote_blocked(state: WorkingModel, hard: list[Goal], broker: int, p: int, 
 
 
 def _drain_blocked(state: WorkingModel, hard: list[Goal], broker: int, p: int) -> str:
-    cands = state.replica_moves(broker, np.array([p], dtype=np.int64))
+    topic, number = state.names[p]
+    return (
+        f"cannot drain broker {int(state.broker_ids[broker])}: no broker can take {topic}-{number}: "
+        f"{_nowhere(state, hard, broker, p)}"
+    )
+
+
+def _nowhere(state: WorkingModel, hard: list[Goal], broker: int, p: int) -> str:
+    """Why no broker can take ``broker``'s replica of partition ``p``: the hard goals that block which."""
+    cands = state.replica_moves(broker, np.array([p], dtype=np.int64), every=True)
     holders = state.holds(cands.part)[0]
-    open_brokers = np.nonzero(state.active & ~holders)[0]
+    open_brokers = np.nonzero(state.active & ~holders & ~state.banned[p])[0]
     reasons = []
     for goal in hard:
         src, dst = goal.evaluate(state, cands)
         blocked = [int(state.broker_ids[b]) for b in open_brokers if dst[0, b] > 0 or src[0] > 0]
         if blocked:
             reasons.append(f"{goal.spec.label} blocks broker(s) {blocked}")
-    topic, number = state.names[p]
-    why = "; ".join(reasons) if reasons else "no active broker without a replica of it is left"
-    return f"cannot drain broker {int(state.broker_ids[broker])}: no broker can take {topic}-{number}: {why}"
+    return "; ".join(reasons) if reasons else "no active broker without a replica of it is left"

@@ -115,7 +115,7 @@ class Search:
         free = cands.dst == NO_BROKER
         if free.all():
             allowed = ~state.holds(cands.part)
-            if state.any_pinned:
+            if state.any_pinned or state.any_banned:
                 allowed &= state.rack_allowed(cands.part, cands.slot)
         else:
             target = np.zeros((k, state.n_brokers), dtype=bool)
