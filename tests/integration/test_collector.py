@@ -66,9 +66,11 @@ def test_rates_sizes_and_history_agree_with_known_traffic(kafka_bed: KafkaBed, t
     assert network_in == pytest.approx(produced, rel=TOLERANCE)
     assert network_out == pytest.approx(consumed, rel=TOLERANCE)
     assert on_disk == pytest.approx(payload, rel=TOLERANCE)
-    # Log-dir and offset requests go to leader brokers only; group offsets one request per group.
+    # One DescribeLogDirs per broker (every replica's dir and size); offset requests go to leader
+    # brokers only; group offsets one request per group.
     per_pass = results[-1].observation.requests
-    assert per_pass["DescribeLogDirs"] <= len(last.brokers)
+    assert per_pass["DescribeLogDirs"] == len(last.brokers)
+    assert sorted(results[-1].observation.log_dirs) == sorted(b.id for b in last.brokers)
     assert per_pass["ListOffsets"] <= 2 * len(last.brokers)
     assert per_pass["OffsetFetch"] >= 1
 

@@ -10,8 +10,10 @@ completes, get the loads of the last two passes, computed here in Python.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from kafka_balancer.k8s.settings import OperatorSettings
 from kafka_balancer.k8s.spark_application import SparkApplicationScorer
 from kafka_balancer.k8s.spark_submit import SparkSubmitScorer
 from kafka_balancer.kafka.collector import Observation, observe_cluster, samples_between
+from kafka_balancer.kafka.log_dir_snapshot import replica_dirs
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, build_snapshot
 from kafka_balancer.model.cluster import PartitionLoad
@@ -35,6 +38,8 @@ from kafka_balancer.reconcile.pool import LoadSource, UsageSource
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, broker_capacity, no_rack
 from kafka_balancer.samples.broker_usage import BrokerUsage
 from kafka_balancer.scoring.launch import EmbeddedScorer, Scorer, ScoringRequest
+
+log = logging.getLogger(__name__)
 
 # The snapshot builder wants capacities; only its loads are used here (the pool's spec gives capacity).
 _UNUSED_CAPACITY = Capacities({}, default=(1.0, 1.0, 1.0, 1.0))
@@ -55,6 +60,8 @@ class ClusterSource:
         self.load_sources: dict[str, LoadSource] = {}
         # Where the last read of each pool got broker cpu and network (spec.prometheus), and why not.
         self.usage_sources: dict[str, UsageSource] = {}
+        # Why the last read of each pool had no log dirs (None: it had them), to log changes only.
+        self._no_log_dirs: dict[str, str | None] = {}
         self._state_dir = state_dir
         self.scoring = scoring
         self._clock = clock
@@ -103,7 +110,14 @@ class ClusterSource:
         elif key not in self.usage_sources or spec.prometheus is None:
             url = spec.prometheus.url if spec.prometheus else None
             self.usage_sources[key] = UsageSource(url)
-        metadata = metadata_of(current)
+        metadata = with_log_dirs(metadata_of(current), current, spec)
+        if metadata.no_log_dirs != self._no_log_dirs.get(key):
+            # Once per change, not per pass: a cluster without JBOD would say it at every sync.
+            if metadata.no_log_dirs is None:
+                log.info("pool %s: log dirs known for every broker", key)
+            else:
+                log.info("pool %s: planned without log dirs: %s", key, metadata.no_log_dirs)
+        self._no_log_dirs[key] = metadata.no_log_dirs
         loads = loads_from(current, previous, samples)
         if self.scoring is None or self._state_dir is None:
             return metadata, loads
@@ -180,6 +194,7 @@ class ClusterSource:
     def forget(self, key: str) -> None:
         self._previous.pop(key, None)
         self.usage_sources.pop(key, None)
+        self._no_log_dirs.pop(key, None)
         if self.scoring is not None:
             self.scoring.forget(key)
 
@@ -242,6 +257,27 @@ def metadata_of(obs: Observation) -> ClusterMetadata:
         for (topic, pid), info in sorted(obs.partitions.items())
     )
     return ClusterMetadata(brokers, partitions, frozenset(brokers) - live)
+
+
+def with_log_dirs(metadata: ClusterMetadata, obs: Observation, spec: BrokerPoolSpec) -> ClusterMetadata:
+    """``metadata`` with the log dirs of the pass, all or nothing: a broker that is down (or did not
+    answer) leaves them out, and ``no_log_dirs`` says why."""
+    if metadata.offline:
+        return replace(
+            metadata, no_log_dirs=f"broker(s) {sorted(metadata.offline)} down: their log dirs unknown"
+        )
+    found = replica_dirs(
+        obs.log_dirs,
+        {b: broker_capacity(spec.capacity, b)[0] for b in metadata.brokers},
+        {(p.topic, p.partition): p.replicas for p in metadata.partitions if p.replicas},
+    )
+    if isinstance(found, str):
+        return replace(metadata, no_log_dirs=found)
+    partitions = tuple(
+        replace(p, log_dirs=found.partitions[(p.topic, p.partition)]) if p.replicas else p
+        for p in metadata.partitions
+    )
+    return replace(metadata, partitions=partitions, log_dirs=dict(found.brokers))
 
 
 def loads_from(

@@ -56,6 +56,32 @@ class LogDirState:
     future: Mapping[Tp, int]
 
 
+def log_dir_states(answers: Iterable[Mapping[str, Any]]) -> dict[int, tuple[LogDirState, ...]]:
+    """Each broker's log dirs from kafka-python's DescribeLogDirs answers (one per broker)."""
+    found: dict[int, tuple[LogDirState, ...]] = {}
+    for answer in answers:
+        dirs = []
+        for log_dir in answer["log_dirs"]:
+            kept: dict[Tp, int] = {}
+            future: dict[Tp, int] = {}
+            for topic in log_dir["topics"]:
+                for part in topic["partitions"]:
+                    into = future if part["is_future_key"] else kept
+                    into[(topic["name"], part["partition_index"])] = int(part["partition_size"])
+            total = int(log_dir.get("total_bytes", -1))
+            dirs.append(
+                LogDirState(
+                    log_dir["log_dir"],
+                    log_dir["error_code"] == 0,
+                    total if total >= 0 else None,
+                    kept,
+                    future,
+                )
+            )
+        found[int(answer["broker"])] = tuple(dirs)
+    return found
+
+
 @dataclass(frozen=True)
 class OngoingReassignment:
     """An ongoing reassignment as Kafka lists it."""
@@ -406,28 +432,7 @@ class KafkaAdmin:
         answers = self._read_with_kafka_python(
             "describing log dirs", lambda kp: kp.describe_log_dirs(topic_partitions=None, brokers=asked)
         )
-        found: dict[int, tuple[LogDirState, ...]] = {}
-        for answer in answers:
-            dirs = []
-            for log_dir in answer["log_dirs"]:
-                kept: dict[Tp, int] = {}
-                future: dict[Tp, int] = {}
-                for topic in log_dir["topics"]:
-                    for part in topic["partitions"]:
-                        into = future if part["is_future_key"] else kept
-                        into[(topic["name"], part["partition_index"])] = int(part["partition_size"])
-                total = int(log_dir.get("total_bytes", -1))
-                dirs.append(
-                    LogDirState(
-                        log_dir["log_dir"],
-                        log_dir["error_code"] == 0,
-                        total if total >= 0 else None,
-                        kept,
-                        future,
-                    )
-                )
-            found[int(answer["broker"])] = tuple(dirs)
-        return found
+        return log_dir_states(answers)
 
     def alter_replica_log_dirs(
         self, targets: Mapping[tuple[str, int, int], str]

@@ -1,7 +1,8 @@
 """The zero-install load collector: partition and broker samples from Kafka's Admin API alone.
 
-One pass reads brokers and racks, partition metadata (replicas, leader, ISR), each partition's log
-size on its leader (DescribeLogDirs), start and end offsets (ListOffsets) and every consumer group's
+One pass reads brokers and racks, partition metadata (replicas, leader, ISR), every broker's log
+dirs (one DescribeLogDirs per broker: the dir of each replica, each dir online or not, and each
+partition's log size on its leader), start and end offsets (ListOffsets) and every consumer group's
 committed offsets (ListGroups + OffsetFetch). Two consecutive passes give one sample per partition:
 
 - average record size: size delta ÷ end-offset delta when both grew, else size ÷ (end − start);
@@ -30,7 +31,13 @@ from confluent_kafka.admin._listoffsets import OffsetSpec
 from kafka import KafkaAdminClient
 
 from kafka_balancer.errors import KafkaOperationError, MetricsSourceError
-from kafka_balancer.kafka.admin import check_connection, confluent_config, kafka_python_config
+from kafka_balancer.kafka.admin import (
+    LogDirState,
+    check_connection,
+    confluent_config,
+    kafka_python_config,
+    log_dir_states,
+)
 from kafka_balancer.kafka.client_log import served
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import BrokerInfo
@@ -61,6 +68,8 @@ class Observation:
     end_offsets: Mapping[Tp, int]
     committed: Mapping[tuple[str, Tp], int]
     requests: Counter[str] = field(default_factory=Counter)
+    # Each live broker's log dirs (JBOD) and the replicas in each; an offline dir lists none.
+    log_dirs: Mapping[int, tuple[LogDirState, ...]] = field(default_factory=dict)
 
 
 def _fail(what: str, err: BaseException) -> KafkaOperationError:
@@ -70,8 +79,8 @@ def _fail(what: str, err: BaseException) -> KafkaOperationError:
 class AdminReader:
     """The Admin API reads of a pass; ``requests`` counts broker requests by API name.
 
-    Counts follow each call's fan-out: DescribeLogDirs and ListOffsets go to each leader broker,
-    ListGroups to every broker, OffsetFetch once per group (the clients' own metadata refreshes and
+    Counts follow each call's fan-out: DescribeLogDirs and ListGroups go to every broker, ListOffsets
+    to each leader broker, OffsetFetch once per group (the clients' own metadata refreshes and
     coordinator lookups are not included).
     """
 
@@ -109,26 +118,17 @@ class AdminReader:
             for pid, p in topic.partitions.items()
         }
 
-    def leader_sizes(self, leaders: Mapping[Tp, int]) -> dict[Tp, int]:
-        """Log size of each partition's leader replica, one DescribeLogDirs request per leader broker."""
-        by_broker: dict[int, dict[str, list[int]]] = {}
-        for (topic, pid), leader in leaders.items():
-            by_broker.setdefault(leader, {}).setdefault(topic, []).append(pid)
-        sizes: dict[Tp, int] = {}
-        for broker, topics in sorted(by_broker.items()):
-            self.requests["DescribeLogDirs"] += 1
-            try:
-                answers = self._kafka_python().describe_log_dirs(topic_partitions=topics, brokers=[broker])
-            except Exception as err:
-                raise _fail(f"describing log dirs of broker {broker}", err) from err
-            for answer in answers:
-                for log_dir in answer["log_dirs"]:
-                    for topic in log_dir["topics"]:
-                        for part in topic["partitions"]:
-                            # A future replica (log-dir move) is also listed; the larger is the live log.
-                            key = (topic["name"], part["partition_index"])
-                            sizes[key] = max(sizes.get(key, 0), int(part["partition_size"]))
-        return sizes
+    def log_dirs(self, brokers: Iterable[int]) -> dict[int, tuple[LogDirState, ...]]:
+        """Every log dir of each broker with every replica in it: one DescribeLogDirs per broker."""
+        asked = sorted(set(brokers))
+        if not asked:
+            return {}
+        self.requests["DescribeLogDirs"] += len(asked)
+        try:
+            answers = self._kafka_python().describe_log_dirs(topic_partitions=None, brokers=asked)
+        except Exception as err:
+            raise _fail("describing log dirs", err) from err
+        return log_dir_states(answers)
 
     def offsets(self, leaders: Mapping[Tp, int], spec: OffsetSpec) -> dict[Tp, int]:
         """Earliest or latest offsets; a partition whose query fails (e.g. leader moving) is left out."""
@@ -197,7 +197,8 @@ def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Obse
     end = reader.offsets(leaders, OffsetSpec.latest())  # type: ignore[no-untyped-call]
     ts_ms = int(clock() * 1000)
     start = reader.offsets(leaders, OffsetSpec.earliest())  # type: ignore[no-untyped-call]
-    sizes = reader.leader_sizes(leaders)
+    dirs = reader.log_dirs(b.id for b in brokers)
+    sizes = leader_sizes(dirs, leaders)
     committed = reader.committed_offsets(len(brokers))
     return Observation(
         ts_ms=ts_ms,
@@ -208,7 +209,20 @@ def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Obse
         end_offsets=end,
         committed=committed,
         requests=Counter(reader.requests) - before,
+        log_dirs=dirs,
     )
+
+
+def leader_sizes(dirs: Mapping[int, tuple[LogDirState, ...]], leaders: Mapping[Tp, int]) -> dict[Tp, int]:
+    """Log size of each partition's leader replica; a future replica (a log-dir move) is listed too,
+    the larger is the live log. A leader that did not answer gives no size (left out of the pass)."""
+    sizes: dict[Tp, int] = {}
+    for tp, leader in leaders.items():
+        found = [d.replicas[tp] for d in dirs.get(leader, ()) if tp in d.replicas]
+        found += [d.future[tp] for d in dirs.get(leader, ()) if tp in d.future]
+        if found:
+            sizes[tp] = max(found)
+    return sizes
 
 
 def observe_cluster(bootstrap: str, props: Mapping[str, str]) -> Observation:

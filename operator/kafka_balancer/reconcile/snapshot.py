@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka_balancer.api import Capacity
 from kafka_balancer.kube_quantity import parse_quantity
-from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
+from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, LogDir, Partition, PartitionLoad
 from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
 
 ZERO_LOAD = PartitionLoad(0.0, 0.0, 0.0, 0.0)
@@ -20,17 +20,35 @@ class PartitionMeta:
     partition: int
     replicas: tuple[int, ...]
     leader: int
+    # The log dir of each replica, aligned with ``replicas``; empty when the pass could not tell.
+    log_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterMetadata:
     """What Kafka says: brokers (id → rack, "" if none) and partitions. ``offline``: the brokers
     that replicas name but Kafka does not list (down); they are in ``brokers`` too, rack "", as
-    their replicas must be planned around."""
+    their replicas must be planned around. ``log_dirs``: every broker's log dirs (JBOD), with each
+    partition's in ``PartitionMeta.log_dirs``, or empty and ``no_log_dirs`` says why."""
 
     brokers: Mapping[int, str]
     partitions: tuple[PartitionMeta, ...]
     offline: frozenset[int] = frozenset()
+    log_dirs: Mapping[int, tuple[LogDir, ...]] = field(default_factory=dict)
+    no_log_dirs: str | None = None
+
+    def offline_log_dirs(self) -> list[tuple[int, str]]:
+        """(broker, path) of every log dir a live broker reports offline (a failed disk)."""
+        return [(b, d.path) for b, dirs in sorted(self.log_dirs.items()) for d in dirs if not d.online]
+
+    def replicas_in(self, broker: int, path: str) -> int:
+        """How many replicas ``broker`` keeps in its log dir ``path``."""
+        return sum(
+            1
+            for p in self.partitions
+            for b, where in zip(p.replicas, p.log_dirs, strict=True)
+            if p.log_dirs and b == broker and where == path
+        )
 
     @property
     def live(self) -> dict[int, str]:
@@ -76,14 +94,26 @@ def build_cluster(
     excluded_topics: Sequence[str],
     loads: Mapping[tuple[str, int], PartitionLoad],
     demoted: Sequence[int] = (),
+    heal_log_dirs: bool = True,
 ) -> Cluster:
     """Excluded topics' partitions are in the model, not movable: their load counts on their
     brokers, and only a drain moves them (a broker being removed must give up every replica).
 
     A partition without a measured load counts as empty (the collector fills ``loads``); the
     brokers of ``demoted`` (``spec.demote``) lead nothing. A failed broker is planned like a drained
-    one, and a missing one (not yet failed) as it was: its replicas stay where they are."""
+    one, and a missing one (not yet failed) as it was: its replicas stay where they are.
+
+    Log dirs go in when the metadata has them for every broker of the model, so the intra-broker
+    goals work and the planner re-homes the replicas of an offline dir; with an offline dir and not
+    ``heal_log_dirs`` (self-healing off) they stay out, and so its replicas stay where they are."""
     excluded = [re.compile(pattern) for pattern in excluded_topics]
+    kept = [v for v in views if v.state is not Lifecycle.MISSING or v.id in metadata.brokers]
+    dirs = metadata.log_dirs
+    with_dirs = (
+        all(v.id in dirs for v in kept)
+        and all(p.log_dirs for p in metadata.partitions if p.replicas)
+        and (heal_log_dirs or not metadata.offline_log_dirs())
+    )
     brokers = tuple(
         Broker(
             id=v.id,
@@ -92,10 +122,10 @@ def build_cluster(
             capacity=broker_capacity(capacity, v.id),
             warm_up_share=v.share,
             demoted=v.id in demoted,
+            log_dirs=dirs[v.id] if with_dirs else (),
         )
-        for v in views
         # A missing broker that no replica names is not in the cluster: nothing may be moved to it.
-        if v.state is not Lifecycle.MISSING or v.id in metadata.brokers
+        for v in kept
     )
     partitions = tuple(
         Partition(
@@ -105,6 +135,7 @@ def build_cluster(
             p.leader if p.leader in p.replicas else p.replicas[0],
             loads.get((p.topic, p.partition), ZERO_LOAD),
             movable=not any(rx.fullmatch(p.topic) for rx in excluded),
+            log_dirs=p.log_dirs if with_dirs else (),
         )
         for p in metadata.partitions
         if p.replicas
