@@ -147,6 +147,23 @@ def test_a_replica_on_an_offline_log_dir_leaves_its_broker_for_one_in_its_own_ra
     assert checker.bytes_moved(snap, run.plan) == 8.0e9
 
 
+def test_a_partition_with_every_replica_on_an_offline_log_dir_stays_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No replica is left to copy from: a reassignment would never finish.
+    snap = jbod(offline="/data/1")
+    [tp] = stranded(snap, 0, "/data/1")
+    snap["brokers"][1] = with_dirs(1, "b", offline="/data/1")
+    snap["brokers"][3] = with_dirs(3, "b", offline="/data/1")
+    [lost] = [p for p in snap["partitions"] if (p["topic"], p["partition"]) == tp]
+    lost["logDirs"] = ["/data/1", "/data/1"]
+    spread = goals_yaml({"type": "RackAware"}, {"type": "IntraBrokerDiskDistribution", "rangePercent": 10})
+    for goals in (goals_yaml({"type": "RackAware"}), spread):
+        run = run_plan(tmp_path, capsys, snap, goals)
+        assert run.code == 0 and run.plan is not None, run.stderr
+        assert tp not in [(e["topic"], e["partition"]) for e in run.plan["partitions"]]
+
+
 def test_a_replica_on_an_offline_log_dir_goes_to_another_rack_when_its_own_cannot_take_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -77,10 +77,13 @@ class WorkingModel:
         # draining one: Kafka can neither read it nor move it to another dir of that broker
         # (AlterReplicaLogDirs answers KAFKA_STORAGE_ERROR), so only a new replica elsewhere
         # restores the partition. (partition, broker index, dir); the partition never returns there.
+        # A partition with every replica on an offline dir has no copy left to restore from: a move
+        # would never finish, so it stays as it is.
         self.offline_replicas: list[tuple[int, int, str]] = [
             (i, self.index_of[b], path)
             for i, p in enumerate(parts)
             if p.log_dirs
+            and any(path not in offline_dirs[b] for b, path in zip(p.replicas, p.log_dirs, strict=True))
             for b, path in zip(p.replicas, p.log_dirs, strict=True)
             if path in offline_dirs[b]
         ]

@@ -43,7 +43,7 @@ class _Replica:
     size: float
     # Its log dir before the plan; None for a replica arriving on the broker.
     origin: str | None
-    # Where the plan puts it; None while unplaced (arriving).
+    # Where the plan puts it; None while unplaced (arriving), or left on an offline dir.
     dir: str | None
     movable: bool
 
@@ -90,7 +90,7 @@ def _replicas(
 ) -> tuple[dict[int, list[_Replica]], dict[int, list[_Replica]]]:
     """Each broker's replicas before the plan (in their dirs, for the goals' status before) and after
     the inter-broker plan: kept ones in their dirs (the inter-broker plan moved those on an offline
-    dir off the broker), arriving ones unplaced."""
+    dir off the broker, unless no replica of the partition is readable), arriving ones unplaced."""
     online = {b.id: {d.path for d in b.log_dirs if d.online} for b in cluster.brokers}
     before: dict[int, list[_Replica]] = {b.id: [] for b in cluster.brokers}
     after: dict[int, list[_Replica]] = {b.id: [] for b in cluster.brokers}
@@ -100,7 +100,9 @@ def _replicas(
             before[b].append(_Replica(i, p.load.disk, path, path if path in online[b] else None, p.movable))
         for b in final[i]:
             kept = origin.get(b)
-            after[b].append(_Replica(i, p.load.disk, kept, kept, p.movable))
+            # Kept on an offline dir: only a partition with no readable replica left, which stays.
+            placed = kept if kept in online[b] else None
+            after[b].append(_Replica(i, p.load.disk, kept, placed, p.movable))
     return before, after
 
 
@@ -141,7 +143,7 @@ def _place(broker: Broker, replicas: list[_Replica], goals: list[GoalSpec], clus
     hard = [g for g in goals if g.hard]
     used = _used(broker, replicas)
     for r in sorted(replicas, key=lambda r: -r.size):
-        if r.dir is not None or not goals:
+        if r.dir is not None or r.origin is not None or not goals:
             continue
         limits = [_band(g, broker, used) for g in hard]
         fits = [
@@ -259,7 +261,12 @@ def _status(goal: GoalSpec, brokers: tuple[Broker, ...], placed: dict[int, list[
 
 
 def _copied(after: dict[int, list[_Replica]]) -> float:
-    return sum(r.size for replicas in after.values() for r in replicas if r.origin not in (None, r.dir))
+    return sum(
+        r.size
+        for replicas in after.values()
+        for r in replicas
+        if r.dir is not None and r.origin not in (None, r.dir)
+    )
 
 
 def _with_log_dirs(
