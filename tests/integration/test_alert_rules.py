@@ -19,6 +19,7 @@ ALERTS = {
     "KafkaBalancerPoolUnbalanced",
     "KafkaBalancerDrainBlocked",
     "KafkaBalancerSelfHealingBlocked",
+    "KafkaBalancerLogDirOffline",
     "KafkaBalancerMoveStuck",
     "KafkaBalancerScoringFailing",
     "KafkaBalancerKafkaUnreachable",

@@ -25,6 +25,7 @@ from tests.support.kafka_checks import (
     extra_broker,
     partitions,
 )
+from tests.support.log_dirs import FAILING_DIR, fail_dir
 from tests.support.messages import consume_digest
 
 from kafka_balancer.cli import main
@@ -32,29 +33,11 @@ from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 
-# The broker's second dir: its first holds the KRaft metadata log, and a broker whose metadata dir
-# fails shuts down (seen on this bed), which is a broker failure, not a log-dir one.
-FAILING_DIR = "data-1"
 GOALS = (
     "apiVersion: kafkabalancer.io/v1alpha1\nkind: BalancerGoal\nmetadata: {name: racks}\n"
     "spec: {type: RackAware}\n"
 )
 CAPACITIES = ["--disk-capacity", "1e11", "--network-capacity", "1e8", "--cpu-capacity", "8"]
-
-
-def fail_dir(path: Path) -> Callable[[], None]:
-    """Replace ``path`` by a plain file: the broker's next write there (the high-watermark checkpoint,
-    every 5 s) fails with an IOException and Kafka takes the dir offline. Returns what puts it back,
-    to call once the broker is stopped (Kafka brings a dir back online only at a restart)."""
-    kept = path.with_name(path.name + ".failed")
-    path.rename(kept)
-    path.write_text("a failed disk\n")
-
-    def restore() -> None:
-        path.unlink()
-        kept.rename(path)
-
-    return restore
 
 
 def offsets_topic_on_the_initial_brokers(bed: KafkaBed) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from kafka_balancer.errors import KubernetesUnavailable, WriteConflict
 from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId
-from kafka_balancer.reconcile.pool import Event
+from kafka_balancer.reconcile.events import Event
 
 
 def merge_patch(target: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:

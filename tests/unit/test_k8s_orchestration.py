@@ -241,6 +241,7 @@ def test_a_first_sync_creates_every_series_a_dashboard_or_an_alert_reads_at_zero
         "brokers_missing",
         "brokers_failed",
         "self_healing_blocked",
+        "offline_log_dirs",
     ):
         assert b.metric(f"kafka_balancer_{gauge}") == 0, gauge
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_balancer.kube_quantity import binary_quantity, parse_quantity
-from kafka_balancer.reconcile.pool import sentence
+from kafka_balancer.reconcile.events import sentence
 from kafka_balancer.reconcile.status import ALL_GOALS_HOLD, GoalStatus, PlanProgress, PlanStatus, worst_goal
 
 RACK = GoalStatus("rack-aware", "RackAware", True, True, "0 partitions")

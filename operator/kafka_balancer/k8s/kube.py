@@ -23,7 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from kafka_balancer.api import API_VERSION, GROUP, VERSION
 from kafka_balancer.errors import KubernetesError, KubernetesUnavailable, WriteConflict
 from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId
-from kafka_balancer.reconcile.pool import Event
+from kafka_balancer.reconcile.events import Event
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kafka-balancer"}
 # The execution's own calls (state, lease) give up after this long instead of hanging on a dead

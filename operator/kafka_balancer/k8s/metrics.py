@@ -124,6 +124,12 @@ class OperatorMetrics:
             ["pool"],
             registry=registry,
         )
+        self.offline_log_dirs = Gauge(
+            "kafka_balancer_offline_log_dirs",
+            "Log dirs (JBOD) a live broker reports offline, a failed disk (condition LogDirFailure)",
+            ["pool"],
+            registry=registry,
+        )
         self.execution_running = Gauge(
             "kafka_balancer_execution_running", "1 while a plan executes", ["pool"], registry=registry
         )
@@ -166,6 +172,7 @@ class OperatorMetrics:
             self.brokers_missing,
             self.brokers_failed,
             self.self_healing_blocked,
+            self.offline_log_dirs,
             self.execution_running,
             self.execution_failed,
             self.moves_done,

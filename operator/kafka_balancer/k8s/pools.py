@@ -285,6 +285,7 @@ class PoolService:
             )
         )
         self.metrics.plan_seconds.labels(pool.id.key).observe(time.monotonic() - started)
+        self.metrics.offline_log_dirs.labels(pool.id.key).set(len(metadata.offline_log_dirs()))
         for result in outcome.goal_results:
             goal = result.name or result.type
             self.metrics.goal_satisfied.labels(pool.id.key, goal).set(1 if result.satisfied else 0)

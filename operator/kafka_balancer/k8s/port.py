@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafka_balancer.reconcile.pool import Event
+from kafka_balancer.reconcile.events import Event
 
 
 @dataclass(frozen=True, slots=True)

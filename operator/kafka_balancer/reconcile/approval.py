@@ -14,13 +14,15 @@ REPAIR_REASON = "RepairsHardGoals"
 # How the repairs of a plan that heals failed brokers begin (spec.selfHealing.enabled): such a plan
 # runs without approval like a repair of hard goals, on its own opt-in.
 HEALS = "failed brokers"
+# How the repairs of a plan that re-homes the replicas of offline log dirs begin: the same opt-in.
+HEALS_LOG_DIRS = "offline log dirs"
 
 
 def repair_opted_in(repairs: str, *, repair_hard_goals: bool, heal_brokers: bool) -> bool:
     """Whether the spec still lets a plan that repairs ``repairs`` run without approval: a plan that
-    heals failed brokers on spec.selfHealing.enabled, a plan that repairs hard goals on
+    heals failed brokers or offline log dirs on spec.selfHealing.enabled, a plan that repairs hard goals on
     spec.selfHealing.repairHardGoals."""
-    return heal_brokers if repairs.startswith(HEALS) else repair_hard_goals
+    return heal_brokers if repairs.startswith((HEALS, HEALS_LOG_DIRS)) else repair_hard_goals
 
 
 class Action(enum.Enum):

@@ -48,6 +48,9 @@ from kafka_balancer.reconcile.brokers import (
     returned_late,
 )
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
+from kafka_balancer.reconcile.events import Event, sentence
+from kafka_balancer.reconcile.log_dir_failure import log_dir_conditions, log_dir_events
+from kafka_balancer.reconcile.log_dir_failure import repairs as log_dir_repairs
 from kafka_balancer.reconcile.new_partitions import Growth, grown, partition_counts, placement
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, build_cluster
 from kafka_balancer.reconcile.status import (
@@ -60,23 +63,6 @@ from kafka_balancer.reconcile.status import (
     PoolStatus,
     worst_goal,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """A Kubernetes Event on the pool: ``reason`` CamelCase, ``message`` a sentence (see sentence())."""
-
-    type: str  # Normal | Warning
-    reason: str
-    message: str
-
-
-def sentence(text: str) -> str:
-    """An Event's message as ``kubectl describe`` shows it to a person: capitalised, ending in a full
-    stop (messages embed error texts, which start lower-case and end bare)."""
-    text = text.strip()
-    text = text[:1].upper() + text[1:]
-    return text if text.endswith((".", "?", "!")) else text + "."
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,13 +362,20 @@ def decide_pool(inp: PoolInput) -> PoolOutcome:
         planned = guarded(inp, brokers.guard)
     else:
         planned = replan(inp, brokers.views, decision)
-    conditions = [*observation_conditions(inp), *planned.conditions, *failure_conditions(inp, brokers)]
+    healing = inp.spec.self_healing.enabled
+    conditions = [
+        *observation_conditions(inp),
+        *planned.conditions,
+        *failure_conditions(inp, brokers),
+        *log_dir_conditions(inp.metadata, healing),
+    ]
     if planned.complete:
         conditions += unknown_drain_conditions(brokers.unknown_drained)
     demoted = demoted_condition(inp)
     events = [
         *_lifecycle_events(inp.status, brokers.views),
         *failure_events(inp, brokers),
+        *log_dir_events(inp.metadata, healing, inp.status),
         *planned.events,
         *demotion_events(inp, demoted),
     ]
@@ -503,7 +496,13 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
     """Plan the cluster as it is now; a changed plan (or Auto mode) is decided on afresh."""
     try:
         cluster = build_cluster(
-            inp.metadata, views, inp.spec.capacity, inp.spec.excluded_topics, inp.loads, inp.spec.demote
+            inp.metadata,
+            views,
+            inp.spec.capacity,
+            inp.spec.excluded_topics,
+            inp.loads,
+            inp.spec.demote,
+            heal_log_dirs=inp.spec.self_healing.enabled,
         )
     except re.error as err:
         invalid = Condition("SpecValid", FALSE, "InvalidExcludedTopics", f"spec.excludedTopics: {err}")
@@ -596,6 +595,8 @@ def violated_hard_goals(inp: PoolInput, views: Sequence[BrokerView], plan: Plan)
         [g for g in plan.goals if g.hard and not g.before.satisfied] if healing.repair_hard_goals else []
     )
     repairs = [f"{HEALS} {failed}"] if failed else []
+    healed_dirs = log_dir_repairs(inp.metadata) if healing.enabled else None
+    repairs += [healed_dirs] if healed_dirs else []
     repairs += [f"{g.label} ({g.before.detail})" for g in violated]
     return "; ".join(repairs) or None
 

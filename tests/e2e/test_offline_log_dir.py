@@ -1,0 +1,95 @@
+"""End to end, the operator's half of an offline log dir: a dir of a running broker of the Kafka bed
+fails and the pool (spec.selfHealing.enabled, mode DryRun) reads it from its own DescribeLogDirs:
+condition LogDirFailure and event LogDirOffline name the broker and the dir, gauge
+kafka_balancer_offline_log_dirs counts it, and the pool's plan moves exactly the replicas of that dir
+onto the other broker of the rack. (Carrying the plan out is tests/integration/test_offline_log_dir.py:
+the executor's preflight does not yet start while a replica is out of the ISR on a live broker.)"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from kafka_balancer.kafka.admin import KafkaAdmin
+from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from tests.support.kafka_checks import create_topic, delete_topic, extra_broker
+from tests.support.log_dirs import FAILING_DIR, fail_dir
+
+from .conftest import OperatorProcess, wait_for
+from .objects import PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool
+from .test_lifecycle import metric_samples
+
+HEALING = {"selfHealing": {"enabled": True}}
+
+
+def test_the_pool_names_an_offline_log_dir_and_plans_its_replicas_onto_their_rack(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    racks = kafka_bed.racks
+    with extra_broker(kafka_bed, "a") as broker:
+        live_a = sorted(b for b, rack in racks.items() if rack == "a" and b != broker)
+        b, c = (next(x for x, rack in racks.items() if rack == r) for r in ("b", "c"))
+        topic = create_topic(kafka_bed, "e2e-disk", [[broker, b, c]] * 6)
+        admin = KafkaAdmin(kafka_bed.bootstrap_servers)
+        restore = None
+        try:
+            [failing] = [d for d in admin.log_dirs([broker])[broker] if d.path.endswith(FAILING_DIR)]
+            stranded = sorted(n for t, n in failing.replicas if t == topic)
+            assert stranded, f"no replica of {topic} in {failing.path}"
+            apply(
+                kube_bed,
+                namespace,
+                pool("main", kafka_bed.bootstrap_servers, "DryRun", topic, **HEALING),
+                goal("racks", "main", type="RackAware"),
+            )
+            wait_for(
+                lambda: (
+                    condition(get(kube_bed, namespace, "bp", "main"), "LogDirFailure").get("reason")
+                    == "AllLogDirsOnline"
+                ),
+                PLAN_TIMEOUT_S,
+                "the pool to read every broker's log dirs",
+                operator,
+            )
+            restore = fail_dir(Path(failing.path))
+            failed_at = time.monotonic()
+
+            def offline() -> dict[str, Any] | None:
+                found = condition(get(kube_bed, namespace, "bp", "main"), "LogDirFailure")
+                return found if found.get("reason") == "LogDirsOffline" else None
+
+            said = wait_for(offline, PLAN_TIMEOUT_S, f"the pool to see {failing.path} offline", operator)
+            seen_s = time.monotonic() - failed_at
+
+            def planned() -> dict[int, list[int]] | None:
+                data = get(kube_bed, namespace, "configmap", "main-plan")["data"]
+                moves = {e["partition"]: e["replicas"] for e in json.loads(data["plan.json"])["partitions"]}
+                return moves or None
+
+            moves = wait_for(planned, PLAN_TIMEOUT_S, "a plan re-homing the offline dir's replicas", operator)
+            reasons = {e["reason"]: e["message"] for e in events(kube_bed, namespace)}
+            gauge = metric_samples(operator)[
+                ("kafka_balancer_offline_log_dirs", (("pool", f"{namespace}/main"),))
+            ]
+        finally:
+            admin.close()
+            delete_topic(kafka_bed, topic)
+            if restore is not None:
+                kafka_bed.stop_broker(broker)
+                restore()
+
+    assert (
+        f"log dir {failing.path} of broker {broker} is offline ({len(stranded)} replicas)" in said["message"]
+    )
+    assert "re-homed to other brokers, same rack first" in said["message"]
+    assert f"Log dir {failing.path} of broker {broker} is offline" in reasons["LogDirOffline"]
+    assert gauge == 1
+    assert sorted(moves) == stranded
+    for replicas in moves.values():
+        assert broker not in replicas and set(replicas) - {b, c} <= set(live_a) and len(replicas) == 3
+    print(
+        f"\noffline log dir: the pool named it and planned its re-homing {seen_s:.1f} s after the dir failed"
+    )
