@@ -100,6 +100,19 @@ def test_without_self_healing_an_offline_dir_is_reported_and_nothing_is_planned_
     assert outcome.new_plan is None or outcome.new_plan.moves == 0
 
 
+def test_offline_dirs_on_more_brokers_than_the_guard_allows_are_not_healed() -> None:
+    outcome = run(jbod({4: "/data/1", 5: "/data/1"}), selfHealing={"maxFailedBrokers": 1})
+
+    status, reason, message = condition(outcome, "BrokerFailure")
+    assert (status, reason) == ("True", "TooManyFailedBrokers")
+    assert "2 brokers [4, 5] failed or with an offline log dir at once" in message
+    assert condition(outcome, "PlanReady")[:2] == ("False", "TooManyFailedBrokers")
+    assert "not healed while spec.selfHealing's guard holds" in condition(outcome, "LogDirFailure")[2]
+    assert outcome.new_plan is None
+    # One broker's disk is within the same guard.
+    assert run(jbod({4: "/data/1"}), selfHealing={"maxFailedBrokers": 1}).new_plan is not None
+
+
 def test_every_dir_online_with_self_healing_is_a_false_condition() -> None:
     outcome = run(jbod())
     assert condition(outcome, "LogDirFailure")[:2] == ("False", "AllLogDirsOnline")

@@ -127,19 +127,24 @@ def absent_views(
     return tuple(views)
 
 
-def guard_exceeded(views: Sequence[BrokerView], policy: FailurePolicy) -> str | None:
+def guard_exceeded(
+    views: Sequence[BrokerView], policy: FailurePolicy, failed_disks: Collection[int] = ()
+) -> str | None:
     """Why the failed brokers are too many to heal at once (None: within the guard). The share is of
-    every pool broker, present or not: a larger outage is for a person, not for moving data."""
-    failed = [v.id for v in views if v.state is Lifecycle.FAILED]
+    every pool broker, present or not: a larger outage is for a person, not for moving data. A live
+    broker with a failed log dir (``failed_disks``, when self-healing would re-home its replicas)
+    counts as one to heal."""
+    failed = sorted({v.id for v in views if v.state is Lifecycle.FAILED} | set(failed_disks))
+    what = "failed or with an offline log dir" if failed_disks else "failed"
     if len(failed) > policy.max_brokers:
         return (
-            f"{len(failed)} brokers {failed} failed at once, more than "
+            f"{len(failed)} brokers {failed} {what} at once, more than "
             f"spec.selfHealing.maxFailedBrokers ({policy.max_brokers})"
         )
     if len(failed) * 100 > policy.max_percent * len(views):
         share = len(failed) * 100 // len(views)
         return (
-            f"{len(failed)} brokers {failed} failed at once, {share}% of the pool's {len(views)} brokers, "
+            f"{len(failed)} brokers {failed} {what} at once, {share}% of the pool's {len(views)} brokers, "
             f"more than spec.selfHealing.maxFailedPercent ({policy.max_percent}%)"
         )
     return None

@@ -27,6 +27,12 @@ def named(offline: Sequence[tuple[int, str]]) -> str:
     return ", ".join(f"{path} of broker {broker}" for broker, path in offline)
 
 
+def failed_disks(metadata: ClusterMetadata) -> list[int]:
+    """The brokers with an offline dir that still holds replicas: those healing would copy data for,
+    counted in spec.selfHealing's guard with the failed brokers."""
+    return sorted({b for b, path in metadata.offline_log_dirs() if metadata.replicas_in(b, path)})
+
+
 def repairs(metadata: ClusterMetadata) -> str | None:
     """What a plan heals by re-homing the replicas of offline dirs (a plan's ``repairs``), if any."""
     offline = metadata.offline_log_dirs()
@@ -34,9 +40,10 @@ def repairs(metadata: ClusterMetadata) -> str | None:
     return f"{HEALS_LOG_DIRS} {named(held)}" if held else None
 
 
-def log_dir_conditions(metadata: ClusterMetadata, healing: bool) -> list[Condition]:
-    """True while a live broker reports a log dir offline (which, how many replicas, what happens);
-    False with self-healing on and every dir online; none when the pass could not read the dirs."""
+def log_dir_conditions(metadata: ClusterMetadata, healing: bool, guarded: bool = False) -> list[Condition]:
+    """True while a live broker reports a log dir offline (which, how many replicas, what happens:
+    ``guarded`` when spec.selfHealing's guard holds healing back); False with self-healing on and
+    every dir online; none when the pass could not read the dirs."""
     offline = metadata.offline_log_dirs()
     if not offline:
         if not healing or not metadata.log_dirs:
@@ -46,7 +53,9 @@ def log_dir_conditions(metadata: ClusterMetadata, healing: bool) -> list[Conditi
         f"log dir {path} of broker {b} is offline ({metadata.replicas_in(b, path)} replicas)"
         for b, path in offline
     ]
-    if healing:
+    if healing and guarded:
+        what = "not healed while spec.selfHealing's guard holds (see BrokerFailure)"
+    elif healing:
         what = "their replicas are re-homed to other brokers, same rack first"
     else:
         what = "spec.selfHealing.enabled is false: not healed, the partitions stay under-replicated"

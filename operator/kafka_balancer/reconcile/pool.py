@@ -49,7 +49,7 @@ from kafka_balancer.reconcile.brokers import (
 )
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
 from kafka_balancer.reconcile.events import Event, sentence
-from kafka_balancer.reconcile.log_dir_failure import log_dir_conditions, log_dir_events
+from kafka_balancer.reconcile.log_dir_failure import failed_disks, log_dir_conditions, log_dir_events
 from kafka_balancer.reconcile.log_dir_failure import repairs as log_dir_repairs
 from kafka_balancer.reconcile.new_partitions import Growth, grown, partition_counts, placement
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, build_cluster
@@ -367,7 +367,7 @@ def decide_pool(inp: PoolInput) -> PoolOutcome:
         *observation_conditions(inp),
         *planned.conditions,
         *failure_conditions(inp, brokers),
-        *log_dir_conditions(inp.metadata, healing),
+        *log_dir_conditions(inp.metadata, healing, guarded=brokers.guard is not None),
     ]
     if planned.complete:
         conditions += unknown_drain_conditions(brokers.unknown_drained)
@@ -434,7 +434,7 @@ def observe_brokers(inp: PoolInput) -> _Brokers:
         views,
         (*(_broker_status(v) for v in views), *removed),
         tuple(b for b in left if b not in was_drained),
-        guard_exceeded(views, policy),
+        guard_exceeded(views, policy, failed_disks(inp.metadata) if healing.enabled else ()),
     )
 
 
@@ -716,6 +716,8 @@ def failure_conditions(inp: PoolInput, brokers: _Brokers) -> list[Condition]:
     healing = inp.spec.self_healing
     missing = [v for v in brokers.views if v.state is Lifecycle.MISSING]
     failed = [v.id for v in brokers.views if v.state is Lifecycle.FAILED]
+    if brokers.guard is not None:
+        return [Condition("BrokerFailure", TRUE, GUARD_REASON, f"{brokers.guard}: nothing is healed")]
     if not missing and not failed:
         if not healing.enabled:
             return []
@@ -727,8 +729,6 @@ def failure_conditions(inp: PoolInput, brokers: _Brokers) -> list[Condition]:
                 "no pool broker is missing (brokers of spec.drain are leaving anyway)",
             )
         ]
-    if brokers.guard is not None:
-        return [Condition("BrokerFailure", TRUE, GUARD_REASON, f"{brokers.guard}: nothing is healed")]
     parts = []
     if failed:
         parts.append(f"brokers {failed} failed: their replicas are re-homed to live brokers, same rack first")
