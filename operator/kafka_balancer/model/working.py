@@ -87,10 +87,12 @@ class WorkingModel:
             for b, path in zip(p.replicas, p.log_dirs, strict=True)
             if path in offline_dirs[b]
         ]
-        self.banned: BoolArray = np.zeros((len(parts), len(brokers)), dtype=bool)
+        self.any_banned = bool(self.offline_replicas)
+        # [P, B], allocated only when some replica is on an offline dir (a large cluster's P × B).
+        shape = (len(parts), len(brokers)) if self.any_banned else (0, 0)
+        self.banned: BoolArray = np.zeros(shape, dtype=bool)
         for i, b, _ in self.offline_replicas:
             self.banned[i, b] = True
-        self.any_banned = bool(self.offline_replicas)
         # Bytes drained onto each broker, to spread a drain over its rack by capacity.
         self.drained_disk: FloatArray = np.zeros(len(brokers))
         self.rack_limit: IntArray = math.rack_limit(self.rf, self.n_racks)

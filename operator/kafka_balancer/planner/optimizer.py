@@ -228,7 +228,10 @@ def _nowhere(state: WorkingModel, hard: list[Goal], broker: int, p: int) -> str:
     """Why no broker can take ``broker``'s replica of partition ``p``: the hard goals that block which."""
     cands = state.replica_moves(broker, np.array([p], dtype=np.int64), every=True)
     holders = state.holds(cands.part)[0]
-    open_brokers = np.nonzero(state.active & ~holders & ~state.banned[p])[0]
+    allowed = state.active & ~holders
+    if state.any_banned:
+        allowed &= ~state.banned[p]
+    open_brokers = np.nonzero(allowed)[0]
     reasons = []
     for goal in hard:
         src, dst = goal.evaluate(state, cands)

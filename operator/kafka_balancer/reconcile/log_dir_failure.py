@@ -63,15 +63,15 @@ def log_dir_conditions(metadata: ClusterMetadata, healing: bool, guarded: bool =
 
 
 def log_dir_events(metadata: ClusterMetadata, healing: bool, status: Mapping[str, Any]) -> list[Event]:
-    """``LogDirOffline`` (Warning) for each dir newly offline; ``LogDirsHealed`` once every replica of
-    the offline dirs is on another broker."""
+    """``LogDirOffline`` (Warning) for each dir newly offline; ``LogDirHealed`` for each once every
+    replica it held is on another broker. What the previous pass saw is its condition's message."""
     before = next((c for c in status.get("conditions") or [] if c.get("type") == CONDITION), None)
     was = before.get("message", "") if before is not None and before.get("status") == TRUE else ""
     events = []
     for broker, path in metadata.offline_log_dirs():
         count = metadata.replicas_in(broker, path)
         if f"log dir {path} of broker {broker} is offline" in was:
-            if count == 0 and f"of broker {broker} is offline (0 replicas)" not in was:
+            if count == 0 and f"log dir {path} of broker {broker} is offline (0 replicas)" not in was:
                 text = (
                     f"Log dir {path} of broker {broker} is healed: every replica it held is on another broker"
                 )

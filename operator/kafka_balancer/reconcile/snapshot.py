@@ -46,8 +46,9 @@ class ClusterMetadata:
         return sum(
             1
             for p in self.partitions
+            if p.log_dirs
             for b, where in zip(p.replicas, p.log_dirs, strict=True)
-            if p.log_dirs and b == broker and where == path
+            if b == broker and where == path
         )
 
     @property
@@ -107,6 +108,7 @@ def build_cluster(
     goals work and the planner re-homes the replicas of an offline dir; with an offline dir and not
     ``heal_log_dirs`` (self-healing off) they stay out, and so its replicas stay where they are."""
     excluded = [re.compile(pattern) for pattern in excluded_topics]
+    # A missing broker that no replica names is not in the cluster: nothing may be moved to it.
     kept = [v for v in views if v.state is not Lifecycle.MISSING or v.id in metadata.brokers]
     dirs = metadata.log_dirs
     with_dirs = (
@@ -124,7 +126,6 @@ def build_cluster(
             demoted=v.id in demoted,
             log_dirs=dirs[v.id] if with_dirs else (),
         )
-        # A missing broker that no replica names is not in the cluster: nothing may be moved to it.
         for v in kept
     )
     partitions = tuple(
