@@ -36,6 +36,12 @@ def test_the_pool_names_an_offline_log_dir_and_plans_its_replicas_onto_their_rac
         admin = KafkaAdmin(kafka_bed.bootstrap_servers)
         restore = None
         try:
+            # The broker creates a new topic's logs a moment after the topic exists.
+            wait_for(
+                lambda: sum(t == topic for d in admin.log_dirs([broker])[broker] for t, _ in d.replicas) == 6,
+                PLAN_TIMEOUT_S,
+                f"broker {broker} to hold its 6 replicas of {topic}",
+            )
             [failing] = [d for d in admin.log_dirs([broker])[broker] if d.path.endswith(FAILING_DIR)]
             stranded = sorted(n for t, n in failing.replicas if t == topic)
             assert stranded, f"no replica of {topic} in {failing.path}"

@@ -63,6 +63,12 @@ def test_replicas_on_a_failed_log_dir_are_rehomed_in_their_rack_with_every_messa
         producing.start()
         restore: Callable[[], None] | None = None
         try:
+            # The broker creates a new topic's logs a moment after the topic exists.
+            wait_until(
+                lambda: sum(t == topic for d in admin.log_dirs([broker])[broker] for t, _ in d.replicas) == 6,
+                timeout_s=60,
+                what=f"broker {broker} to hold its 6 replicas of {topic}",
+            )
             [failing] = [d for d in admin.log_dirs([broker])[broker] if d.path.endswith(FAILING_DIR)]
             stranded = sorted(n for t, n in failing.replicas if t == topic)
             assert stranded, f"no replica of {topic} in {failing.path}"
