@@ -113,11 +113,10 @@ def test_replicas_on_a_failed_log_dir_are_rehomed_in_their_rack_with_every_messa
             for replicas in moves.values():
                 assert broker not in replicas and set(replicas) & rack_a, replicas
 
-            # --force: the executor's preflight refuses to start while a partition is
-            # under-replicated on a live broker, which is what an offline dir leaves behind.
+            # No --force: the replicas out of the ISR are the ones the plan moves off their broker.
             code = main([
                 "execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
-                "--throttle", "10000000", "--force",
+                "--throttle", "10000000",
             ])  # fmt: skip
             assert code == 0, capsys.readouterr().err
 

@@ -237,6 +237,23 @@ def test_a_replica_out_of_the_isr_on_a_live_broker_refuses_the_start_unless_forc
     assert [m.status for m in forced.run(state).moves] == [MoveStatus.DONE] * 2
 
 
+def test_a_lagging_replica_that_the_plan_moves_away_does_not_hold_back_the_start(tmp_path: Path) -> None:
+    # Broker 4 is up, but its replica of u-0 sits on a log dir gone offline: the plan's move is the cure.
+    cluster = _cluster(out_of_isr={("u", 0): frozenset({4})})
+    executor, clock = _executor(cluster, tmp_path)
+    healing = ReassignmentPlan((Reassignment("u", 0, (3, 1)),))
+    state = executor.run(new_state(cluster, healing, executor.options, clock.time()))
+    assert [m.status for m in state.moves] == [MoveStatus.DONE]
+    assert cluster.replicas[("u", 0)] == (3, 1)
+
+    # A plan that keeps the lagging replica where it is still refuses to start.
+    cluster = _cluster(out_of_isr={("u", 0): frozenset({4})})
+    executor, clock = _executor(cluster, tmp_path)
+    keeping = ReassignmentPlan((Reassignment("u", 0, (4, 1)),))
+    with pytest.raises(ExecutionError, match=re.escape("under-replicated on live brokers (e.g. u-0)")):
+        executor.run(new_state(cluster, keeping, executor.options, clock.time()))
+
+
 def test_replicas_on_a_dead_broker_do_not_hold_back_the_moves_that_replace_it(tmp_path: Path) -> None:
     cluster = _cluster()
     cluster.replicas[("v", 0)] = (1, 5)

@@ -258,13 +258,16 @@ class Executor:
                 f"{len(foreign)} reassignment(s) not started by this execution are in flight "
                 f"(e.g. {_tp(foreign[0])}); wait for them or use --force"
             )
-        # A replica out of the ISR on a live broker is a cluster in trouble; one on a broker that is
-        # down is not a reason to wait: moving replicas off a dead broker is how it is replaced.
+        # A replica out of the ISR on a live broker is a cluster in trouble, unless the plan takes it
+        # off that broker: a replica on a log dir gone offline stays out of the ISR until it is moved
+        # (Kafka recreates it nowhere), so that move is the cure. One on a broker that is down is not a
+        # reason to wait either: moving replicas off a dead broker is how it is replaced.
         live = self.admin.broker_ids()
+        kept = {m.tp: set(m.final) for m in state.moves if m.status is not MoveStatus.DONE}
         under = sorted(
             tp
             for tp, p in self.admin.partitions().items()
-            if tp not in ours and (set(p.replicas) - p.isr) & live
+            if tp not in ours and (set(p.replicas) - p.isr) & live & kept.get(tp, set(p.replicas))
         )
         if under:
             raise ExecutionError(
