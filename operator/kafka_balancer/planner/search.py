@@ -72,15 +72,17 @@ class Pool:
         self.alive = np.ones(len(self.cands), dtype=bool)
         self._whole: IntArray | None = None
 
-    def ordered(self, need: float, limit: int) -> Candidates:
+    def ordered(self, need: float, limit: int) -> IntArray:
+        """Rows of ``cands`` in order of preference; the search takes them batch by batch, so
+        the rows after the first acceptable one are never copied."""
         c = self.cands
         if len(c) and need >= float(self.benefit.max()):
             # Every candidate's benefit is wholly useful, so the order does not depend on the
             # need: sorted once, then only the retired rows are dropped.
             if self._whole is None:
                 self._whole = preference(self.benefit, c.cost, need, c.part, self.side, self.alive, len(c))
-            return c.take(self._whole[self.alive[self._whole]][:limit])
-        return c.take(preference(self.benefit, c.cost, need, c.part, self.side, self.alive, limit))
+            return self._whole[self.alive[self._whole]][:limit]
+        return preference(self.benefit, c.cost, need, c.part, self.side, self.alive, limit)
 
     def retire(self, part: int) -> None:
         self.alive &= self.cands.part != part
@@ -135,9 +137,12 @@ class Search:
             allowed &= only[None, :]
         if self._band_vetoes and allowed.any():
             # Only the brokers some candidate may still go to are worth examining: one for a
-            # fill or a leader change, most of them for a free move.
-            open_to = np.asarray(allowed.any(axis=0), dtype=bool)
-            allowed &= self._band_vetoes.allowed(state, cands, None if open_to.all() else open_to)
+            # fill or a leader change, most of them for a free move (then all are examined, as
+            # finding the open ones costs more than it saves).
+            open_to = None
+            if dest is not None or not free.all():
+                open_to = np.asarray(allowed.any(axis=0), dtype=bool)
+            allowed &= self._band_vetoes.allowed(state, cands, open_to)
         for goal in self._other_vetoes:
             if not allowed.any():
                 break
@@ -165,25 +170,28 @@ class Search:
         dest: int | None,
         same_rack_first: bool,
         lenient: bool = False,
+        order: IntArray | None = None,
     ) -> tuple[int, int] | None:
         state = self.state
         start = 0
         for size in BATCHES:
-            batch = cands.rows(start, start + size)
+            if order is None:
+                batch = cands.rows(start, start + size)
+            else:
+                batch = cands.take(order[start : start + size])
             start += size
             if len(batch) == 0:
                 break
             allowed = self._allowed(batch, dest)
-            gain = np.zeros(allowed.shape)
+            evaluated: tuple[FloatArray, FloatArray] | None = None
             if goal is not None and allowed.any():
-                src, dst = goal.evaluate(state, batch, target=True)
+                src, dst = evaluated = goal.evaluate(state, batch, target=True)
                 # The other end of the move gets no worse: in its target band, or (lenient) in the
                 # goal's own band, which it may then leave its target band within.
                 src_kept, dst_kept = goal.evaluate(state, batch) if lenient else (src, dst)
                 allowed &= ((src < -EPSILON)[:, None] & (dst_kept <= TOLERANCE)) | (
                     (dst < -EPSILON) & (src_kept <= TOLERANCE)[:, None]
                 )
-                gain = src[:, None] + dst
             rows = np.nonzero(allowed.any(axis=1))[0]
             if len(rows) == 0:
                 continue
@@ -198,20 +206,29 @@ class Search:
                 spread = state.drained_share(one)[0, ys]
                 keys = (ys, later, spread, other_rack)
             else:
-                keys = (ys, later, other_rack, gain[k, ys])
+                # The goal's own gain last (none for a drain or an undo, which have no goal).
+                gain = np.zeros(len(ys)) if evaluated is None else evaluated[0][k] + evaluated[1][k, ys]
+                keys = (ys, later, other_rack, gain)
             y = int(ys[np.lexsort(keys)[0]])
-            return k + start - size, y
+            k += start - size
+            return (k if order is None else int(order[k])), y
         return None
 
     def place(
-        self, goal: Goal | None, cands: Candidates, dest: int | None = None, lenient: bool = False
+        self,
+        goal: Goal | None,
+        cands: Candidates,
+        dest: int | None = None,
+        lenient: bool = False,
+        order: IntArray | None = None,
     ) -> int | None:
-        """Apply the first acceptable candidate (in the given order) at its best destination;
-        returns the partition it changed, or None when no candidate is acceptable. ``lenient``:
-        the end of a move that the goal does not fix need only stay within the goal's band."""
-        if len(cands) == 0:
+        """Apply the first acceptable candidate (in the given order, or of the rows ``order``
+        names in that order) at its best destination; returns the partition it changed, or None
+        when no candidate is acceptable. ``lenient``: the end of a move that the goal does not
+        fix need only stay within the goal's band."""
+        if len(cands) == 0 or (order is not None and len(order) == 0):
             return None
-        choice = self._choose(goal, cands, dest, same_rack_first=goal is None, lenient=lenient)
+        choice = self._choose(goal, cands, dest, same_rack_first=goal is None, lenient=lenient, order=order)
         if choice is None:
             return None
         k, y = choice
@@ -248,7 +265,7 @@ class Search:
     def _place_from(
         self, goal: BandGoal, pool: Pool, need: float, dest: int | None = None, lenient: bool = False
     ) -> int | None:
-        return self.place(goal, pool.ordered(need, CANDIDATE_LIMIT), dest, lenient)
+        return self.place(goal, pool.cands, dest, lenient, pool.ordered(need, CANDIDATE_LIMIT))
 
     def _pool(self, goal: BandGoal, cands: Candidates) -> Pool:
         return Pool(cands, goal.column, self._norm)
@@ -379,8 +396,8 @@ class Search:
                 # search before the other racks' donors.
                 continue
             if s not in pools:
-                here = state.partitions_on[broker]
-                parts = np.array([p for p in state.partitions_on[s] if p not in here], dtype=np.int64)
+                parts = state.parts_on(s)
+                parts = parts[(state.replicas[parts] != broker).all(axis=1)]
                 pools[s] = self._pool(goal, state.replica_moves(s, parts))
             changed = self._place_from(goal, pools[s], need, dest=broker, lenient=lenient)
             if changed is not None:
