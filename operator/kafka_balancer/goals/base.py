@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kafka_balancer.goals.spec import GoalSpec
-from kafka_balancer.model.math import FloatArray
+from kafka_balancer.model.math import BoolArray, FloatArray
 
 if TYPE_CHECKING:
     from kafka_balancer.goals.port import SearchPort
@@ -49,6 +49,12 @@ class Goal(abc.ABC):
 
         ``target``: measure against the band the goal aims for when it is being optimised
         (narrower, to leave later goals some slack) instead of the band it defends as a veto."""
+
+    def kept(self, state: WorkingModel, cands: Candidates, tolerance: float) -> BoolArray:
+        """``[K, B]``: where each candidate may go with this goal getting worse by no more than
+        ``tolerance`` at either end (the goal as a veto)."""
+        src, dst = self.evaluate(state, cands)
+        return np.asarray((src <= tolerance)[:, None] & (dst <= tolerance), dtype=bool)
 
     @abc.abstractmethod
     def evaluate_pairs(

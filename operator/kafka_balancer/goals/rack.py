@@ -9,7 +9,7 @@ import numpy as np
 from kafka_balancer.goals.base import Goal, GoalStatus
 from kafka_balancer.goals.spec import GoalSpec
 from kafka_balancer.model.candidates import NO_BROKER
-from kafka_balancer.model.math import FloatArray, IntArray
+from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 
 if TYPE_CHECKING:
     from kafka_balancer.goals.port import SearchPort
@@ -49,6 +49,19 @@ class RackAwareGoal(Goal):
         change[rows, src_rack] = 0.0
         change[cands.dst != NO_BROKER] = 0.0
         return np.zeros(k), change[:, state.rack]
+
+    def kept(self, state: WorkingModel, cands: Candidates, tolerance: float) -> BoolArray:
+        # evaluate's changes are whole numbers and the source's is 0, so for a tolerance below
+        # 1 "no worse" is "not into a rack the partition already fills, unless it leaves an
+        # over-full one": the same answer without the arithmetic, as every search's hard veto.
+        rows = np.arange(len(cands))
+        counts = rack_counts(state, cands.part)
+        limit = state.rack_limit[cands.part]
+        src_rack = state.rack[cands.src]
+        ok = (counts < limit[:, None]) | (counts[rows, src_rack] > limit)[:, None]
+        ok[rows, src_rack] = True
+        ok[cands.dst != NO_BROKER] = True
+        return np.asarray(ok[:, state.rack], dtype=bool)
 
     def evaluate_pairs(
         self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kafka_balancer.goals.base import Goal
+from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.math import BoolArray, IntArray
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
@@ -50,14 +51,21 @@ def _undoable(state: WorkingModel, search: Search, brokers: BoolArray) -> IntArr
     keep = state.active[home] & (brokers[home] | brokers[state.replicas[parts, slots]])
     parts, slots, home = parts[keep], slots[keep], home[keep]
     now = state.replicas[parts, slots]
-    ok = np.zeros(len(parts), dtype=bool)
+    by_now, rows_of = [], []
     for broker in np.unique(now).tolist():
         rows = np.nonzero(now == broker)[0]
-        cands = state.replica_moves(broker, parts[rows])
+        by_now.append(state.replica_moves(broker, parts[rows]))
         # replica_moves sorts its partitions; a partition has one replica per broker.
-        order = np.argsort(parts[rows], kind="stable")
-        rows = rows[order]
-        ok[rows] = search.allowed(cands)[np.arange(len(rows)), home[rows]]
+        rows_of.append(rows[np.argsort(parts[rows], kind="stable")])
+    ok = np.zeros(len(parts), dtype=bool)
+    if by_now:
+        cands, rows = Candidates.concat(by_now), np.concatenate(rows_of)
+        # Each replica is asked about its home broker only: grouped by home, the vetoes are
+        # checked at one broker instead of every broker.
+        homes = home[rows]
+        for broker in np.unique(homes).tolist():
+            at = np.nonzero(homes == broker)[0]
+            ok[rows[at]] = search.allowed(cands.take(at), dest=broker)[:, broker]
     parts, slots = parts[ok], slots[ok]
     order = np.lexsort((slots, parts, -state.disk[parts]))
     return np.stack([parts[order], slots[order]], axis=1)

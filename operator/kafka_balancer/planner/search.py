@@ -146,13 +146,13 @@ class Search:
         for goal in self._other_vetoes:
             if not allowed.any():
                 break
-            src, dst = goal.evaluate(state, cands)
-            allowed &= (src <= TOLERANCE)[:, None] & (dst <= TOLERANCE)
+            allowed &= goal.kept(state, cands, TOLERANCE)
         return allowed
 
-    def allowed(self, cands: Candidates) -> BoolArray:
-        """``[K, B]``: where each candidate may go with no veto getting worse (and no rule broken)."""
-        return self._allowed(cands, None)
+    def allowed(self, cands: Candidates, dest: int | None = None) -> BoolArray:
+        """``[K, B]``: where each candidate may go (only ``dest``, when given) with no veto
+        getting worse (and no rule broken)."""
+        return self._allowed(cands, dest)
 
     def _later_cost(self, cands: Candidates) -> FloatArray:
         total = np.zeros((len(cands), self.state.n_brokers))
