@@ -183,21 +183,34 @@ class Search:
             if len(batch) == 0:
                 break
             allowed = self._allowed(batch, dest)
-            evaluated: tuple[FloatArray, FloatArray] | None = None
-            if goal is not None and allowed.any():
-                src, dst = evaluated = goal.evaluate(state, batch, target=True)
+            live = np.nonzero(allowed.any(axis=1))[0]
+            if len(live) == 0:
+                continue
+            gain: FloatArray | None = None
+            if goal is None:
+                k = int(live[0])
+                ys = np.nonzero(allowed[k])[0]
+            else:
+                # Only the rows some broker may still take are weighed (each row on its own):
+                # after a first batch that failed, often few of a large one.
+                whole = len(live) == len(batch)
+                weighed = batch if whole else batch.take(live)
+                ok = allowed if whole else allowed[live]
+                src, dst = goal.evaluate(state, weighed, target=True)
                 # The other end of the move gets no worse: in its target band, or (lenient) in the
                 # goal's own band, which it may then leave its target band within.
-                src_kept, dst_kept = goal.evaluate(state, batch) if lenient else (src, dst)
-                allowed &= ((src < -EPSILON)[:, None] & (dst_kept <= TOLERANCE)) | (
+                src_kept, dst_kept = goal.evaluate(state, weighed) if lenient else (src, dst)
+                ok &= ((src < -EPSILON)[:, None] & (dst_kept <= TOLERANCE)) | (
                     (dst < -EPSILON) & (src_kept <= TOLERANCE)[:, None]
                 )
-            rows = np.nonzero(allowed.any(axis=1))[0]
-            if len(rows) == 0:
-                continue
-            k = int(rows[0])
+                rows = np.nonzero(ok.any(axis=1))[0]
+                if len(rows) == 0:
+                    continue
+                i = int(rows[0])
+                ys = np.nonzero(ok[i])[0]
+                gain = src[i] + dst[i, ys]
+                k = int(live[i])
             one = batch.rows(k, k + 1)
-            ys = np.nonzero(allowed[k])[0]
             other_rack = (state.rack[ys] != state.rack[batch.src[k]]).astype(np.float64)
             later = self._later_cost(one)[0, ys]
             if same_rack_first:
@@ -206,9 +219,8 @@ class Search:
                 spread = state.drained_share(one)[0, ys]
                 keys = (ys, later, spread, other_rack)
             else:
-                # The goal's own gain last (none for a drain or an undo, which have no goal).
-                gain = np.zeros(len(ys)) if evaluated is None else evaluated[0][k] + evaluated[1][k, ys]
-                keys = (ys, later, other_rack, gain)
+                # The goal's own gain last.
+                keys = (ys, later, other_rack, np.zeros(len(ys)) if gain is None else gain)
             y = int(ys[np.lexsort(keys)[0]])
             k += start - size
             return (k if order is None else int(order[k])), y
