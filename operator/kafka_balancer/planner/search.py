@@ -210,18 +210,22 @@ class Search:
                 ys = np.nonzero(ok[i])[0]
                 gain = src[i] + dst[i, ys]
                 k = int(live[i])
-            one = batch.rows(k, k + 1)
-            other_rack = (state.rack[ys] != state.rack[batch.src[k]]).astype(np.float64)
-            later = self._later_cost(one)[0, ys]
-            if same_rack_first:
-                # A drain: its own rack first, spread over that rack by capacity (the rest of
-                # a receiving broker's load can still move elsewhere, drained replicas cannot).
-                spread = state.drained_share(one)[0, ys]
-                keys = (ys, later, spread, other_rack)
+            if len(ys) == 1:
+                # One destination (a fill, a leader change, an undo): nothing to rank.
+                y = int(ys[0])
             else:
-                # The goal's own gain last.
-                keys = (ys, later, other_rack, np.zeros(len(ys)) if gain is None else gain)
-            y = int(ys[np.lexsort(keys)[0]])
+                one = batch.rows(k, k + 1)
+                other_rack = (state.rack[ys] != state.rack[batch.src[k]]).astype(np.float64)
+                later = self._later_cost(one)[0, ys]
+                if same_rack_first:
+                    # A drain: its own rack first, spread over that rack by capacity (the rest of
+                    # a receiving broker's load can still move elsewhere, drained replicas cannot).
+                    spread = state.drained_share(one)[0, ys]
+                    keys = (ys, later, spread, other_rack)
+                else:
+                    # The goal's own gain last.
+                    keys = (ys, later, other_rack, np.zeros(len(ys)) if gain is None else gain)
+                y = int(ys[np.lexsort(keys)[0]])
             k += start - size
             return (k if order is None else int(order[k])), y
         return None
