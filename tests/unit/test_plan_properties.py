@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_balancer.formats.plan_file import plan_document
 from kafka_balancer.formats.snapshot import parse_snapshot
-from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.goals.base import Goal
+from kafka_balancer.goals.rack import RackAwareGoal
+from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
+from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.optimizer import plan
+from kafka_balancer.planner.vetoes import TOLERANCE
 from tests.unit import checker
 from tests.unit.clusters import broker, partition, snapshot
 
@@ -85,3 +90,17 @@ def test_every_plan_keeps_the_invariants(snap: dict[str, Any]) -> None:
         # With a drain, the same-rack rule outranks the soft goals inside the plan that drains;
         # a later plan no longer knows which replicas were drained and may rebalance across racks.
         assert plan_of(after)["partitions"] == [], "planning the planned state moves nothing"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_rack_aware_veto_allows_where_its_evaluation_gets_no_worse(snap: dict[str, Any]) -> None:
+    """RackAware answers the search's veto with booleans (its hot path); the answer must be the
+    one its evaluation gives, for every replica move and leader change of every broker,
+    including partitions that already break rack awareness."""
+    state = WorkingModel(parse_snapshot(snap))
+    goal = RackAwareGoal(GoalSpec.default(GoalType.RACK_AWARE), state)
+    for b in range(state.n_brokers):
+        for cands in (state.replica_moves(b), state.leadership_away(b)):
+            fast = goal.kept(state, cands, TOLERANCE)
+            assert np.array_equal(fast, Goal.kept(goal, state, cands, TOLERANCE))
