@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from kafka_balancer.k8s.executions import execution_progress
+from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
 
 STARTED = 1_000.0
@@ -36,6 +39,8 @@ def test_a_running_execution_reports_bytes_moves_and_the_time_left_at_its_rate()
         "movesPending": 1,
         "bytesDone": 600,
         "bytesTotal": 1000,
+        "dirBytesDone": 0,
+        "dirBytesTotal": 0,
         "etaSeconds": 40,
         "eta": "0h00m40s",
         "message": "1/3 moves, 60% of bytes, ETA 0h00m40s",
@@ -52,3 +57,31 @@ def test_no_eta_before_a_byte_moved_nor_once_finished() -> None:
     assert fields["etaSeconds"] is None  # a merge patch: removes the running execution's ETA
     assert fields["eta"] is None
     assert "ETA" not in str(fields["message"])
+
+
+def _with_log_dirs() -> ExecutionState:
+    # Beside the moves between brokers: one replica copied between its broker's dirs, 250 of 400 so far.
+    dir_move = Move("u", 0, (5, 6), (5, 6), size=400, status=MoveStatus.IN_FLIGHT, log_dirs=("/d1", "any"))
+    state = _state()
+    return replace(state, moves=(*state.moves, replace(dir_move, dir_progress_bytes=250)))
+
+
+def test_bytes_between_a_brokers_log_dirs_are_shown_apart_from_the_bytes_between_brokers() -> None:
+    state = _with_log_dirs()
+    assert (state.dir_bytes_done, state.dir_bytes_total) == (250, 400)
+    fields = progress_status(state, STARTED + 85)
+    assert (fields["bytesDone"], fields["bytesTotal"]) == (600, 1000)
+    assert (fields["dirBytesDone"], fields["dirBytesTotal"]) == (250, 400)
+    # The ETA is at the rate of both together: 850 of 1,400 in 85 s, 550 left.
+    assert fields["etaSeconds"] == 55
+    assert fields["message"] == "1/4 moves, 60% of bytes, 62% of log-dir bytes, ETA 0h00m55s"
+
+
+def test_the_log_dir_bytes_have_a_gauge_of_their_own() -> None:
+    metrics = OperatorMetrics(CollectorRegistry())
+    metrics.execution_progress("ns/p", _with_log_dirs(), STARTED + 85)
+    read = metrics.registry.get_sample_value
+    assert read("kafka_balancer_execution_log_dir_bytes_moved", {"pool": "ns/p"}) == 250
+    assert read("kafka_balancer_execution_bytes_moved", {"pool": "ns/p"}) == 600
+    metrics.forget("ns/p")
+    assert read("kafka_balancer_execution_log_dir_bytes_moved", {"pool": "ns/p"}) is None

@@ -118,6 +118,9 @@ def execution_progress(state: ExecutionState, now: float) -> tuple[ExecutionProg
     moves_done, moves = len(state.by_status(MoveStatus.DONE)), len(state.moves)
     eta = eta_seconds(state, now)
     message = f"{moves_done}/{moves} moves, {100.0 * done / total if total else 100.0:.0f}% of bytes"
+    dir_done, dir_total = state.dir_bytes_done, state.dir_bytes_total
+    if dir_total:
+        message += f", {100.0 * dir_done / dir_total:.0f}% of log-dir bytes"
     progress = ExecutionProgress(
         moves_done=moves_done,
         moves_in_flight=len(state.by_status(MoveStatus.IN_FLIGHT)),
@@ -126,6 +129,8 @@ def execution_progress(state: ExecutionState, now: float) -> tuple[ExecutionProg
         bytes_total=total,
         eta_seconds=None if eta is None else round(eta),
         eta=None if eta is None else duration_text(eta),
+        dir_bytes_done=dir_done,
+        dir_bytes_total=dir_total,
     )
     return progress, message + (f", ETA {duration_text(eta)}" if eta is not None else "")
 

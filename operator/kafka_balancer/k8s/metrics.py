@@ -64,6 +64,15 @@ class OperatorMetrics:
             ["pool"],
             registry=registry,
         )
+        # A gauge of its own, not a label on the one above: those are network bytes between brokers and
+        # existing queries (rate, alerts on a pool's series) keep meaning that; these are disk I/O
+        # inside one broker, throttled apart (replica.alter.log.dirs.io.max.bytes.per.second).
+        self.log_dir_bytes_moved = Gauge(
+            "kafka_balancer_execution_log_dir_bytes_moved",
+            "Bytes copied by the running execution between the log dirs of one broker",
+            ["pool"],
+            registry=registry,
+        )
         self.goal_satisfied = Gauge(
             "kafka_balancer_goal_satisfied", "1 when the goal holds now", ["pool", "goal"], registry=registry
         )
@@ -177,6 +186,7 @@ class OperatorMetrics:
             self.execution_failed,
             self.moves_done,
             self.bytes_moved,
+            self.log_dir_bytes_moved,
             self.moves_in_flight,
             self.moves_failed,
             self.stalled_seconds,
@@ -218,6 +228,7 @@ class OperatorMetrics:
         in_flight = state.by_status(MoveStatus.IN_FLIGHT)
         self.moves_done.labels(pool).set(len(state.by_status(MoveStatus.DONE)))
         self.bytes_moved.labels(pool).set(state.bytes_done)
+        self.log_dir_bytes_moved.labels(pool).set(state.dir_bytes_done)
         self.moves_in_flight.labels(pool).set(len(in_flight))
         self.moves_failed.labels(pool).set(len(state.by_status(MoveStatus.FAILED)))
         self.throttled_brokers.labels(pool).set(len(state.throttled_brokers))

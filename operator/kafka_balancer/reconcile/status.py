@@ -40,7 +40,8 @@ def _present(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class ExecutionProgress:
-    """How far an execution is: moves by status, bytes copied of the bytes its new replicas need."""
+    """How far an execution is: moves by status, bytes copied of the bytes its new replicas need, and
+    apart from those the bytes copied between the log dirs of one broker (disk I/O, no network)."""
 
     moves_done: int
     moves_in_flight: int
@@ -49,6 +50,8 @@ class ExecutionProgress:
     bytes_total: int
     eta_seconds: int | None  # at the byte rate so far; None before any byte moved and once finished
     eta: str | None = None  # eta_seconds for people ("0h02m10s")
+    dir_bytes_done: int = 0
+    dir_bytes_total: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         # etaSeconds and eta are written even when None: the merge patch then removes the last ETA.
@@ -58,6 +61,9 @@ class ExecutionProgress:
             "movesPending": self.moves_pending,
             "bytesDone": self.bytes_done,
             "bytesTotal": self.bytes_total,
+            # Written even when 0: the merge patch then clears an earlier execution's dir bytes.
+            "dirBytesDone": self.dir_bytes_done,
+            "dirBytesTotal": self.dir_bytes_total,
             "etaSeconds": self.eta_seconds,
             "eta": self.eta,
         }
