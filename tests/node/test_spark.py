@@ -1,7 +1,9 @@
 """Scoring as users run it on Kubernetes: a pool with ``scoring.engine: SparkOnKubernetes`` is scored by
 Spark's own Kubernetes scheduler, the in-cluster operator running ``spark-submit``, the job in a driver
 pod and an executor pod of the operator image, samples and outputs on a PersistentVolume the operator
-and the Spark pods share. The release is upgraded for it (and back) once for the module."""
+and the Spark pods share. The release is upgraded for it once for the module (and back at its end);
+the failure tests upgrade it again with their own storage or Spark settings, each resetting the
+others'."""
 
 from __future__ import annotations
 
@@ -37,12 +39,36 @@ SPARK_VALUES = {
     "scoring.windowSeconds": "10",
     "scoring.windows": "1",
 }
+# A driver the kubelet kills for memory: its whole heap is touched at start (-Xms as large as Spark's
+# -Xmx, pre-touched) in a pod whose limit Spark makes 1 MiB above the heap (an explicit overhead goes
+# over Spark's 384 MiB minimum). The pool's own scoring.resources cannot do it: Spark refuses a heap
+# under 450 MiB before the JVM grows, and adds at least 384 MiB to whatever the pool asks.
+OOM_CONF = {
+    "spark.driver.memoryOverhead": "1m",
+    "spark.driver.extraJavaOptions": "-Xms512m -XX:+AlwaysPreTouch",
+}
+STORAGE_SECRET = "kb-scoring-storage"
+
+
+def chart_spark_conf(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` as values of the chart's ``scoring.sparkConf`` (helm's --set splits keys on dots)."""
+    return {"scoring.sparkConf." + key.replace(".", "\\."): value for key, value in conf.items()}
+
+
+# What the failure and object-store tests set, back to the chart's defaults (helm drops a null key).
+RESET_VALUES = {
+    **chart_spark_conf(dict.fromkeys(OOM_CONF, "null")),
+    "scoring.storage": "",
+    "scoring.s3.endpoint": "",
+    "scoring.storageSecret": "",
+}
 DEFAULT_VALUES = {
     "scoring.sparkSubmit.enabled": "false",
     "scoring.volume.claimName": "",
     "scoring.intervalSeconds": "300",
     "scoring.windowSeconds": "300",
     "scoring.windows": "3",
+    **RESET_VALUES,
 }
 
 
@@ -291,3 +317,78 @@ def test_deleting_the_pool_removes_its_driver_and_executor_pods(
     gone_at = time.monotonic()
     wait_for(lambda: not spark.look(), 180, "the pool's driver and executor pods to be deleted", pods)
     print(f"pool deleted → its Spark pods gone: {time.monotonic() - gone_at:.1f}s")
+
+
+def storage_secret(bed: node.NodeBed, credentials: dict[str, str]) -> None:
+    """The Secret the chart's ``scoring.storageSecret`` names: env of the operator and the Spark pods."""
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": STORAGE_SECRET, "namespace": OPERATOR_NAMESPACE},
+        "stringData": credentials,
+    }
+    applied = bed.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(secret))
+    assert applied.returncode == 0, applied.stderr
+
+
+def scoring_failed(bed: node.NodeBed, naming: str) -> dict[str, Any] | None:
+    """LoadsScored once it reports a failed run naming ``naming`` (an earlier test's failure stays in
+    the condition until this pool's first run ends)."""
+    found = condition(get(bed.api, OPERATOR_NAMESPACE, "bp", "main"), "LoadsScored")
+    return found if found.get("reason") == "ScoringFailed" and naming in found.get("message", "") else None
+
+
+def plans_on(bed: node.NodeBed, pods: OperatorPods) -> None:
+    """The pool's next pass plans: its loads are written again and PlanReady is True."""
+    written = _loads_written(bed)
+    wait_for(lambda: _loads_written(bed) != written, 60, "a pass planning on collected loads", pods)
+    assert condition(get(bed.api, OPERATOR_NAMESPACE, "bp", "main"), "PlanReady")["status"] == "True"
+
+
+def test_an_oom_killed_driver_fails_scoring_with_its_reason_while_the_pool_plans_on(
+    node_bed: node.NodeBed, spark_release: Path, pods: OperatorPods, pod_kafka: KafkaBed
+) -> None:
+    upgrade(node_bed, {**RESET_VALUES, **chart_spark_conf(OOM_CONF)})
+    topic = create_topic(pod_kafka, "node-spark-oom", [[1, 2], [2, 3], [3, 4], [4, 1]])
+    apply(node_bed.api, OPERATOR_NAMESPACE, spark_pool(pod_kafka, topic, operator_image(node_bed)))
+    started = time.monotonic()
+    reported = wait_for(
+        lambda: scoring_failed(node_bed, "OOMKilled"),
+        SCORED_TIMEOUT_S,
+        "LoadsScored=False naming OOMKilled",
+        pods,
+    )
+    assert reported["status"] == "False"
+    assert "Spark driver pod" in reported["message"], reported
+    plans_on(node_bed, pods)
+    print(f"LoadsScored {time.monotonic() - started:.0f}s after the pool: {reported['message']}")
+
+
+def test_unreachable_storage_fails_scoring_naming_the_storage_while_the_pool_plans_on(
+    node_bed: node.NodeBed, spark_release: Path, pods: OperatorPods, pod_kafka: KafkaBed
+) -> None:
+    # Nothing listens on port 1 of the node: every request of the operator's S3 client is refused.
+    storage = "s3a://kb-unreachable/kafka-balancer"
+    storage_secret(node_bed, {"AWS_ACCESS_KEY_ID": "kb-test", "AWS_SECRET_ACCESS_KEY": "kb-test-secret"})
+    upgrade(
+        node_bed,
+        {
+            **RESET_VALUES,
+            "scoring.storage": storage,
+            "scoring.s3.endpoint": f"http://{node.NODE_IP}:1",
+            "scoring.storageSecret": STORAGE_SECRET,
+        },
+    )
+    topic = create_topic(pod_kafka, "node-spark-unreachable", [[1, 2], [2, 3], [3, 4], [4, 1]])
+    apply(node_bed.api, OPERATOR_NAMESPACE, spark_pool(pod_kafka, topic, operator_image(node_bed)))
+    started = time.monotonic()
+    reported = wait_for(
+        lambda: scoring_failed(node_bed, storage),
+        SCORED_TIMEOUT_S,
+        f"LoadsScored=False naming {storage}",
+        pods,
+    )
+    assert reported["status"] == "False"
+    assert "kb-test-secret" not in reported["message"]
+    plans_on(node_bed, pods)
+    print(f"LoadsScored {time.monotonic() - started:.0f}s after the pool: {reported['message']}")
