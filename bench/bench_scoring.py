@@ -184,8 +184,8 @@ def score(work: Path, master: str, window_ms: int, windows: int, min_samples: in
         t1 = time.monotonic()
         options = ScoreOptions(
             samples=str(work / "store"),
-            topology=work / "topology.json",
-            goals=work / "goals.yaml",
+            topology=str(work / "topology.json"),
+            goals=str(work / "goals.yaml"),
             out=str(work / f"out-{master}"),
             window_ms=window_ms,
             windows=windows,

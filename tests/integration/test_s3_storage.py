@@ -113,13 +113,14 @@ def test_bad_credentials_name_the_uri_never_the_secret(
 
 
 def run_job(
-    samples: str, out: str, inputs: Path, env: dict[str, str]
+    samples: str, out: str, inputs: Path | str, env: dict[str, str]
 ) -> tuple[subprocess.CompletedProcess[str], float]:
+    """The job on ``inputs``: a directory, or a URI as a run's inputs are in s3a:// storage."""
     argv = [
         sys.executable, "-m", "kafka_balancer.scoring.job",
         "--samples", samples,
-        "--topology", str(inputs / "topology.json"),
-        "--goals", str(inputs / "goals.yaml"),
+        "--topology", remote.join(str(inputs), "topology.json"),
+        "--goals", remote.join(str(inputs), "goals.yaml"),
         "--out", out,
         "--windows", "2",
         "--master", "local[2]",
@@ -167,8 +168,11 @@ def test_job_reads_and_writes_s3a_and_scores_as_on_a_local_directory(
 
     samples, out = minio_bed.uri("job", "samples"), minio_bed.uri("job", "runs", "r1")
     assert remote.sync_up(store, samples) == 2
+    # The run's topology and goals beside its outputs, as the operator puts them for a driver pod.
+    remote_inputs = minio_bed.uri("job", "runs", "r1-inputs")
+    assert remote.sync_up(inputs, remote_inputs) == 2
     env = s3a_env(s3a_jars, S3Storage(endpoint=minio_bed.endpoint), minio_bed.credentials_env)
-    done, s3a_s = run_job(samples, out, inputs, env)
+    done, s3a_s = run_job(samples, out, remote_inputs, env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert minio_bed.secret_key not in done.stderr + done.stdout
     print(f"\nscoring job: local directory {local_s:.1f} s, s3a on MinIO {s3a_s:.1f} s")
@@ -178,6 +182,7 @@ def test_job_reads_and_writes_s3a_and_scores_as_on_a_local_directory(
     manifest = remote.read_json(remote.join(out, "manifest.json"))
     assert rounded(snapshot) == rounded(json.loads((tmp_path / "out" / "snapshot.json").read_text()))
     assert manifest["inputs"]["samples"] == samples
+    assert manifest["inputs"]["topology"] == remote.join(remote_inputs, "topology.json")
     assert manifest["rows"] == json.loads((tmp_path / "out" / "manifest.json").read_text())["rows"]
     written = {
         info.path for info in minio_bed.filesystem().get_file_info(remote_selector(minio_bed, "job/runs"))

@@ -1,9 +1,9 @@
 """Scoring as users run it on Kubernetes: a pool with ``scoring.engine: SparkOnKubernetes`` is scored by
 Spark's own Kubernetes scheduler, the in-cluster operator running ``spark-submit``, the job in a driver
 pod and an executor pod of the operator image, samples and outputs on a PersistentVolume the operator
-and the Spark pods share. The release is upgraded for it once for the module (and back at its end);
-the failure tests upgrade it again with their own storage or Spark settings, each resetting the
-others'."""
+and the Spark pods share, or in a MinIO the pods reach on the node's bridge. The release is upgraded
+for it once for the module (and back to the chart's defaults at its end); the failure and object-store
+tests upgrade it again, each from the chart's defaults with its own storage or Spark settings."""
 
 from __future__ import annotations
 
@@ -14,11 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
 import pytest
 import yaml
 
+from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import node
 from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.minio import MinioBed
 from tests.e2e.conftest import wait_for
 from tests.e2e.objects import apply, condition, get, pool
 from tests.support.kafka_checks import create_topic
@@ -55,27 +58,12 @@ def chart_spark_conf(conf: dict[str, str]) -> dict[str, str]:
     return {"scoring.sparkConf." + key.replace(".", "\\."): value for key, value in conf.items()}
 
 
-# What the failure and object-store tests set, back to the chart's defaults (helm drops a null key).
-RESET_VALUES = {
-    **chart_spark_conf(dict.fromkeys(OOM_CONF, "null")),
-    "scoring.storage": "",
-    "scoring.s3.endpoint": "",
-    "scoring.storageSecret": "",
-}
-DEFAULT_VALUES = {
-    "scoring.sparkSubmit.enabled": "false",
-    "scoring.volume.claimName": "",
-    "scoring.intervalSeconds": "300",
-    "scoring.windowSeconds": "300",
-    "scoring.windows": "3",
-    **RESET_VALUES,
-}
-
-
 def upgrade(bed: node.NodeBed, values: dict[str, str]) -> None:
+    """The release with the chart's defaults and ``values`` (as installed, then ``values``): no earlier
+    test's settings are left over."""
     settings = [item for key, value in values.items() for item in ("--set", f"{key}={value}")]
     upgraded = bed.helm(
-        "upgrade", RELEASE, str(CHART), "-n", OPERATOR_NAMESPACE, "--reuse-values", *settings,
+        "upgrade", RELEASE, str(CHART), "-n", OPERATOR_NAMESPACE, "--reset-values", *settings,
         "--wait", "--timeout", "5m",
     )  # fmt: skip
     assert upgraded.returncode == 0, upgraded.stderr
@@ -128,7 +116,7 @@ def spark_release(node_bed: node.NodeBed, operator_release: float) -> Iterator[P
         node_bed.kubectl(
             "delete", "bp", "main", "-n", OPERATOR_NAMESPACE, "--ignore-not-found", timeout_s=200.0
         )
-        upgrade(node_bed, DEFAULT_VALUES)
+        upgrade(node_bed, {})
         node_bed.kubectl("delete", "pvc", CLAIM, "-n", OPERATOR_NAMESPACE, "--wait=false")
         node_bed.kubectl("delete", "pv", f"{CLAIM}-node", "--wait=false")
         shutil.rmtree(storage, ignore_errors=True)
@@ -348,7 +336,7 @@ def plans_on(bed: node.NodeBed, pods: OperatorPods) -> None:
 def test_an_oom_killed_driver_fails_scoring_with_its_reason_while_the_pool_plans_on(
     node_bed: node.NodeBed, spark_release: Path, pods: OperatorPods, pod_kafka: KafkaBed
 ) -> None:
-    upgrade(node_bed, {**RESET_VALUES, **chart_spark_conf(OOM_CONF)})
+    upgrade(node_bed, {**SPARK_VALUES, **chart_spark_conf(OOM_CONF)})
     topic = create_topic(pod_kafka, "node-spark-oom", [[1, 2], [2, 3], [3, 4], [4, 1]])
     apply(node_bed.api, OPERATOR_NAMESPACE, spark_pool(pod_kafka, topic, operator_image(node_bed)))
     started = time.monotonic()
@@ -373,7 +361,7 @@ def test_unreachable_storage_fails_scoring_naming_the_storage_while_the_pool_pla
     upgrade(
         node_bed,
         {
-            **RESET_VALUES,
+            **SPARK_VALUES,
             "scoring.storage": storage,
             "scoring.s3.endpoint": f"http://{node.NODE_IP}:1",
             "scoring.storageSecret": STORAGE_SECRET,
@@ -392,3 +380,46 @@ def test_unreachable_storage_fails_scoring_naming_the_storage_while_the_pool_pla
     assert "kb-test-secret" not in reported["message"]
     plans_on(node_bed, pods)
     print(f"LoadsScored {time.monotonic() - started:.0f}s after the pool: {reported['message']}")
+
+
+@pytest.fixture
+def pod_minio(node_bed: node.NodeBed, minio_binary: Path, tmp_path: Path) -> Iterator[MinioBed]:
+    """MinIO on the node's bridge address, where the operator and the Spark pods reach it."""
+    bed = MinioBed(minio_binary, tmp_path / "minio", host=node.NODE_IP)
+    try:
+        try:
+            bed.start()
+        except BedError as err:
+            pytest.fail(f"MinIO on the node's bridge did not start: {err}", pytrace=False)
+        yield bed
+    finally:
+        bed.stop()
+
+
+def test_a_pool_is_scored_by_spark_pods_through_s3a_on_minio_with_the_storage_secret(
+    node_bed: node.NodeBed, spark_release: Path, pods: OperatorPods, pod_kafka: KafkaBed, pod_minio: MinioBed
+) -> None:
+    storage_secret(node_bed, pod_minio.credentials_env)
+    upgrade(
+        node_bed,
+        {
+            **SPARK_VALUES,
+            "scoring.storage": pod_minio.uri("node"),
+            "scoring.s3.endpoint": pod_minio.endpoint,
+            "scoring.storageSecret": STORAGE_SECRET,
+        },
+    )
+    topic = create_topic(pod_kafka, "node-spark-s3a", [[1, 2], [2, 3], [3, 4], [4, 1]])
+    apply(node_bed.api, OPERATOR_NAMESPACE, spark_pool(pod_kafka, topic, operator_image(node_bed)))
+    started = time.monotonic()
+    spark = SparkPods(node_bed)
+    scored = wait_for(lambda: loads_scored(node_bed, spark), SCORED_TIMEOUT_S, "LoadsScored=True", pods)
+    assert "SparkOnKubernetes (spark-submit)" in scored["message"], scored
+    assert spark.drivers() and spark.executors(), "no driver or executor pod was seen"
+    # The samples the driver read and the outputs it wrote are in the bucket.
+    listed = pod_minio.filesystem().get_file_info(
+        pafs.FileSelector(f"{pod_minio.bucket}/node", recursive=True)
+    )
+    names = [info.path for info in listed if info.type == pafs.FileType.File]
+    assert any("/samples/" in n for n in names) and any("/out/" in n for n in names), names
+    print(f"LoadsScored=True through s3a on MinIO {time.monotonic() - started:.0f}s after the pool")

@@ -63,11 +63,16 @@ def read_goals(path: Path) -> tuple[GoalSpec, ...]:
         raise InputError(f"goals {path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise InputError(f"goals {path}: not UTF-8 text") from None
+    return goals_from_text(text, str(path))
+
+
+def goals_from_text(text: str, source: str) -> tuple[GoalSpec, ...]:
+    """Goal manifests in ``text`` (YAML or JSON); ``source`` (a path or URI) names them in errors."""
     try:
         documents = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "not valid YAML/JSON"
-        raise InputError(f"goals {path}: invalid YAML/JSON{at}: {problem}") from None
-    return parse_goals(documents, path.name)
+        raise InputError(f"goals {source}: invalid YAML/JSON{at}: {problem}") from None
+    return parse_goals(documents, source.rsplit("/", 1)[-1])

@@ -181,14 +181,19 @@ def load_json(path: Path, what: str) -> Any:
         raise InputError(f"{what} {path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise InputError(f"{what} {path}: not UTF-8 text") from None
+    return json_from_text(text, what, str(path))
+
+
+def json_from_text(text: str, what: str, source: str) -> Any:
+    """``text`` as JSON; ``source`` (a path or URI) names it in the error."""
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise InputError(
-            f"{what} {path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            f"{what} {source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
     except ValueError as exc:
-        raise InputError(f"{what} {path}: {exc}") from None
+        raise InputError(f"{what} {source}: {exc}") from None
 
 
 def _reject_constant(name: str) -> float:

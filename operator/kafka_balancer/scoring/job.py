@@ -24,8 +24,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from kafka_balancer.errors import InputError, KafkaBalancerError, ScoringError
-from kafka_balancer.formats.goals_file import read_goals
-from kafka_balancer.formats.snapshot import cluster_to_snapshot, load_json, parse_snapshot
+from kafka_balancer.formats.goals_file import goals_from_text, read_goals
+from kafka_balancer.formats.snapshot import cluster_to_snapshot, json_from_text, load_json, parse_snapshot
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.samples.schema import BROKER_DIR, BROKER_SAMPLES, PARTITION_DIR, PARTITION_SAMPLES
 from kafka_balancer.scoring import options as opts
@@ -41,9 +41,12 @@ CANDIDATES = "candidates"
 
 def read_topology(path: Path) -> Cluster:
     """The brokers of a topology file: the snapshot's ``brokers`` array, bare or as ``{"brokers": …}``."""
-    data = load_json(path, "topology")
+    return _topology(load_json(path, "topology"), str(path))
+
+
+def _topology(data: Any, source: str) -> Cluster:
     brokers = data.get("brokers") if isinstance(data, dict) else data
-    return parse_snapshot({"version": 1, "brokers": brokers, "partitions": []}, path.name)
+    return parse_snapshot({"version": 1, "brokers": brokers, "partitions": []}, source.rsplit("/", 1)[-1])
 
 
 def topology_frame(spark: SparkSession, topology: Cluster) -> DataFrame:
@@ -105,9 +108,17 @@ def _used(samples: DataFrame, windows: WindowPlan) -> DataFrame:
 def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[str, Any]:
     """Runs the job; returns the manifest it wrote."""
     started = time.monotonic()
-    goals = read_goals(options.goals)
-    topology = read_topology(options.topology)
+    # Local inputs are read before Spark starts (bad input fails at once); remote ones (a run's inputs
+    # in s3a:// storage, read by a driver pod) through the session's Hadoop FileSystem.
+    local_goals, local_topology = storage.is_local(options.goals), storage.is_local(options.topology)
+    goals = read_goals(storage.local_path(options.goals)) if local_goals else None
+    topology = read_topology(storage.local_path(options.topology)) if local_topology else None
     spark = spark or local_session(options.master)
+    if goals is None:
+        goals = goals_from_text(storage.read_text(spark, options.goals), options.goals)
+    if topology is None:
+        text = storage.read_text(spark, options.topology)
+        topology = _topology(json_from_text(text, "topology", options.topology), options.topology)
     partition_uri = storage.join(options.samples, PARTITION_DIR)
     if not storage.exists(spark, partition_uri):
         raise InputError(f"samples {options.samples}: no {PARTITION_DIR}/ directory")
@@ -175,7 +186,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
         complete=int(is_complete.sum()),
         cpu_source=cpu_source,
         follower_cpu_fraction=transforms.DEFAULT_FOLLOWER_CPU_FRACTION,
-        inputs={"samples": options.samples, "topology": str(options.topology), "goals": str(options.goals)},
+        inputs={"samples": options.samples, "topology": options.topology, "goals": options.goals},
         outputs=outputs,
         seconds=time.monotonic() - started,
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from pathlib import Path
 
 DEFAULT_WINDOW_MS = 300_000
 DEFAULT_TOP = 5
@@ -13,8 +12,8 @@ DEFAULT_TOP = 5
 @dataclass(frozen=True, slots=True)
 class ScoreOptions:
     samples: str  # local path or s3a:// URI of a sample store
-    topology: Path
-    goals: Path
+    topology: str  # local path or s3a:// URI (the run's inputs beside its outputs)
+    goals: str
     out: str  # local path or s3a:// URI
     window_ms: int = DEFAULT_WINDOW_MS
     windows: int = 1
@@ -35,8 +34,8 @@ def _positive(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--samples", required=True, help="sample store (local dir or s3a:// URI)")
-    parser.add_argument("--topology", required=True, type=Path, help="brokers JSON (the snapshot's brokers)")
-    parser.add_argument("--goals", required=True, type=Path, help="BalancerGoal manifests (YAML or JSON)")
+    parser.add_argument("--topology", required=True, help="brokers JSON (snapshot brokers): path or URI")
+    parser.add_argument("--goals", required=True, help="BalancerGoal manifests (YAML or JSON): path or URI")
     parser.add_argument("--out", required=True, help="output dir (local dir or s3a:// URI)")
     parser.add_argument("--window-ms", type=_positive, default=DEFAULT_WINDOW_MS, help="window length")
     parser.add_argument("--windows", type=_positive, default=1, help="newest complete windows to use")

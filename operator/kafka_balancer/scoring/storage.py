@@ -76,3 +76,19 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
             stream.close()
 
     _java_call("write", uri, call)
+
+
+def read_text(spark: SparkSession, uri: str) -> str:
+    """A small remote file's text (the run's topology and goals): local files are read by the caller
+    before Spark starts."""
+
+    def call() -> str:
+        fs, path = _hadoop(spark, uri)
+        stream = fs.open(path)  # type: ignore[attr-defined]
+        try:
+            io = spark.sparkContext._jvm.org.apache.commons.io.IOUtils  # type: ignore[union-attr]
+            return str(io.toString(stream, "UTF-8"))
+        finally:
+            stream.close()
+
+    return _java_call("read", uri, call)
