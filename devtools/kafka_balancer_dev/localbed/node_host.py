@@ -11,6 +11,7 @@ happened (a crash between the record and the change) or were already undone (a s
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -103,13 +104,25 @@ def _kill_cgroup_processes(name: str, *, timeout_s: float = 30.0) -> None:
         time.sleep(0.2)
 
 
-def _remove_cgroup(name: str) -> None:
-    _kill_cgroup_processes(name)
-    for top in _cgroup_dirs(name):
-        # A cgroup is removed with rmdir, children before parents; its control files go with it.
-        for directory in sorted((d for d in top.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)):
-            directory.rmdir()
-        top.rmdir()
+def _remove_cgroup(name: str, *, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        _kill_cgroup_processes(name)
+        try:
+            for top in _cgroup_dirs(name):
+                # A cgroup is removed with rmdir, children before parents; its control files go with it.
+                children = (d for d in top.rglob("*") if d.is_dir())
+                for directory in sorted(children, key=lambda d: -len(d.parts)):
+                    directory.rmdir()
+                top.rmdir()
+            return
+        except OSError as err:
+            # EBUSY for a moment after its last process died: the kernel frees a cgroup (v1 blkio was
+            # seen) only once that process has fully exited. A node bed's undo then failed and left
+            # etcd, the apiserver and the bridge behind.
+            if err.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise BedError(f"cannot remove cgroup {name}: {err}") from err
+        time.sleep(0.2)
 
 
 def _iptables_chains(table: str) -> set[str]:
@@ -157,7 +170,9 @@ class HostJournal:
 
     def record(self, kind: str, **fields: Any) -> None:
         """Append a change about to be made (written through, so a crash right after still knows)."""
-        entries = [*self.entries(), {"kind": kind, **fields}]
+        self._write([*self.entries(), {"kind": kind, **fields}])
+
+    def _write(self, entries: list[dict[str, Any]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_suffix(".partial")
         partial.write_text(json.dumps({"entries": entries}, indent=2) + "\n")
@@ -172,10 +187,21 @@ class HostJournal:
     def undo(self) -> list[str]:
         """Undo every recorded change, newest first; return what was undone, one phrase each."""
         done = []
+        kept: list[dict[str, Any]] = []
+        reasons: list[str] = []
         for entry in reversed(self.entries()):
-            phrase = _UNDO[entry["kind"]](entry)
+            # One change that will not go (a busy cgroup) must not leave every older one in place.
+            try:
+                phrase = _UNDO[entry["kind"]](entry)
+            except (BedError, OSError, subprocess.SubprocessError) as err:
+                kept.insert(0, entry)
+                reasons.append(f"{entry['kind']} {entry.get('name', '')}: {err}")
+                continue
             if phrase:
                 done.append(phrase)
+        if kept:
+            self._write(kept)
+            raise BedError(f"could not undo {len(kept)} change(s), kept in {self.path}: {'; '.join(reasons)}")
         self.path.unlink(missing_ok=True)
         if self.path.parent.exists() and not any(self.path.parent.iterdir()):
             self.path.parent.rmdir()
