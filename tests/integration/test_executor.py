@@ -6,8 +6,7 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,6 +22,7 @@ from tests.support.kafka_checks import (
     partitions,
     throttles_left,
     under_replicated,
+    writing_and_sampling,
 )
 from tests.support.messages import consume_digest
 
@@ -43,31 +43,6 @@ def _assert_as_planned(bed: KafkaBed, topic: str, targets: dict[int, list[int]])
     for partition, target in targets.items():
         replicas, leader, isr = actual[partition]
         assert (replicas, leader, isr) == (target, target[0], set(target)), (partition, actual[partition])
-
-
-@contextmanager
-def writing_and_sampling(writer: Writer, sample: Callable[[], T], every_s: float) -> Iterator[list[T]]:
-    """For the block: ``writer`` produces in a thread and another collects ``sample()`` every
-    ``every_s`` seconds into the list yielded; both are stopped and joined on the way out."""
-    seen: list[T] = []
-    stop = threading.Event()
-
-    def watch() -> None:
-        while not stop.is_set():
-            seen.append(sample())
-            stop.wait(every_s)
-
-    watcher = threading.Thread(target=watch)
-    background = threading.Thread(target=writer.write_until_stopped)
-    watcher.start()
-    background.start()
-    try:
-        yield seen
-    finally:
-        writer.stop.set()
-        stop.set()
-        background.join(timeout=60)
-        watcher.join(timeout=30)
 
 
 def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBed, tmp_path: Path) -> None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from tests.support.kafka_checks import (
     delete_topic,
     throttles_left,
     under_replicated,
+    writing_and_sampling,
 )
 from tests.support.messages import consume_digest
 
@@ -55,30 +55,6 @@ def written_topic(
         admin.close()
     assert consume_digest(bed.bootstrap_servers, topic, writer.sent) == writer.result()
     delete_topic(bed, topic)
-
-
-@contextmanager
-def writing_and_sampling(writer: Writer, sample: Callable[[], None], every_s: float) -> Iterator[None]:
-    """For the block: ``writer`` produces in a thread and another calls ``sample()`` every ``every_s``
-    seconds; both are stopped and joined on the way out."""
-    stop = threading.Event()
-
-    def watch() -> None:
-        while not stop.is_set():
-            sample()
-            stop.wait(every_s)
-
-    watcher = threading.Thread(target=watch)
-    background = threading.Thread(target=writer.write_until_stopped)
-    watcher.start()
-    background.start()
-    try:
-        yield
-    finally:
-        writer.stop.set()
-        stop.set()
-        background.join(timeout=60)
-        watcher.join(timeout=30)
 
 
 def test_a_replica_moves_between_the_log_dirs_of_its_broker_with_every_message_kept(
@@ -362,21 +338,15 @@ def _copying_between_dirs(bed: KafkaBed, admin: KafkaAdmin, topic: str, tmp_path
     return DirCopy(run, args, state, source, target)
 
 
-def _about_6_mb(bed: KafkaBed, prefix: str) -> tuple[str, Writer]:
-    """A topic of one partition on brokers 1 and 2 with about 6 MB: at 100 kB/s Kafka lets about 1 MB
-    through at once, then copies for about a minute, so the copy is caught under way."""
-    topic = create_topic(bed, prefix, [[1, 2]])
-    writer = Writer(bed, topic)
-    writer.write(12_000, 500)
-    return topic, writer
+# One partition on brokers 1 and 2 with about 6 MB (messages, bytes each): at 100 kB/s Kafka lets about
+# 1 MB through at once, then copies for about a minute, so the copy is caught under way.
+ABOUT_6_MB = (12_000, 500)
 
 
 def test_a_cancelled_copy_between_log_dirs_leaves_the_replica_where_it_was_and_no_throttle(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    topic, writer = _about_6_mb(kafka_bed, "logdircancel")
-    admin = KafkaAdmin(kafka_bed.bootstrap_servers)
-    try:
+    with written_topic(kafka_bed, "logdircancel", [[1, 2]], *ABOUT_6_MB) as (topic, admin):
         tp = (topic, 0)
         copy = _copying_between_dirs(kafka_bed, admin, topic, tmp_path)
         try:
@@ -402,18 +372,12 @@ def test_a_cancelled_copy_between_log_dirs_leaves_the_replica_where_it_was_and_n
         )
         assert_no_throttle_left(kafka_bed, topic)
         assert [p for p in under_replicated(kafka_bed) if p.startswith(f"{topic}-")] == []
-    finally:
-        admin.close()
-    assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
-    delete_topic(kafka_bed, topic)
 
 
 def test_an_executor_killed_mid_copy_between_log_dirs_resumes_and_finishes(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    topic, writer = _about_6_mb(kafka_bed, "logdirresume")
-    admin = KafkaAdmin(kafka_bed.bootstrap_servers)
-    try:
+    with written_topic(kafka_bed, "logdirresume", [[1, 2]], *ABOUT_6_MB) as (topic, admin):
         tp = (topic, 0)
         copy = _copying_between_dirs(kafka_bed, admin, topic, tmp_path)
         copy.run.send_signal(signal.SIGKILL)
@@ -430,7 +394,3 @@ def test_an_executor_killed_mid_copy_between_log_dirs_resumes_and_finishes(
         assert _dir_of(now, tp) == [copy.target] and all(tp not in d.future for d in now)
         assert_no_throttle_left(kafka_bed, topic)
         assert [p for p in under_replicated(kafka_bed) if p.startswith(f"{topic}-")] == []
-    finally:
-        admin.close()
-    assert consume_digest(kafka_bed.bootstrap_servers, topic, writer.sent) == writer.result()
-    delete_topic(kafka_bed, topic)

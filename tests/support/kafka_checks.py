@@ -9,9 +9,9 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
@@ -23,6 +23,8 @@ from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 
 from .messages import Digest
+
+T = TypeVar("T")
 
 THROTTLES = {
     "leader.replication.throttled.rate",
@@ -171,3 +173,28 @@ class Writer:
     def result(self) -> Digest:
         assert not self.failures, self.failures[:3]
         return self.counts, {k: d.hexdigest() for k, d in self.digests.items()}
+
+
+@contextmanager
+def writing_and_sampling(writer: Writer, sample: Callable[[], T], every_s: float) -> Iterator[list[T]]:
+    """For the block: ``writer`` produces in a thread and another collects ``sample()`` every
+    ``every_s`` seconds into the list yielded; both are stopped and joined on the way out."""
+    seen: list[T] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.append(sample())
+            stop.wait(every_s)
+
+    watcher = threading.Thread(target=watch)
+    background = threading.Thread(target=writer.write_until_stopped)
+    watcher.start()
+    background.start()
+    try:
+        yield seen
+    finally:
+        writer.stop.set()
+        stop.set()
+        background.join(timeout=60)
+        watcher.join(timeout=30)
