@@ -20,7 +20,7 @@ from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.prometheus import PrometheusBed
 
 from .conftest import OperatorProcess, wait_for
-from .objects import PLAN_TIMEOUT_S, apply, get, goal, pool, skewed_topic
+from .objects import OWN_TOPIC_SPREAD, PLAN_TIMEOUT_S, apply, get, goal, pool, skewed_topic
 
 DASHBOARD = (
     Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer" / "dashboards" / "kafka-balancer.json"
@@ -78,7 +78,7 @@ def test_every_dashboard_query_returns_series_for_a_balanced_pool(
         kube_bed,
         namespace,
         pool("main", kafka_bed.bootstrap_servers, "Auto", topic),
-        goal("replicas", "main", type="ReplicaDistribution", rangePercent=10),
+        goal("replicas", "main", type=OWN_TOPIC_SPREAD, rangePercent=10),
     )
     pool_key = f"{namespace}/main"
     wait_for(

@@ -10,7 +10,18 @@ from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.ports import free_ports
 
 from .conftest import OperatorProcess, wait_for
-from .objects import PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool, replicas_of, skewed_topic
+from .objects import (
+    OWN_TOPIC_SPREAD,
+    PLAN_TIMEOUT_S,
+    apply,
+    condition,
+    events,
+    get,
+    goal,
+    pool,
+    replicas_of,
+    skewed_topic,
+)
 
 
 def test_dry_run_writes_the_plan_to_a_config_map_and_the_status(
@@ -23,7 +34,7 @@ def test_dry_run_writes_the_plan_to_a_config_map_and_the_status(
         kube_bed,
         namespace,
         pool("main", kafka_bed.bootstrap_servers, "DryRun", topic),
-        goal("replicas", "main", type="ReplicaDistribution", rangePercent=10),
+        goal("replicas", "main", type=OWN_TOPIC_SPREAD, rangePercent=10),
         goal("racks", "main", type="RackAware"),
     )
 
@@ -68,7 +79,7 @@ def test_manual_refuses_a_wrong_plan_id_and_executes_exactly_the_approved_plan(
         kube_bed,
         namespace,
         pool("main", kafka_bed.bootstrap_servers, "Manual", topic),
-        goal("replicas", "main", type="ReplicaDistribution", rangePercent=10),
+        goal("replicas", "main", type=OWN_TOPIC_SPREAD, rangePercent=10),
     )
     plan_id = wait_for(
         lambda: get(kube_bed, namespace, "bp", "main").get("status", {}).get("plan", {}).get("id"),
