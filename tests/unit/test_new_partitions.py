@@ -143,6 +143,34 @@ def test_partitions_added_to_a_topic_are_told_and_the_next_pass_is_quiet() -> No
     assert again.new_partitions == 0 and "NewPartitions" not in {e.reason for e in again.events}
 
 
+def test_new_partitions_the_plan_leaves_are_not_said_to_meet_goals_that_miss() -> None:
+    # The old topic is excluded and one of its partitions fills brokers 2 and 1 with 10 GiB each:
+    # DiskDistribution misses, and moving the new, empty partitions cannot help it.
+    spec = BrokerPoolSpec.model_validate(
+        {
+            "mode": "Auto",
+            "kafka": {"bootstrapServers": "k:9092"},
+            "capacity": {"disk": "100Gi", "networkIn": "100M", "networkOut": "100M", "cpu": 4},
+            "excludedTopics": ["old"],
+        }
+    )
+    balanced_new = tuple(PartitionMeta("new", p.partition, p.replicas, p.leader) for p in OLD)
+    outcome = after_growth(
+        balanced_new,
+        spec=spec,
+        loads={("old", 0): PartitionLoad(10 * 1024 * MIB, 1e4, 1e4, 0.0)}
+        | {("new", p): PartitionLoad(0.0, 0.0, 0.0, 0.0) for p in range(8)},
+    )
+
+    plan = outcome.new_plan
+    assert plan is not None and not plan.reassignments
+    unmet = [r.type for r in outcome.goal_results if not r.satisfied]
+    assert "DiskDistribution" in unmet
+    assert f"plan {plan.id} moves none of them (not met now, with them: " in new_partitions_event(outcome)
+    assert "DiskDistribution" in new_partitions_event(outcome)
+    assert "the goals hold" not in new_partitions_event(outcome)
+
+
 def test_a_plan_placing_new_partitions_waits_for_approval_in_mode_manual() -> None:
     outcome = after_growth(LEADERS_ON_1, "Manual")
 

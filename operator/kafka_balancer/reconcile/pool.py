@@ -537,7 +537,7 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
     if changed or inp.spec.mode == "Auto" or new_plan.repairs is not None:
         decision = decide_new_plan(inp, new_plan)
     if growth:
-        events += (new_partitions_event(growth, cluster, new_plan, decision),)
+        events += (new_partitions_event(growth, cluster, new_plan, decision, results),)
     current = new_plan if changed else inp.stored
     assert current is not None
     conditions = (
@@ -552,14 +552,22 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
 
 
 def new_partitions_event(
-    growth: Sequence[Growth], cluster: Cluster, plan: StoredPlan, decision: Decision
+    growth: Sequence[Growth],
+    cluster: Cluster,
+    plan: StoredPlan,
+    decision: Decision,
+    results: Sequence[GoalResult],
 ) -> Event:
     """``NewPartitions``: which partitions were created since the previous plan and how this pass's
     plan places them (leadership by reordering first, then replica moves), and what happens to it."""
     placed = placement(growth, cluster.partitions, plan.reassignments)
     count = sum(g.added for g in growth)
     what = ", ".join(g.text() for g in growth)
-    if placed.reordered == placed.moved == 0:
+    unmet = [r.name or r.type for r in results if not r.satisfied]
+    if placed.reordered == placed.moved == 0 and unmet:
+        # Moving them would not help the goals that miss (other partitions, or nothing, could).
+        how = f"plan {plan.id} moves none of them (not met now, with them: {', '.join(unmet)})"
+    elif placed.reordered == placed.moved == 0:
         how = f"the goals hold with them where Kafka placed them: plan {plan.id} moves none of them"
     else:
         how = (
