@@ -7,6 +7,7 @@ tests upgrade it again, each from the chart's defaults with its own storage or S
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -49,6 +50,12 @@ SPARK_VALUES = {
 OOM_CONF = {
     "spark.driver.memoryOverhead": "1m",
     "spark.driver.extraJavaOptions": "-Xms512m -XX:+AlwaysPreTouch",
+}
+# Executors the kubelet kills for memory the same way, while the driver runs: Spark replaces a failed
+# executor and gives up once spark.executor.maxNumFailures have failed (3 with one executor).
+EXECUTOR_OOM_CONF = {
+    "spark.executor.memoryOverhead": "1m",
+    "spark.executor.extraJavaOptions": "-Xms512m -XX:+AlwaysPreTouch",
 }
 STORAGE_SECRET = "kb-scoring-storage"
 
@@ -348,6 +355,29 @@ def test_an_oom_killed_driver_fails_scoring_with_its_reason_while_the_pool_plans
     )
     assert reported["status"] == "False"
     assert "Spark driver pod" in reported["message"], reported
+    plans_on(node_bed, pods)
+    print(f"LoadsScored {time.monotonic() - started:.0f}s after the pool: {reported['message']}")
+
+
+def test_an_oom_killed_executor_fails_scoring_naming_the_executor_while_the_pool_plans_on(
+    node_bed: node.NodeBed, spark_release: Path, pods: OperatorPods, pod_kafka: KafkaBed
+) -> None:
+    upgrade(node_bed, {**SPARK_VALUES, **chart_spark_conf(EXECUTOR_OOM_CONF)})
+    topic = create_topic(pod_kafka, "node-spark-executor-oom", [[1, 2], [2, 3], [3, 4], [4, 1]])
+    apply(node_bed.api, OPERATOR_NAMESPACE, spark_pool(pod_kafka, topic, operator_image(node_bed)))
+    started = time.monotonic()
+    reported = wait_for(
+        lambda: scoring_failed(node_bed, "ended: OOMKilled (exit code 137)"),
+        SCORED_TIMEOUT_S,
+        "LoadsScored=False naming the OOM-killed executor pod",
+        pods,
+    )
+    assert reported["status"] == "False"
+    driver_part, executor_part = reported["message"].split(", after executor pod ", 1)
+    assert "Spark driver pod" in driver_part and "OOMKilled" not in driver_part, reported
+    assert re.fullmatch(r"\S+-exec-\d+", executor_part.split(" ended: ", 1)[0]), reported
+    # The driver's reason is Spark's: its own limit on failed executors.
+    assert "Max number of executor failures" in executor_part, reported
     plans_on(node_bed, pods)
     print(f"LoadsScored {time.monotonic() - started:.0f}s after the pool: {reported['message']}")
 

@@ -124,6 +124,16 @@ def test_the_jobs_own_error_line_is_the_message() -> None:
     stderr = "WARN x\nTraceback...\nscore: bad input: samples /s: no partition_samples/ directory\nINFO bye\n"
     assert error_line(stderr) == "score: bad input: samples /s: no partition_samples/ directory"
     assert error_line("only\nlines\n") == "lines"
+    spark_gave_up = (
+        "26/11/25 05:52:29 INFO ExecutorPodsAllocator: Going to request 1 executors\n"
+        "26/11/25 05:52:30 ERROR ExecutorPodsLifecycleManager: Max number of executor failures (3) reached\n"
+        "26/11/25 05:52:30 ERROR Utils: Uncaught exception in thread main\n"
+        "26/11/25 05:52:30 INFO SparkContext: Successfully stopped SparkContext (Uptime: 32575 ms)\n"
+    )
+    assert (
+        error_line(spark_gave_up)
+        == "ExecutorPodsLifecycleManager: Max number of executor failures (3) reached"
+    )
 
 
 # -- background scheduling -------------------------------------------------------------------------

@@ -80,6 +80,8 @@ class Cluster:
     def _sleep(self, seconds: float) -> None:
         self.now += 2.0
         for pod in self.kube.pods.values():
+            if pod["metadata"]["labels"]["spark-role"] != "driver":
+                continue
             pod["status"] = dict(self.then)
             if self.then["phase"] == "Succeeded":
                 self.outputs(pod["metadata"]["labels"]["kafkabalancer.io/scoring-run"])
@@ -202,6 +204,43 @@ def test_a_driver_that_cannot_start_or_fails_is_the_runs_error_and_is_deleted(
 
     assert str(failed.value) == f"Spark driver pod {NAMESPACE}/{name} {reason}"
     assert cluster.kube.pods == {}
+
+
+def executor(name: str, run: str, **state: Any) -> dict[str, Any]:
+    labels = {"kafkabalancer.io/pool": POOL, "kafkabalancer.io/scoring-run": run, "spark-role": "executor"}
+    phase = "Failed" if "terminated" in state else "Running"
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "status": {"phase": phase, "containerStatuses": [{"state": state}]},
+    }
+
+
+def test_a_driver_that_gave_up_after_its_executors_failed_names_the_first_executors_reason(
+    tmp_path: Path,
+) -> None:
+    gave_up = {"phase": "Failed", "containerStatuses": [{"state": {"terminated": {"exitCode": 11}}}]}
+    cluster = Cluster(tmp_path, gave_up)
+    wanted = request(tmp_path)
+    name = driver_pod_name(NAMESPACE, POOL, wanted.run)
+    oom = {"reason": "OOMKilled", "exitCode": 137}
+    for pod in (
+        executor("exec-2", wanted.run, terminated={**oom, "finishedAt": "2026-11-25T06:00:40Z"}),
+        executor("exec-1", wanted.run, terminated={**oom, "finishedAt": "2026-11-25T06:00:10Z"}),
+        executor("exec-3", wanted.run, running={"startedAt": "2026-11-25T06:00:50Z"}),
+        executor("other-run-exec", "0001600000000000", terminated={**oom, "finishedAt": "2026-11-25T05:00Z"}),
+    ):
+        cluster.kube.pods[(NAMESPACE, pod["metadata"]["name"])] = pod
+    cluster.kube.pod_logs[(NAMESPACE, name)] = "Max number of executor failures (3) reached\n"
+
+    with pytest.raises(ScoringError) as failed:
+        cluster.scorer().score(wanted)
+
+    assert str(failed.value) == (
+        f"Spark driver pod {NAMESPACE}/{name} failed: Terminated (exit code 11), after executor pod "
+        "exec-1 ended: OOMKilled (exit code 137) (1 more executor pod(s) failed too): "
+        "Max number of executor failures (3) reached"
+    )
+    assert (NAMESPACE, name) not in cluster.kube.pods
 
 
 def test_a_driver_past_the_timeout_is_deleted_and_the_run_fails(tmp_path: Path) -> None:

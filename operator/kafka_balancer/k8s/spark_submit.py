@@ -69,7 +69,9 @@ STUCK_REASONS = frozenset(
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 VOLUME_NAME = "scoring"
 SUBMIT_TIMEOUT_S = 300.0
-LOG_LINES = 40
+# Of a failed driver's log, read for its reason: Spark logs its cause and then 150 lines or so of
+# shutdown (an OOM-killed executor's run: the cause 150 lines before the end of 235).
+LOG_LINES = 1000
 MESSAGE_CHARS = 500  # of a reason in the pool's status
 
 
@@ -122,6 +124,9 @@ def submit_conf(settings: SparkSettings, request: ScoringRequest, template: Path
         # spark-submit returns once the driver pod exists; the operator watches it (a restart loses
         # nothing: the pod is found by its name or the pool's label).
         "spark.kubernetes.submission.waitAppCompletion": "false",
+        # A failed executor pod stays until its driver goes (it owns them), so that a driver that gave
+        # up after its executors failed can be reported with their reason (OOMKilled, ...).
+        "spark.kubernetes.executor.deleteOnTermination": "false",
         "spark.executor.instances": str(request.spec.executors),
         "spark.driver.cores": str(size.cores),
         "spark.executor.cores": str(size.cores),
@@ -198,6 +203,23 @@ def terminated_reason(pod: Mapping[str, Any]) -> str:
         if terminated:
             return f"{terminated.get('reason') or 'Terminated'} (exit code {terminated.get('exitCode')})"
     return str((pod.get("status") or {}).get("reason") or "Failed")
+
+
+def executor_failures(pods: list[dict[str, Any]]) -> str:
+    """``, after executor pod NAME ended: REASON (exit code N)``, naming the first executor pod of the
+    run that ended in failure and how many more did; "" when none did."""
+    ended = []
+    for pod in pods:
+        for container in _statuses(pod):
+            terminated = (container.get("state") or {}).get("terminated") or {}
+            if terminated and terminated.get("exitCode") != 0:
+                ended.append((str(terminated.get("finishedAt") or ""), str(pod["metadata"]["name"]), pod))
+                break
+    if not ended:
+        return ""
+    _, name, first = min(ended)
+    more = f" ({len(ended) - 1} more executor pod(s) failed too)" if len(ended) > 1 else ""
+    return f", after executor pod {name} ended: {terminated_reason(first)}{more}"
 
 
 def submit_error(stderr: str) -> str:
@@ -312,9 +334,13 @@ class SparkSubmitScorer:
                 return
             if phase == "Failed":
                 reason = terminated_reason(pod)
+                run = (pod["metadata"].get("labels") or {}).get(RUN_LABEL, "")
+                executors = executor_failures(
+                    self.kube.list_pods(namespace, f"{RUN_LABEL}={run},{SPARK_ROLE}=executor")
+                )
                 last = error_line(self.kube.pod_log(namespace, name, LOG_LINES))
                 self.kube.delete_pod(namespace, name)
-                raise ScoringError(f"{where} failed: {reason}: {last}")
+                raise ScoringError(f"{where} failed: {reason}{executors}: {last}")
             stuck = stuck_reason(pod)
             if stuck is not None:
                 self.kube.delete_pod(namespace, name)

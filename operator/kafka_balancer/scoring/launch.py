@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,6 +28,9 @@ from kafka_balancer.scoring import remote
 MANIFEST = "manifest.json"
 SNAPSHOT = "snapshot.json"
 EMBEDDED_MASTER = "local[*]"
+# Spark's own log line at level ERROR ("26/11/25 05:52:30 ERROR Logger: message"): what Spark gave up
+# on (an executor failure limit, a lost driver) when the job itself printed nothing.
+SPARK_ERROR = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d ERROR (.+)$")
 
 
 @dataclass(frozen=True)
@@ -87,10 +91,14 @@ def _die_with_parent() -> None:
 
 
 def error_line(stderr: str) -> str:
-    """The job's own message (``score: …``), else the last line it printed."""
+    """The job's own message (``score: …``), else Spark's first ERROR line (the cause; later ones tell
+    of the shutdown it led to), else the last line it printed."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     ours = [line for line in lines if line.startswith("score:")]
-    return (ours or lines or ["no output"])[-1]
+    if ours:
+        return ours[-1]
+    spark = [found.group(1) for line in lines if (found := SPARK_ERROR.match(line))]
+    return spark[0] if spark else (lines or ["no output"])[-1]
 
 
 class EmbeddedScorer:
