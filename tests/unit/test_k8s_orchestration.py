@@ -278,6 +278,21 @@ def test_partitions_added_between_two_syncs_are_an_event_and_counted_once(tmp_pa
     assert b.metric("kafka_balancer_new_partitions_total") == 3
 
 
+def test_partitions_added_while_the_operator_was_away_are_told_by_the_next_one(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("DryRun")
+    for p in range(8, 10):  # two partitions added to orders while no operator runs
+        b.cluster.replicas[("orders", p)] = (3,)
+
+    restarted = bed(tmp_path, b.cluster, b.kube)  # a new process: the same apiserver and Kafka
+    restarted.sync("DryRun")
+
+    assert restarted.kube.message("NewPartitions").startswith(
+        "2 new partition(s) since the previous plan (2 added to topic orders (8 → 10)); "
+    )
+    assert restarted.metric("kafka_balancer_new_partitions_total") == 2
+
+
 # -- executing a plan ----------------------------------------------------------------------------------
 
 

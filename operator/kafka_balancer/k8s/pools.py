@@ -52,6 +52,9 @@ from kafka_balancer.report.document import report_text
 PLURAL_POOLS = "brokerpools"
 PLAN_KEY = "plan.json"
 REPAIRS_KEY = "repairs"
+# In the loads ConfigMap: each topic's partition count when the report's plan was made, so that an
+# operator that restarted still tells of the partitions created since (NewPartitions).
+PARTITIONS_KEY = "partitions.json"
 PLURAL_GOALS = "balancergoals"
 _log = logging.getLogger(__name__)
 
@@ -257,6 +260,21 @@ class PoolService:
             fields.get(REPAIRS_KEY),
         )
 
+    def partition_counts(self, pool: PoolId) -> Mapping[str, int] | None:
+        """Each topic's partition count at the pool's latest plan: this process's, else the one
+        stored beside that plan's report; None before the pool's first plan."""
+        known = self.known_partitions.get(pool.key)
+        if known is not None:
+            return known
+        found = self.kube.read_config_map(pool.namespace, loads_config_map(pool.name))
+        if found is None or PARTITIONS_KEY not in found.data:
+            return None
+        try:
+            counts = json.loads(found.data[PARTITIONS_KEY])
+            return {str(topic): int(n) for topic, n in counts.items()}
+        except (ValueError, TypeError, AttributeError):
+            return None  # edited by hand: the pass tells of no growth, and rewrites it with its plan
+
     def decide_and_write(
         self,
         pool: PoolObject,
@@ -281,7 +299,7 @@ class PoolService:
                 load_source=self.source.load_sources.get(pool.id.key),
                 usage_source=self.source.usage_sources.get(pool.id.key),
                 now=time.time(),
-                known_partitions=self.known_partitions.get(pool.id.key),
+                known_partitions=self.partition_counts(pool.id),
             )
         )
         self.metrics.plan_seconds.labels(pool.id.key).observe(time.monotonic() - started)
@@ -315,12 +333,10 @@ class PoolService:
                 json_text(plan_document(plan.reassignments)).encode(),
             )
         if outcome.report is not None:
-            self.kube.write_config_map(
-                owner.namespace,
-                loads_config_map(owner.name),
-                owner,
-                {"report.json": json_text(outcome.report), "report.txt": report_text(outcome.report)},
-            )
+            data = {"report.json": json_text(outcome.report), "report.txt": report_text(outcome.report)}
+            if outcome.partitions is not None:
+                data[PARTITIONS_KEY] = json_text(dict(outcome.partitions))
+            self.kube.write_config_map(owner.namespace, loads_config_map(owner.name), owner, data)
         self.kube.patch_status(PLURAL_POOLS, owner.namespace, owner.name, outcome.status.to_dict())
         self.write_goal_statuses(pool, outcome)
 
