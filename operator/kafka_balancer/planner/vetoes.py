@@ -88,6 +88,17 @@ class StackedBands:
         out[:, brokers] = ok
         return out
 
+    def pair_allowed(
+        self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int
+    ) -> BoolArray:
+        """``[I, J]``: ``give[i]`` moving from x to y and ``take[j]`` from y to x together worsen
+        no goal at x or at y."""
+        least, most = self._rooms(state)
+        d = give.delta[:, self.columns].T[:, :, None] - take.delta[:, self.columns].T[:, None, :]
+        at_x = (-d >= least[:, x, None, None]) & (-d <= most[:, x, None, None])
+        at_y = (d >= least[:, y, None, None]) & (d <= most[:, y, None, None])
+        return np.asarray((at_x & at_y).all(axis=0), dtype=bool)
+
     def _at_source(self, state: WorkingModel, cands: Candidates) -> FloatArray:
         """Un-normalised change outside the bands at each candidate's source ``[K, G]``."""
         q, before = self._current(state)
