@@ -110,3 +110,25 @@ def test_a_move_that_cannot_go_home_alone_gives_way_to_a_smaller_one() -> None:
     assert goals[0].status(state).satisfied
     assert [state.names[p][0] for p in np.nonzero(state.moved.any(axis=1))[0]] == ["q"]
     assert state.replicas[1, 0] == 1
+
+
+def test_a_move_the_topic_cells_keep_away_gives_way_to_a_smaller_one_of_its_topic() -> None:
+    # Topic t's four partitions all start on broker 0; its band is 1..3 per broker. Moving p (5
+    # bytes) meets it, p cannot go home alone (4 on broker 0), but p home and q (3 bytes, the
+    # same topic) moving instead keeps both cells and saves 2 bytes; a partner of another topic
+    # would leave broker 0 with 4 of t, the others of t save less.
+    layout = (("t", 5.0, 0), ("t", 3.0, 0), ("t", 4.0, 0), ("t", 4.5, 0), ("u", 2.0, 0), ("v", 1.0, 1))
+    brokers = tuple(Broker(b, "a", BrokerState.ACTIVE, (1e3, 1e3, 1e3, 1.0)) for b in range(2))
+    parts = tuple(
+        Partition(topic, i, (b,), b, PartitionLoad(disk, 0.0, 0.0, 0.0))
+        for i, (topic, disk, b) in enumerate(layout)
+    )
+    state = WorkingModel(Cluster(brokers, parts))
+    goal = build_goal(GoalSpec.default(GoalType.TOPIC_REPLICA_DISTRIBUTION, range_percent=50), state)
+    assert not goal.status(state).satisfied
+    state.apply(state.replica_moves(0, np.array([0])), 0, 1)
+    assert goal.status(state).satisfied
+    prune(state, [goal])
+    assert goal.status(state).satisfied
+    assert [state.names[p] for p in np.nonzero(state.moved.any(axis=1))[0]] == [("t", 1)]
+    assert state.replicas[1, 0] == 1

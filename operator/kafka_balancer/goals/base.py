@@ -33,6 +33,10 @@ class GoalStatus:
 class Goal(abc.ABC):
     """A goal bound to one planning state (its bands are fixed for the whole plan)."""
 
+    # Whether a move's change of this goal depends on the moving partition's replicas only: then
+    # no other partition's move can offset it (pruning offers no exchange such a goal refused).
+    per_partition = False
+
     def __init__(self, spec: GoalSpec) -> None:
         self.spec = spec
 

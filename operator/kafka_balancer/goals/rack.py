@@ -27,6 +27,8 @@ def rack_counts(state: WorkingModel, parts: IntArray) -> IntArray:
 
 
 class RackAwareGoal(Goal):
+    per_partition = True
+
     def __init__(self, spec: GoalSpec, state: WorkingModel) -> None:
         super().__init__(spec)
 

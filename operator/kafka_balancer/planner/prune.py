@@ -22,7 +22,7 @@ from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE, StackedBands
 
-# The home broker's replicas offered in exchange for each undo: the cheapest few.
+# The home broker's replicas offered in exchange for each undo: the cheapest few the bands allow.
 EXCHANGE_SIDE = 48
 
 
@@ -41,16 +41,18 @@ def prune(state: WorkingModel, goals: list[Goal]) -> int:
     touched = np.ones(state.n_brokers, dtype=bool)
     while touched.any():
         looked_at, touched = touched, np.zeros(state.n_brokers, dtype=bool)
-        undone += _single_undos(state, search, looked_at, touched)
-        undone += _exchange_undos(state, bands, others, looked_at, touched)
+        alone, by_bands, by_cells = _undoable(state, search, bands, others, looked_at)
+        undone += _single_undos(state, search, alone, touched)
+        undone += _exchange_undos(state, bands, others, by_bands, False, touched)
+        undone += _exchange_undos(state, bands, others, _cheaper_in_cell(state, by_cells), True, touched)
     return undone
 
 
-def _single_undos(state: WorkingModel, search: Search, looked_at: BoolArray, touched: BoolArray) -> int:
-    """Move home, largest first, every moved replica with a broker in ``looked_at`` whose return
-    no goal vetoes; returns how many, the brokers changed marked in ``touched``."""
+def _single_undos(state: WorkingModel, search: Search, alone: IntArray, touched: BoolArray) -> int:
+    """Move home, in order, the moved replicas ``alone`` ([K, 2] partition, slot) whose return no
+    goal vetoes; returns how many, the brokers changed marked in ``touched``."""
     undone = 0
-    for p, slot in _undoable(state, search, looked_at).tolist():
+    for p, slot in alone.tolist():
         home, now = int(state.original_replicas[p, slot]), int(state.replicas[p, slot])
         if state.holds(np.array([p]))[0, home]:
             continue
@@ -61,14 +63,24 @@ def _single_undos(state: WorkingModel, search: Search, looked_at: BoolArray, tou
     return undone
 
 
-def _undoable(state: WorkingModel, search: Search, brokers: BoolArray) -> IntArray:
-    """``[K, 2]`` (partition, slot) of moved replicas with a broker in ``brokers`` that could go
-    home now, largest first."""
+def _undoable(
+    state: WorkingModel, search: Search, bands: StackedBands, others: list[Goal], brokers: BoolArray
+) -> tuple[IntArray, IntArray, IntArray]:
+    """``[K, 2]`` (partition, slot), largest first, of the moved replicas with a broker in
+    ``brokers`` that could go home alone now; of those whose return alone only the bands refuse;
+    and of those another goal refuses too, one a partner can offset (not RackAware's kind).
+
+    The first are undone; the others are offered exchanges, the last with partners of their own
+    topic only (the one partner that leaves the topic cells as they are). A replica whose return
+    a per-partition goal refuses is not offered: no partner changes its partition's racks.
+    Offering every moved replica every partner cost most of pruning in pair checks that failed."""
+    alone_only = [g for g in others if g.per_partition]
+    offset = [g for g in others if not g.per_partition]
     parts, slots = np.nonzero(state.moved)
     home = state.original_replicas[parts, slots]
-    keep = state.active[home] & (brokers[home] | brokers[state.replicas[parts, slots]])
-    parts, slots, home = parts[keep], slots[keep], home[keep]
     now = state.replicas[parts, slots]
+    keep = state.active[home] & (brokers[home] | brokers[now])
+    parts, slots, home, now = parts[keep], slots[keep], home[keep], now[keep]
     by_now, rows_of = [], []
     for broker in np.unique(now).tolist():
         rows = np.nonzero(now == broker)[0]
@@ -76,6 +88,8 @@ def _undoable(state: WorkingModel, search: Search, brokers: BoolArray) -> IntArr
         # replica_moves sorts its partitions; a partition has one replica per broker.
         rows_of.append(rows[np.argsort(parts[rows], kind="stable")])
     ok = np.zeros(len(parts), dtype=bool)
+    by_bands = np.zeros(len(parts), dtype=bool)
+    by_cells = np.zeros(len(parts), dtype=bool)
     if by_now:
         cands, rows = Candidates.concat(by_now), np.concatenate(rows_of)
         # Each replica is asked about its home broker only: grouped by home, the vetoes are
@@ -83,31 +97,73 @@ def _undoable(state: WorkingModel, search: Search, brokers: BoolArray) -> IntArr
         homes = home[rows]
         for broker in np.unique(homes).tolist():
             at = np.nonzero(homes == broker)[0]
-            ok[rows[at]] = search.allowed(cands.take(at), dest=broker)[:, broker]
-    parts, slots = parts[ok], slots[ok]
+            group = cands.take(at)
+            alone = search.allowed(group, dest=broker)[:, broker]
+            ok[rows[at]] = alone
+            refused = np.nonzero(~alone)[0]
+            for goal in alone_only:
+                refused = refused[goal.kept(state, group.take(refused), TOLERANCE)[:, broker]]
+            kept = np.ones(len(refused), dtype=bool)
+            for goal in offset:
+                kept &= goal.kept(state, group.take(refused), TOLERANCE)[:, broker]
+            by_bands[rows[at[refused[kept]]]] = True
+            by_cells[rows[at[refused[~kept]]]] = True
+    return (
+        _largest_first(state, parts[ok], slots[ok]),
+        _largest_first(state, parts[by_bands], slots[by_bands]),
+        _largest_first(state, parts[by_cells], slots[by_cells]),
+    )
+
+
+def _largest_first(state: WorkingModel, parts: IntArray, slots: IntArray) -> IntArray:
     order = np.lexsort((slots, parts, -state.disk[parts]))
     return np.stack([parts[order], slots[order]], axis=1)
 
 
-def _exchange_undos(
-    state: WorkingModel, bands: StackedBands, others: list[Goal], looked_at: BoolArray, touched: BoolArray
-) -> int:
-    """Send moved replicas with a broker in ``looked_at`` home in exchange for a replica of the
-    home broker going the other way; returns how many went home, the brokers changed marked in
-    ``touched``.
+def _cheaper_in_cell(state: WorkingModel, offered: IntArray) -> IntArray:
+    """The rows of ``offered`` whose home broker holds a replica of their topic that costs fewer
+    bytes to move than the replica saves going home: the only partners their exchange may have."""
+    if len(offered) == 0:
+        return offered
+    parts, slots = offered[:, 0], offered[:, 1]
+    rows = state.replicas
+    held = rows >= 0
+    # A replica the plan moves already costs nothing more to send on.
+    cost = np.where(state.moved, 0.0, state.disk[:, None])[held]
+    cells = state.topic[np.nonzero(held)[0]] * state.n_brokers + rows[held]
+    least = np.full(state.n_topics * state.n_brokers, np.inf)
+    np.minimum.at(least, cells, cost)
+    home = state.original_replicas[parts, slots]
+    cheaper = least[state.topic[parts] * state.n_brokers + home] < state.disk[parts]
+    return np.asarray(offered[cheaper], dtype=np.int64)
 
-    A replica that cannot go home alone (its home would leave a band) often can when one of its
-    home broker's replicas goes to where it is now: best another moved replica going home too,
-    else one the plan moves anyway (no more bytes), else one that costs fewer bytes than the undo
-    saves. Every goal is checked at both brokers on the pair, so every goal stays met."""
-    parts, slots = np.nonzero(state.moved)
+
+def _exchange_undos(
+    state: WorkingModel,
+    bands: StackedBands,
+    others: list[Goal],
+    offered: IntArray,
+    same_topic: bool,
+    touched: BoolArray,
+) -> int:
+    """Send the moved replicas ``offered`` ([K, 2] partition, slot) home in exchange for a replica
+    of the home broker (of the same topic, with ``same_topic``) going the other way; returns how
+    many went home, the brokers changed marked in ``touched``.
+
+    A replica that cannot go home alone because its home would leave a band often can when one
+    of its home broker's replicas goes to where it is now: best another moved replica going
+    home too, else one the plan moves anyway (no more bytes), else one that costs fewer bytes
+    than the undo saves. Every goal is checked at both brokers on the pair, so every goal stays
+    met."""
+    parts, slots = offered[:, 0], offered[:, 1]
+    # The single undos and exchanges just before may have sent some home already.
+    still = state.moved[parts, slots]
+    parts, slots = parts[still], slots[still]
     home = state.original_replicas[parts, slots]
     now = state.replicas[parts, slots]
-    keep = state.active[home] & (looked_at[home] | looked_at[now])
-    parts, slots, home, now = parts[keep], slots[keep], home[keep], now[keep]
     undone = 0
     for h in np.unique(home).tolist():
-        undone += _exchanges_home(state, bands, others, parts, slots, home, now, h, touched)
+        undone += _exchanges_home(state, bands, others, parts, slots, home, now, h, same_topic, touched)
     return undone
 
 
@@ -120,6 +176,7 @@ def _exchanges_home(
     home: IntArray,
     now: IntArray,
     h: int,
+    same_topic: bool,
     touched: BoolArray,
 ) -> int:
     """The exchanges that send replicas home to ``h``; the brokers they change are marked in
@@ -133,7 +190,7 @@ def _exchanges_home(
             if take_all is None:
                 take_all = state.replica_moves(h)
             give = state.replica_moves(a, parts[rows])
-            applied = _exchange_one(state, bands, others, give, take_all, a, h)
+            applied = _exchange_one(state, bands, others, give, take_all, a, h, same_topic)
             if applied is None:
                 break
             undone += applied
@@ -151,9 +208,22 @@ def _exchange_one(
     take_all: Candidates,
     a: int,
     h: int,
+    same_topic: bool,
 ) -> int | None:
     """Apply the best pair (``give[i]`` from ``a`` home to ``h``, ``take_all[j]`` from ``h`` to
-    ``a``) that saves bytes and keeps every goal; how many replicas went home, None if no pair."""
+    ``a``) that saves bytes and keeps every goal; how many replicas went home, None if no pair.
+
+    The cheap array checks over every partner come first (rules, bytes, racks, the bands: most
+    offers end there), the other goals are asked about the cheapest partners the bands allow."""
+    rules = ~(state.replicas[give.part] == h).any(axis=1)
+    if state.any_pinned or state.any_banned:
+        rules &= state.rack_allowed(give.part, give.slot)[:, h]
+    if state.demoted[h]:
+        rules &= give.delta[:, LEADERS] <= 0
+    if not rules.all():
+        give = give.take(np.nonzero(rules)[0])
+    if len(give) == 0:
+        return None
     saving = state.disk[give.part]
     goes_home = state.original_replicas[take_all.part, take_all.slot] == a
     net = take_all.cost - np.where(goes_home, state.disk[take_all.part], 0.0)
@@ -162,36 +232,50 @@ def _exchange_one(
         fits &= state.rack_allowed(take_all.part, take_all.slot)[:, a]
     if state.demoted[a]:
         fits &= take_all.delta[:, LEADERS] <= 0
-    cheapest = np.nonzero(fits)[0]
-    cheapest = cheapest[np.lexsort((take_all.part[cheapest], net[cheapest]))][:EXCHANGE_SIDE]
-    if len(cheapest) == 0:
-        return None
-    take = take_all.take(cheapest)
-    gain = saving[:, None] - net[cheapest][None, :]
-    ok = gain > 0
-    ok &= ~(state.replicas[give.part] == h).any(axis=1)[:, None]
-    if state.any_pinned or state.any_banned:
-        ok &= state.rack_allowed(give.part, give.slot)[:, h][:, None]
-    if state.demoted[h]:
-        ok &= (give.delta[:, LEADERS] <= 0)[:, None]
+    if same_topic:
+        fits &= np.isin(state.topic[take_all.part], state.topic[give.part])
+    partners = np.nonzero(fits)[0]
+    take = take_all.take(partners)
+    net = net[partners]
+    ok = saving[:, None] > net[None, :]
+    if same_topic:
+        ok &= state.topic[give.part][:, None] == state.topic[take.part][None, :]
     # Never more bytes across racks: the replica sent from h to a instead (or on from h to a, when
     # the plan moves it already) may cross racks only as much as the moves it replaces did.
     rack, origin = state.rack, state.original_replicas[take.part, take.slot]
     size = state.disk[take.part]
     across_before = saving[:, None] * (rack[h] != rack[a]) + (size * (rack[origin] != rack[h]))[None, :]
     ok &= (size * (rack[origin] != rack[a]))[None, :] <= across_before
-    if bands and ok.any():
-        ok &= bands.pair_allowed(state, give, take, a, h)
+    rows, cols = np.nonzero(ok.any(axis=1))[0], np.nonzero(ok.any(axis=0))[0]
+    if len(cols) == 0:
+        return None
+    give, take, ok, net, partners = (
+        give.take(rows),
+        take.take(cols),
+        ok[rows][:, cols],
+        net[cols],
+        partners[cols],
+    )
+    ok &= bands.pair_allowed(state, give, take, a, h)
     for goal in others:
-        if not ok.any():
+        rows, cols = np.nonzero(ok.any(axis=1))[0], np.nonzero(ok.any(axis=0))[0]
+        if len(cols) == 0:
             return None
+        give, take, ok, net, partners = (
+            give.take(rows),
+            take.take(cols),
+            ok[rows][:, cols],
+            net[cols],
+            partners[cols],
+        )
         dx, dy = goal.evaluate_pairs(state, give, take, a, h)
         ok &= (dx <= TOLERANCE) & (dy <= TOLERANCE)
     if not ok.any():
         return None
     i, j = np.nonzero(ok)
-    best = np.lexsort((take.part[j], give.part[i], -gain[i, j]))[0]
-    back = 1 + int(goes_home[cheapest[j[best]]])
+    gain = state.disk[give.part][i] - net[j]
+    best = np.lexsort((take.part[j], give.part[i], -gain))[0]
+    back = 1 + int(goes_home[partners[j[best]]])
     state.apply(give, int(i[best]), h)
     state.apply(take, int(j[best]), a)
     return back

@@ -94,10 +94,26 @@ class StackedBands:
         """``[I, J]``: ``give[i]`` moving from x to y and ``take[j]`` from y to x together worsen
         no goal at x or at y."""
         least, most = self._rooms(state)
-        d = give.delta[:, self.columns].T[:, :, None] - take.delta[:, self.columns].T[:, None, :]
-        at_x = (-d >= least[:, x, None, None]) & (-d <= most[:, x, None, None])
-        at_y = (d >= least[:, y, None, None]) & (d <= most[:, y, None, None])
-        return np.asarray((at_x & at_y).all(axis=0), dtype=bool)
+        # y takes d = give − take and x takes −d: per goal, d within [lo, hi].
+        lo = np.maximum(least[:, y], -most[:, x])
+        hi = np.minimum(most[:, y], -least[:, x])
+        g = give.delta[:, self.columns].T
+        t = take.delta[:, self.columns].T
+        g_min, g_max = g.min(axis=1), g.max(axis=1)
+        # A goal no pair can leave its rooms is not compared pair by pair, and a partner out of
+        # every give's reach on some goal is dropped, with [G, J] comparisons instead of
+        # [G, I, J]: the capacity goals' rooms are wide, and most of a broker's replicas are
+        # too large or too small to even out what the bands refused of the give alone.
+        near = (t >= (g_min - hi)[:, None]) & (t <= (g_max - lo)[:, None])
+        js = np.nonzero(near.all(axis=0))[0]
+        out = np.zeros((len(give), len(take)), dtype=bool)
+        if len(js) == 0:
+            return out
+        t = t[:, js]
+        tight = (g_min - t.max(axis=1) < lo) | (g_max - t.min(axis=1) > hi)
+        d = g[tight][:, :, None] - t[tight][:, None, :]
+        out[:, js] = ((d >= lo[tight, None, None]) & (d <= hi[tight, None, None])).all(axis=0)
+        return out
 
     def _at_source(self, state: WorkingModel, cands: Candidates) -> FloatArray:
         """Un-normalised change outside the bands at each candidate's source ``[K, G]``."""
