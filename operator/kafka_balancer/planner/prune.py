@@ -7,6 +7,12 @@ back to its original broker (in its original slot, so the diff no longer shows i
 getting worse at any broker keeps every goal met and saves its bytes. The largest go back first.
 Only when every goal is met: "no worse anywhere" then means "still met", so the pruned state
 replans to nothing, as the unpruned one did.
+
+A replica that cannot go home alone often can in exchange for a cheaper replica of its home
+going the other way. Those pair checks are offered only where a pair can help (the bands
+refused the return alone, or the topic cells did and a cheaper replica of the same topic is on
+the home broker), as they cost most of pruning when every moved replica was offered every
+partner.
 """
 
 from __future__ import annotations
@@ -22,8 +28,16 @@ from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE, StackedBands
 
+# A kind of exchange whose last round saved less than this share of the bytes moved is not
+# offered again: its rounds save less and less, and at large cost tens of CPU seconds each.
+LEAST_YIELD = 3e-3
 # The home broker's replicas offered in exchange for each undo: the cheapest few the bands allow.
 EXCHANGE_SIDE = 48
+# The replicas of one broker going home to another asked at once, the largest first, when any
+# partner may do: a hot broker emptied onto a new one gives hundreds, and checking each against
+# thousands of partners cost more than the exchanges the smaller ones found saved. (Partners of
+# their own topic are a few per replica: those are all asked.)
+GIVE_SIDE = 32
 
 
 def prune(state: WorkingModel, goals: list[Goal]) -> int:
@@ -38,14 +52,26 @@ def prune(state: WorkingModel, goals: list[Goal]) -> int:
     bands = StackedBands([g for g in goals if isinstance(g, BandGoal)], state.n_brokers)
     others = [g for g in goals if not isinstance(g, BandGoal)]
     undone = 0
+    # Whether each kind of exchange (any partner, a partner of the same topic) is still offered.
+    offering = {False: True, True: True}
     touched = np.ones(state.n_brokers, dtype=bool)
     while touched.any():
         looked_at, touched = touched, np.zeros(state.n_brokers, dtype=bool)
-        alone, by_bands, by_cells = _undoable(state, search, bands, others, looked_at)
+        alone, by_bands, by_cells = _undoable(state, search, others, looked_at, any(offering.values()))
         undone += _single_undos(state, search, alone, touched)
-        undone += _exchange_undos(state, bands, others, by_bands, False, touched)
-        undone += _exchange_undos(state, bands, others, _cheaper_in_cell(state, by_cells), True, touched)
+        for same_topic, offered in ((False, by_bands), (True, by_cells)):
+            if not offering[same_topic]:
+                continue
+            if same_topic:
+                offered = _cheaper_in_cell(state, offered)
+            before = _bytes_moved(state)
+            undone += _exchange_undos(state, bands, others, offered, same_topic, touched)
+            offering[same_topic] = before - _bytes_moved(state) >= LEAST_YIELD * before
     return undone
+
+
+def _bytes_moved(state: WorkingModel) -> float:
+    return float(state.disk @ state.moved.sum(axis=1))
 
 
 def _single_undos(state: WorkingModel, search: Search, alone: IntArray, touched: BoolArray) -> int:
@@ -64,7 +90,7 @@ def _single_undos(state: WorkingModel, search: Search, alone: IntArray, touched:
 
 
 def _undoable(
-    state: WorkingModel, search: Search, bands: StackedBands, others: list[Goal], brokers: BoolArray
+    state: WorkingModel, search: Search, others: list[Goal], brokers: BoolArray, offer: bool
 ) -> tuple[IntArray, IntArray, IntArray]:
     """``[K, 2]`` (partition, slot), largest first, of the moved replicas with a broker in
     ``brokers`` that could go home alone now; of those whose return alone only the bands refuse;
@@ -100,6 +126,8 @@ def _undoable(
             group = cands.take(at)
             alone = search.allowed(group, dest=broker)[:, broker]
             ok[rows[at]] = alone
+            if not offer:
+                continue
             refused = np.nonzero(~alone)[0]
             for goal in alone_only:
                 refused = refused[goal.kept(state, group.take(refused), TOLERANCE)[:, broker]]
@@ -181,21 +209,29 @@ def _exchanges_home(
 ) -> int:
     """The exchanges that send replicas home to ``h``; the brokers they change are marked in
     ``touched``."""
+    on_h = state.parts_on(h)
+    if same_topic:
+        # Partners of the offered replicas' topics only: a few of a broker's thousands.
+        on_h = on_h[np.isin(state.topic[on_h], state.topic[parts[home == h]])]
+    take_all = state.replica_moves(h, on_h)
+    # Cheapest first: an offer looks at the partners cheaper than its largest saving only.
+    take_all = take_all.take(np.lexsort((take_all.part, take_all.cost)))
     undone = 0
-    take_all: Candidates | None = None
     for a in np.unique(now[home == h]).tolist():
         rows = np.nonzero((home == h) & (now == a))[0]
         rows = rows[state.replicas[parts[rows], slots[rows]] == a]
         while len(rows):
-            if take_all is None:
-                take_all = state.replica_moves(h)
-            give = state.replica_moves(a, parts[rows])
+            give = state.replica_moves(a, parts[rows if same_topic else rows[:GIVE_SIDE]])
             applied = _exchange_one(state, bands, others, give, take_all, a, h, same_topic)
             if applied is None:
                 break
-            undone += applied
+            back, used = applied
+            undone += back
             touched[[a, h]] = True
-            take_all = None
+            # The partner left h; the others' moves are as they were (a replica's move depends
+            # on its partition only). The replica that came home is no partner: it would go
+            # back out.
+            take_all = take_all.take(np.delete(np.arange(len(take_all)), used))
             rows = rows[state.replicas[parts[rows], slots[rows]] == a]
     return undone
 
@@ -209,9 +245,10 @@ def _exchange_one(
     a: int,
     h: int,
     same_topic: bool,
-) -> int | None:
+) -> tuple[int, int] | None:
     """Apply the best pair (``give[i]`` from ``a`` home to ``h``, ``take_all[j]`` from ``h`` to
-    ``a``) that saves bytes and keeps every goal; how many replicas went home, None if no pair.
+    ``a``, ``take_all`` cheapest first) that saves bytes and keeps every goal; how many replicas
+    went home and j, None if no pair.
 
     The cheap array checks over every partner come first (rules, bytes, racks, the bands: most
     offers end there), the other goals are asked about the cheapest partners the bands allow."""
@@ -225,6 +262,9 @@ def _exchange_one(
     if len(give) == 0:
         return None
     saving = state.disk[give.part]
+    # Costlier partners cannot save bytes (one going home, the only kind to save more than its
+    # cost, costs nothing).
+    take_all = take_all.rows(0, int(np.searchsorted(take_all.cost, saving.max())))
     goes_home = state.original_replicas[take_all.part, take_all.slot] == a
     net = take_all.cost - np.where(goes_home, state.disk[take_all.part], 0.0)
     fits = (net < float(saving.max())) & ~(state.replicas[take_all.part] == a).any(axis=1)
@@ -257,25 +297,29 @@ def _exchange_one(
         partners[cols],
     )
     ok &= bands.pair_allowed(state, give, take, a, h)
+    # The other goals are asked about the cheapest partners the bands allow only: about every
+    # one, at large, they cost more than the exchanges they found saved.
+    cols = np.nonzero(ok.any(axis=0))[0]
+    cols = cols[np.lexsort((take.part[cols], net[cols]))][:EXCHANGE_SIDE]
+    rows = np.nonzero(ok[:, cols].any(axis=1))[0]
+    if len(rows) == 0:
+        return None
+    give, take, ok, net, partners = (
+        give.take(rows),
+        take.take(cols),
+        ok[rows][:, cols],
+        net[cols],
+        partners[cols],
+    )
     for goal in others:
-        rows, cols = np.nonzero(ok.any(axis=1))[0], np.nonzero(ok.any(axis=0))[0]
-        if len(cols) == 0:
-            return None
-        give, take, ok, net, partners = (
-            give.take(rows),
-            take.take(cols),
-            ok[rows][:, cols],
-            net[cols],
-            partners[cols],
-        )
         dx, dy = goal.evaluate_pairs(state, give, take, a, h)
         ok &= (dx <= TOLERANCE) & (dy <= TOLERANCE)
-    if not ok.any():
-        return None
+        if not ok.any():
+            return None
     i, j = np.nonzero(ok)
     gain = state.disk[give.part][i] - net[j]
     best = np.lexsort((take.part[j], give.part[i], -gain))[0]
-    back = 1 + int(goes_home[partners[j[best]]])
+    used = int(partners[j[best]])
     state.apply(give, int(i[best]), h)
     state.apply(take, int(j[best]), a)
-    return back
+    return 1 + int(goes_home[used]), used
