@@ -340,46 +340,49 @@ def plans_on(bed: node.NodeBed, pods: OperatorPods) -> None:
     assert condition(get(bed.api, OPERATOR_NAMESPACE, "bp", "main"), "PlanReady")["status"] == "True"
 
 
+def oom_killed_scoring(
+    bed: node.NodeBed, pods: OperatorPods, kafka: KafkaBed, conf: dict[str, str], topic: str, naming: str
+) -> str:
+    """A pool scored with ``conf`` in the chart's sparkConf, once LoadsScored reports a failed run
+    naming ``naming``: its message (the seconds since the pool are printed)."""
+    upgrade(bed, {**SPARK_VALUES, **chart_spark_conf(conf)})
+    created = create_topic(kafka, topic, [[1, 2], [2, 3], [3, 4], [4, 1]])
+    apply(bed.api, OPERATOR_NAMESPACE, spark_pool(kafka, created, operator_image(bed)))
+    started = time.monotonic()
+    reported = wait_for(
+        lambda: scoring_failed(bed, naming), SCORED_TIMEOUT_S, f"LoadsScored=False naming {naming}", pods
+    )
+    assert reported["status"] == "False"
+    print(f"LoadsScored {time.monotonic() - started:.0f}s after the pool: {reported['message']}")
+    message: str = reported["message"]
+    return message
+
+
 def test_an_oom_killed_driver_fails_scoring_with_its_reason_while_the_pool_plans_on(
     node_bed: node.NodeBed, spark_release: Path, pods: OperatorPods, pod_kafka: KafkaBed
 ) -> None:
-    upgrade(node_bed, {**SPARK_VALUES, **chart_spark_conf(OOM_CONF)})
-    topic = create_topic(pod_kafka, "node-spark-oom", [[1, 2], [2, 3], [3, 4], [4, 1]])
-    apply(node_bed.api, OPERATOR_NAMESPACE, spark_pool(pod_kafka, topic, operator_image(node_bed)))
-    started = time.monotonic()
-    reported = wait_for(
-        lambda: scoring_failed(node_bed, "OOMKilled"),
-        SCORED_TIMEOUT_S,
-        "LoadsScored=False naming OOMKilled",
-        pods,
-    )
-    assert reported["status"] == "False"
-    assert "Spark driver pod" in reported["message"], reported
+    message = oom_killed_scoring(node_bed, pods, pod_kafka, OOM_CONF, "node-spark-oom", "OOMKilled")
+    assert "Spark driver pod" in message, message
     plans_on(node_bed, pods)
-    print(f"LoadsScored {time.monotonic() - started:.0f}s after the pool: {reported['message']}")
 
 
 def test_an_oom_killed_executor_fails_scoring_naming_the_executor_while_the_pool_plans_on(
     node_bed: node.NodeBed, spark_release: Path, pods: OperatorPods, pod_kafka: KafkaBed
 ) -> None:
-    upgrade(node_bed, {**SPARK_VALUES, **chart_spark_conf(EXECUTOR_OOM_CONF)})
-    topic = create_topic(pod_kafka, "node-spark-executor-oom", [[1, 2], [2, 3], [3, 4], [4, 1]])
-    apply(node_bed.api, OPERATOR_NAMESPACE, spark_pool(pod_kafka, topic, operator_image(node_bed)))
-    started = time.monotonic()
-    reported = wait_for(
-        lambda: scoring_failed(node_bed, "ended: OOMKilled (exit code 137)"),
-        SCORED_TIMEOUT_S,
-        "LoadsScored=False naming the OOM-killed executor pod",
+    message = oom_killed_scoring(
+        node_bed,
         pods,
+        pod_kafka,
+        EXECUTOR_OOM_CONF,
+        "node-spark-executor-oom",
+        "ended: OOMKilled (exit code 137)",
     )
-    assert reported["status"] == "False"
-    driver_part, executor_part = reported["message"].split(", after executor pod ", 1)
-    assert "Spark driver pod" in driver_part and "OOMKilled" not in driver_part, reported
-    assert re.fullmatch(r"\S+-exec-\d+", executor_part.split(" ended: ", 1)[0]), reported
+    driver_part, executor_part = message.split(", after executor pod ", 1)
+    assert "Spark driver pod" in driver_part and "OOMKilled" not in driver_part, message
+    assert re.fullmatch(r"\S+-exec-\d+", executor_part.split(" ended: ", 1)[0]), message
     # The driver's reason is Spark's: its own limit on failed executors.
-    assert "Max number of executor failures" in executor_part, reported
+    assert "Max number of executor failures" in executor_part, message
     plans_on(node_bed, pods)
-    print(f"LoadsScored {time.monotonic() - started:.0f}s after the pool: {reported['message']}")
 
 
 def test_unreachable_storage_fails_scoring_naming_the_storage_while_the_pool_plans_on(

@@ -22,7 +22,7 @@ import numpy as np
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import Goal
 from kafka_balancer.model.candidates import Candidates
-from kafka_balancer.model.math import BoolArray, IntArray
+from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import LEADERS
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
@@ -289,13 +289,7 @@ def _exchange_one(
     rows, cols = np.nonzero(ok.any(axis=1))[0], np.nonzero(ok.any(axis=0))[0]
     if len(cols) == 0:
         return None
-    give, take, ok, net, partners = (
-        give.take(rows),
-        take.take(cols),
-        ok[rows][:, cols],
-        net[cols],
-        partners[cols],
-    )
+    give, take, ok, net, partners = _pairs(give, take, ok, net, partners, rows, cols)
     ok &= bands.pair_allowed(state, give, take, a, h)
     # The other goals are asked about the cheapest partners the bands allow only: about every
     # one, at large, they cost more than the exchanges they found saved.
@@ -304,13 +298,7 @@ def _exchange_one(
     rows = np.nonzero(ok[:, cols].any(axis=1))[0]
     if len(rows) == 0:
         return None
-    give, take, ok, net, partners = (
-        give.take(rows),
-        take.take(cols),
-        ok[rows][:, cols],
-        net[cols],
-        partners[cols],
-    )
+    give, take, ok, net, partners = _pairs(give, take, ok, net, partners, rows, cols)
     for goal in others:
         dx, dy = goal.evaluate_pairs(state, give, take, a, h)
         ok &= (dx <= TOLERANCE) & (dy <= TOLERANCE)
@@ -323,3 +311,16 @@ def _exchange_one(
     state.apply(give, int(i[best]), h)
     state.apply(take, int(j[best]), a)
     return 1 + int(goes_home[used]), used
+
+
+def _pairs(
+    give: Candidates,
+    take: Candidates,
+    ok: BoolArray,
+    net: FloatArray,
+    partners: IntArray,
+    rows: IntArray,
+    cols: IntArray,
+) -> tuple[Candidates, Candidates, BoolArray, FloatArray, IntArray]:
+    """The offers ``rows`` and partners ``cols`` of a pair check, and what is known of them."""
+    return give.take(rows), take.take(cols), ok[rows][:, cols], net[cols], partners[cols]
