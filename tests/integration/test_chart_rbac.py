@@ -38,10 +38,12 @@ from kafka_balancer_dev.localbed.ports import free_ports
 from kafka_balancer_dev.localbed.procs import wait_until
 
 # A refused request in the operator's log: kopf logs each 403 it retries ("... -> APIForbiddenError(
-# ... 'Forbidden' ... 403 ...)") and then warns "Not enough permissions to watch for resources: changes
-# (creation/deletion/updates) will not be noticed; ..." (kopf/_core/reactor/observation.py), or "Not
-# enough RBAC permissions to create a ..." (kopf/_core/engines/admission.py).
-REFUSED = re.compile(r"\b403\b|Forbidden|Not enough (RBAC )?permissions")
+# ..., {... 'reason': 'Forbidden', 'code': 403}, status=403)") and then warns "Not enough permissions
+# to watch for resources: changes (creation/deletion/updates) will not be noticed; ..."
+# (kopf/_core/reactor/observation.py), or "Not enough RBAC permissions to create a ..."
+# (kopf/_core/engines/admission.py); the kubernetes client's ApiException says "(403)". Never a bare
+# 403: CI failed on a lease line whose timestamp's milliseconds were ",403".
+REFUSED = re.compile(r"status=403|'code': 403|\(403\)|Forbidden|Not enough (RBAC )?permissions")
 SECRET = "kafka-credentials"
 
 
