@@ -4,13 +4,16 @@ of any assignment meeting the same bands (every assignment enumerated)."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from kafka_balancer.goals.registry import build_goal
+from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
 from kafka_balancer.model.working import WorkingModel
-from kafka_balancer.planner.bound import Band, BoundBands, bytes_moved_lower_bound
+from kafka_balancer.planner.bound import Band, BoundBands, bound_bands, bytes_moved_lower_bound
 
 N = 4
 # Topic t crowds broker 0 (4 of its 8 replicas); broker 2 holds the most disk (50 of 126).
@@ -25,11 +28,14 @@ LAYOUT = (
 INF = np.inf
 
 
-def cluster() -> Cluster:
-    brokers = tuple(Broker(b, "r", BrokerState.ACTIVE, (1e3, 1e3, 1e3, 1.0)) for b in range(N))
+Layout = tuple[tuple[str, float, tuple[int, int]], ...]
+
+
+def cluster(layout: Layout = LAYOUT, racks: str = "rrrr") -> Cluster:
+    brokers = tuple(Broker(b, racks[b], BrokerState.ACTIVE, (1e3, 1e3, 1e3, 1.0)) for b in range(N))
     parts = tuple(
         Partition(topic, i, replicas, replicas[0], PartitionLoad(disk, 0.0, 0.0, 0.0))
-        for i, (topic, disk, replicas) in enumerate(LAYOUT)
+        for i, (topic, disk, replicas) in enumerate(layout)
     )
     return Cluster(brokers, parts)
 
@@ -79,9 +85,9 @@ CASES = {
 }
 
 
-def meets(assignment: tuple[tuple[int, ...], ...], bands: BoundBands) -> bool:
+def meets(assignment: tuple[tuple[int, ...], ...], bands: BoundBands, layout: Layout = LAYOUT) -> bool:
     disk, count, cells = np.zeros(N), np.zeros(N), np.zeros((2, N))
-    for (topic, size, _), replicas in zip(LAYOUT, assignment, strict=True):
+    for (topic, size, _), replicas in zip(layout, assignment, strict=True):
         for b in replicas:
             disk[b] += size
             count[b] += 1
@@ -92,15 +98,18 @@ def meets(assignment: tuple[tuple[int, ...], ...], bands: BoundBands) -> bool:
     )
 
 
-def least_bytes(bands: BoundBands) -> float:
-    """The least bytes of every assignment (replication factor 2 kept) that meets ``bands``."""
+def least_bytes(bands: BoundBands, layout: Layout = LAYOUT, racks: str = "rrrr") -> float:
+    """The least bytes of every assignment (replication factor 2 kept) that meets ``bands``, and
+    with ``bands.rack_aware`` puts the two replicas of a partition in two racks when there are two."""
     pairs = list(itertools.combinations(range(N), 2))
+    if bands.rack_aware and len(set(racks)) > 1:
+        pairs = [(x, y) for x, y in pairs if racks[x] != racks[y]]
     best = INF
-    for assignment in itertools.product(pairs, repeat=len(LAYOUT)):
-        if meets(assignment, bands):
+    for assignment in itertools.product(pairs, repeat=len(layout)):
+        if meets(assignment, bands, layout):
             moved = sum(
                 size * len(set(new) - set(old))
-                for (_, size, old), new in zip(LAYOUT, assignment, strict=True)
+                for (_, size, old), new in zip(layout, assignment, strict=True)
             )
             best = min(best, moved)
     return best
@@ -118,3 +127,60 @@ def test_bound_is_tighter_than_the_disk_bands_alone() -> None:
     bands, _ = CASES["topic cell and disk"]
     least = least_bytes(bands)
     assert bytes_moved_lower_bound(WorkingModel(cluster()), BoundBands(disk=DISK)) < 13.0 <= least
+
+
+# Two racks, a = brokers 0 and 1, b = brokers 2 and 3; each partition has one replica in each.
+# Broker 0 (rack a) holds 28 and may keep 20; broker 3 (rack b) holds 10 and needs 15.
+TWO_RACKS = "aabb"
+ONE_PER_RACK: Layout = (
+    ("t", 10.0, (0, 2)),
+    ("t", 10.0, (0, 3)),
+    ("t", 8.0, (0, 2)),
+    ("t", 6.0, (1, 2)),
+    ("t", 6.0, (1, 2)),
+)
+SHED_IN_A_FILL_IN_B = per_broker([0.0, 0.0, 0.0, 15.0], [20.0, INF, INF, INF])
+
+
+def test_with_one_replica_per_rack_each_rack_pays_for_its_own_brokers() -> None:
+    # Without racks one move from broker 0 to broker 3 could do both: max(8, 5). With one
+    # replica per rack no replica can change rack: rack a sheds 8, rack b gains 5, 13 in all.
+    state = WorkingModel(cluster(ONE_PER_RACK, TWO_RACKS))
+    # A plan that met RackAware is judged with it.
+    assert bound_bands([build_goal(GoalSpec.default(GoalType.RACK_AWARE), state)]).rack_aware
+    rack_aware = BoundBands(disk=SHED_IN_A_FILL_IN_B, rack_aware=True)
+    assert bytes_moved_lower_bound(state, BoundBands(disk=SHED_IN_A_FILL_IN_B)) == pytest.approx(8.0)
+    assert bytes_moved_lower_bound(state, rack_aware) == pytest.approx(13.0)
+    # The cheapest rack-aware plan: 8 from broker 0 to 1, then 6 from broker 2 to 3.
+    assert 13.0 <= least_bytes(rack_aware, ONE_PER_RACK, TWO_RACKS) == 14.0
+
+
+def test_a_partition_that_may_change_rack_keeps_the_bound_global() -> None:
+    # t-2 has both replicas in rack a, so rack awareness moves one of them to rack b: a replica
+    # may leave rack a, and the global max(8, 5) stands (13 would be wrong if that move also
+    # took broker 0's surplus to broker 3).
+    layout = (*ONE_PER_RACK[:2], ("t", 8.0, (0, 1)), *ONE_PER_RACK[3:])
+    rack_aware = BoundBands(disk=SHED_IN_A_FILL_IN_B, rack_aware=True)
+    bound = bytes_moved_lower_bound(WorkingModel(cluster(layout, TWO_RACKS)), rack_aware)
+    # Moving t-2's replica from broker 0 to broker 3 does all three at once.
+    assert bound == pytest.approx(8.0) == least_bytes(rack_aware, layout, TWO_RACKS)
+
+
+def test_an_excluded_topic_on_a_draining_broker_keeps_the_bound_global() -> None:
+    # As in the first rack case, but broker 1 drains and t-3 (on brokers 1 and 2) belongs to an
+    # excluded topic: RackAware does not judge it, so its drain may take it to rack b. Broker 1's
+    # 12 bytes leave in any plan: global max(8 + 12, 5) = 20, not rack a's 20 + rack b's 5.
+    brokers = tuple(
+        Broker(b, TWO_RACKS[b], BrokerState.DRAINING if b == 1 else BrokerState.ACTIVE, (1e3, 1e3, 1e3, 1.0))
+        for b in range(N)
+    )
+    parts = tuple(
+        Partition(topic, i, replicas, replicas[0], PartitionLoad(disk, 0.0, 0.0, 0.0), movable=i != 3)
+        for i, (topic, disk, replicas) in enumerate(ONE_PER_RACK)
+    )
+    state = WorkingModel(Cluster(brokers, parts))
+    bands = BoundBands(disk=SHED_IN_A_FILL_IN_B, rack_aware=True)
+    assert bytes_moved_lower_bound(state, bands) == pytest.approx(20.0)
+    # With t-3 movable, RackAware keeps it in its racks and each rack pays its own.
+    movable = WorkingModel(Cluster(brokers, tuple(replace(p, movable=True) for p in parts)))
+    assert bytes_moved_lower_bound(movable, bands) == pytest.approx(25.0)

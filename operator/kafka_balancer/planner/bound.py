@@ -22,6 +22,15 @@ may move less. It is built from three facts.
 Per broker the bound takes the larger of (3) and the disk requirement (both are valid, their sum
 need not be), and sums over brokers (disjoint by (1)). A band enters only if the plan meets it:
 the figure is then a bound on the plan's own bytes, and never above them.
+
+4. When RackAware is met and every movable partition fills every rack to its limit (replication
+   factor 3 on 3 racks: one replica per rack), no replica can change rack: a partition holds
+   exactly its limit in each rack before and after, so in each rack it loses as many replicas as
+   it gains, of one size. Bytes moved are then Σ over racks of the bytes removed in that rack,
+   which equal the bytes added there, and the bound is Σ_racks max(Σ_{b in rack} R_b,
+   Σ_{b in rack} A_b): a broker short of disk cannot be filled from an over-full broker of
+   another rack. With a rack some partition may leave (6 racks, replication factor 3), the
+   global max of (1) stands.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import numpy as np
 
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import Goal
+from kafka_balancer.goals.rack import RackAwareGoal
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.math import FloatArray, IntArray
 from kafka_balancer.model.quantities import REPLICAS
@@ -51,6 +61,8 @@ class BoundBands:
     disk: Band | None = None
     replicas: Band | None = None
     topic: Band | None = None
+    # RackAware met: no rack holds more than its limit of a partition's replicas.
+    rack_aware: bool = False
 
 
 def bound_bands(met: list[Goal]) -> BoundBands:
@@ -58,14 +70,17 @@ def bound_bands(met: list[Goal]) -> BoundBands:
     count per broker (the tightest of every such goal) and the topic cells."""
     per_broker: dict[int, list[Band]] = {int(Resource.DISK): [], REPLICAS: []}
     topic: Band | None = None
+    rack_aware = False
     for goal in met:
-        if isinstance(goal, TopicReplicaDistributionGoal):
+        if isinstance(goal, RackAwareGoal):
+            rack_aware = True
+        elif isinstance(goal, TopicReplicaDistributionGoal):
             judged = goal.judged[:, None]
             topic = (np.where(judged, goal.lo, 0.0), np.where(judged, goal.hi, np.inf))
         elif isinstance(goal, BandGoal) and goal.active and goal.column in per_broker:
             per_broker[goal.column].append((goal.lo, goal.hi))
     disk, replicas = (_tightest(per_broker[c]) for c in (int(Resource.DISK), REPLICAS))
-    return BoundBands(disk, replicas, topic)
+    return BoundBands(disk, replicas, topic, rack_aware)
 
 
 def _tightest(bands: list[Band]) -> Band | None:
@@ -88,9 +103,42 @@ def bytes_moved_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
     count_on = np.bincount(broker, minlength=n_b).astype(np.float64)
     cells = np.bincount(topic * n_b + broker, minlength=n_t * n_b).reshape(n_t, n_b).astype(np.float64)
 
-    removed = _removed(state, bands, part, broker, weight, topic, disk_on, count_on, cells)
-    added = _added(state, bands, disk_on, count_on, cells)
-    return float(max(removed[active].sum() + disk_on[~active].sum(), added[active].sum()))
+    removed = np.where(
+        active, _removed(state, bands, part, broker, weight, topic, disk_on, count_on, cells), disk_on
+    )
+    added = np.where(active, _added(state, bands, disk_on, count_on, cells), 0.0)
+    if bands.rack_aware and _rack_bound(state):
+        n_r = len(state.rack_names)
+        per_rack = np.maximum(
+            np.bincount(state.rack, weights=removed, minlength=n_r),
+            np.bincount(state.rack, weights=added, minlength=n_r),
+        )
+        return float(per_rack.sum())
+    return float(max(removed.sum(), added.sum()))
+
+
+def _rack_bound(state: WorkingModel) -> bool:
+    """Whether every movable partition holds exactly its rack limit in every rack with an active
+    broker (then, RackAware met, none of its replicas can change rack: fact 4) and no other
+    partition has to move."""
+    parts = np.nonzero(state.movable)[0]
+    if not len(parts) or state.n_racks < 2:
+        return False
+    # A partition of an excluded topic moves only off a draining broker or an offline log dir,
+    # and RackAware does not judge it: such a move may change its rack.
+    held = state.original_replicas >= 0
+    leaving = np.asarray(((~state.active)[np.where(held, state.original_replicas, 0)] & held).any(axis=1))
+    leaving[[p for p, _, _ in state.offline_replicas]] = True
+    if (leaving & ~state.movable).any():
+        return False
+    n_r = len(state.rack_names)
+    live = np.zeros(n_r, dtype=bool)
+    live[state.rack[state.active]] = True
+    # Racks of the original assignment (the moves are from it); n_r for an empty slot.
+    rows = state.original_replicas[parts]
+    racks = np.where(rows >= 0, state.rack[np.where(rows >= 0, rows, 0)], n_r)
+    counts = (racks[:, :, None] == np.arange(n_r)).sum(axis=1)
+    return bool((counts[:, live] == state.rack_limit[parts][:, None]).all() and not counts[:, ~live].any())
 
 
 def _removed(
