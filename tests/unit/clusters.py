@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import strategies as st
 
 from kafka_balancer.cli import main
 
@@ -35,6 +36,27 @@ def partition(
         "leader": replicas[0] if leader is None else leader,
         "load": {"disk": disk, "networkIn": rate, "networkOut": 2 * rate, "cpu": 0.01, "followerCpu": 0.002},
     }
+
+
+def drawn_partitions(
+    draw: st.DrawFn, count: int, n_brokers: int, min_rf: int, max_rf: int
+) -> list[dict[str, Any]]:
+    """``count`` partitions of two topics (hypothesis): random brokers, sizes, rates and leaders."""
+    parts = []
+    for i in range(count):
+        brokers = st.integers(0, n_brokers - 1)
+        replicas = draw(st.lists(brokers, min_size=min_rf, max_size=max_rf, unique=True))
+        parts.append(
+            partition(
+                draw(st.sampled_from(["orders", "clicks"])),
+                i,
+                replicas,
+                disk=float(draw(st.integers(1, 1000))) * 1e6,
+                rate=float(draw(st.integers(0, 100))) * 1e3,
+                leader=draw(st.sampled_from(replicas)),
+            )
+        )
+    return parts
 
 
 def snapshot(brokers: list[dict[str, Any]], partitions: list[dict[str, Any]]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.optimizer import plan
 from kafka_balancer.planner.vetoes import TOLERANCE
 from tests.unit import checker
-from tests.unit.clusters import broker, partition, snapshot
+from tests.unit.clusters import broker, drawn_partitions, snapshot
 
 
 @st.composite
@@ -43,20 +43,7 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
         )
     rf = draw(st.integers(1, 3))
     n_parts = draw(st.integers(1, 30))
-    parts = []
-    for i in range(n_parts):
-        replicas = draw(st.lists(st.integers(0, n_brokers - 1), min_size=rf, max_size=rf, unique=True))
-        parts.append(
-            partition(
-                draw(st.sampled_from(["orders", "clicks"])),
-                i,
-                replicas,
-                disk=float(draw(st.integers(1, 1000))) * 1e6,
-                rate=float(draw(st.integers(0, 100))) * 1e3,
-                leader=draw(st.sampled_from(replicas)),
-            )
-        )
-    return snapshot(brokers, parts)
+    return snapshot(brokers, drawn_partitions(draw, n_parts, n_brokers, rf, rf))
 
 
 def plan_of(snap: dict[str, Any]) -> dict[str, Any]:
