@@ -132,3 +132,35 @@ def test_a_move_the_topic_cells_keep_away_gives_way_to_a_smaller_one_of_its_topi
     assert goal.status(state).satisfied
     assert [state.names[p] for p in np.nonzero(state.moved.any(axis=1))[0]] == [("t", 1)]
     assert state.replicas[1, 0] == 1
+
+
+def test_same_topic_exchanges_are_asked_of_every_moved_replica_not_only_the_largest() -> None:
+    # 34 topics of two single-replica partitions, both on broker 0 (topic band 1..1 per broker),
+    # the larger of each moved to broker 1. Each could go home in exchange for its topic's smaller
+    # one; broker 0 has 5 bytes of disk capacity left, so only the exchange that adds 1 byte fits,
+    # that of the smallest moved replica: the 34th asked, after the 32 largest found nothing.
+    layout = [(100.0 + i, 90.0 + i) for i in range(33)] + [(50.0, 49.0)]
+    brokers = (
+        Broker(0, "a", BrokerState.ACTIVE, (sum(s for _, s in layout) + 5.0, 1e3, 1e3, 1.0)),
+        Broker(1, "a", BrokerState.ACTIVE, (1e6, 1e3, 1e3, 1.0)),
+    )
+    parts = tuple(
+        Partition(f"t{i}", n, (0,), 0, PartitionLoad(disk, 0.0, 0.0, 0.0))
+        for i, sizes in enumerate(layout)
+        for n, disk in enumerate(sizes)
+    )
+    state = WorkingModel(Cluster(brokers, parts))
+    goals = [
+        build_goal(GoalSpec.default(GoalType.DISK_CAPACITY, threshold_percent=100), state),
+        build_goal(GoalSpec.default(GoalType.TOPIC_REPLICA_DISTRIBUTION, range_percent=0), state),
+    ]
+    larger = np.array([2 * i for i in range(len(layout))])
+    for p in larger:
+        state.apply(state.replica_moves(0, np.array([p])), 0, 1)
+    assert all(g.status(state).satisfied for g in goals)
+
+    prune(state, goals)
+
+    assert all(g.status(state).satisfied for g in goals)
+    moved = [state.names[p] for p in np.nonzero(state.moved.any(axis=1))[0]]
+    assert moved == [(f"t{i}", 0) for i in range(33)] + [("t33", 1)]
