@@ -293,3 +293,27 @@ def test_a_broker_at_the_top_of_its_network_out_band_trades_heavy_leaderships_fo
     assert checker.count_band_violations(after, "leaders", 10) == []
     assert checker.resource_band_violations(after, "networkOut", 20) == []
     assert run.report["summary"]["bytesMoved"] == 0
+
+
+def test_an_over_full_broker_sheds_into_its_own_rack_while_that_rack_has_room(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Rack a: broker 0 holds 13 GB, brokers 1 and 2 10 GB; rack b: broker 3 holds 6 GB, brokers 4
+    # and 5 12 GB; single-replica partitions of 1 GB, so rack awareness leaves every move open.
+    # The disk band is 9.45..11.55 GB. Broker 0's surplus could fill broker 3 across racks (4 GB
+    # moved, 2 of them across); each rack can balance itself: rack a sheds 2 GB from broker 0 to
+    # brokers 1 and 2, rack b gives broker 3 4 GB from brokers 4 and 5. Cross-rack traffic is what
+    # users pay for, so the plan moves 6 GB and none of it across racks.
+    racks = "aaabbb"
+    counts = (13, 10, 10, 6, 12, 12)
+    parts = [partition("t", n, [b]) for n, b in enumerate(b for b, k in enumerate(counts) for _ in range(k))]
+    snap = snapshot([broker(b, racks[b]) for b in range(6)], parts)
+    goals = goals_yaml({"type": "RackAware"}, {"type": "DiskDistribution", "rangePercent": 10})
+    assert checker.resource_band_violations(snap, "disk", 10) == [0, 3, 4, 5]
+
+    run = run_plan(tmp_path, capsys, snap, goals)
+
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    assert checker.resource_band_violations(checker.apply_plan(snap, run.plan), "disk", 10) == []
+    assert run.report["summary"]["crossRackBytes"] == 0
+    assert checker.bytes_moved(snap, run.plan) == pytest.approx(6.0e9)

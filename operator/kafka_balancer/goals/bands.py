@@ -102,6 +102,22 @@ class BandGoal(Goal):
         dy = math.outside_band(q[y] + dq, lo[y], hi[y]) - math.outside_band(q[y], lo[y], hi[y])
         return dx / self.scale[x], dy / self.scale[y]
 
+    def needs_fix_at(self, state: WorkingModel, broker: int) -> float:
+        """``needs_fix(state)[broker]`` of one broker, with the same arithmetic: the search asks
+        after every action of a shed or fill, and every broker's cost a dozen numpy calls."""
+        if not self.active:
+            return 0.0
+        q = self._value(state, broker)
+        outside = max(q - float(self.hi[broker]), 0.0) + max(float(self.lo[broker]) - q, 0.0)
+        return outside / float(self.scale[broker])
+
+    def _value(self, state: WorkingModel, broker: int) -> float:
+        """``state.quantity(self.column)[broker]``, without building every broker's."""
+        if self.column < REPLICAS:
+            return float(state.load[broker, self.column])
+        counts = state.replica_count if self.column == REPLICAS else state.leader_count
+        return float(counts[broker])
+
     def violation(self, state: WorkingModel) -> float:
         if not self.active:
             return 0.0
@@ -137,17 +153,17 @@ class BandGoal(Goal):
                 if state.quantity(self.column)[b] > self.hi[b]:
                     progress |= search.shed(self, b)
             for b in todo:
-                if state.quantity(self.column)[b] < self.lo[b] and self.needs_fix(state)[b] > EPSILON:
+                if state.quantity(self.column)[b] < self.lo[b] and self.needs_fix_at(state, b) > EPSILON:
                     progress |= search.fill(self, b)
             if not progress:
                 return
 
     # Sizing for the search: how far a broker is from its target band, and what it can spare.
     def excess(self, state: WorkingModel, broker: int) -> float:
-        return float(state.quantity(self.column)[broker] - self.target_hi[broker])
+        return self._value(state, broker) - float(self.target_hi[broker])
 
     def deficit(self, state: WorkingModel, broker: int) -> float:
-        return float(self.target_lo[broker] - state.quantity(self.column)[broker])
+        return float(self.target_lo[broker]) - self._value(state, broker)
 
     def surplus(self, state: WorkingModel) -> FloatArray:
         """How much each broker could give before leaving its band, relative to its scale."""

@@ -19,11 +19,7 @@ if TYPE_CHECKING:
 
 def rack_counts(state: WorkingModel, parts: IntArray) -> IntArray:
     """``[K, racks]``: replicas of each partition per rack."""
-    rows = state.replicas[parts]
-    n_racks = len(state.rack_names)
-    racks = np.where(rows >= 0, state.rack[np.where(rows >= 0, rows, 0)], n_racks)
-    # A comparison per slot and rack: a handful of both, and far cheaper than np.add.at.
-    return np.asarray((racks[:, :, None] == np.arange(n_racks)).sum(axis=1), dtype=np.int64)
+    return state.rack_count[parts]
 
 
 class RackAwareGoal(Goal):

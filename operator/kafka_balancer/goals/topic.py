@@ -23,6 +23,12 @@ if TYPE_CHECKING:
     from kafka_balancer.model.working import WorkingModel
 
 
+def _arrival(q: IntArray, lo: FloatArray, hi: FloatArray, scale: FloatArray) -> FloatArray:
+    """A replica arriving at cells of counts ``q``: +1 at or past the top, −1 below the bottom,
+    each ÷ its scale."""
+    return np.asarray(((q >= hi).astype(np.float64) - (q < lo)) / scale, dtype=np.float64)
+
+
 class TopicReplicaDistributionGoal(Goal):
     def __init__(self, spec: GoalSpec, state: WorkingModel) -> None:
         super().__init__(spec)
@@ -41,6 +47,29 @@ class TopicReplicaDistributionGoal(Goal):
         order = np.argsort(state.topic, kind="stable")
         bounds = np.searchsorted(state.topic[order], np.arange(state.n_topics + 1))
         self._parts_of = [order[bounds[t] : bounds[t + 1]] for t in range(state.n_topics)]
+        # ``_arrivals``, and the state version it is of (None: not yet built).
+        self._arrival: FloatArray = np.zeros((0, 0))
+        self._arrival_key: int | None = None
+
+    def _arrivals(self, state: WorkingModel) -> FloatArray:
+        """``[T, B]``: how far further outside its band (÷ its scale) each cell gets when a
+        replica arrives, kept up to date from the actions since it was built (two cells each)
+        instead of gathered from four ``[T, B]`` arrays for every candidate batch."""
+        if self._arrival_key != state.version:
+            changes = state.changes_since(self._arrival_key)
+            if changes is None:
+                self._arrival = _arrival(state.topic_count, self.lo, self.hi, self.scale)
+            else:
+                for p, src, dst in changes:
+                    t, cells = int(state.topic[p]), [src, dst]
+                    self._arrival[t, cells] = _arrival(
+                        state.topic_count[t, cells],
+                        self.lo[t, cells],
+                        self.hi[t, cells],
+                        self.scale[t, cells],
+                    )
+            self._arrival_key = state.version
+        return self._arrival
 
     def _on(self, state: WorkingModel, t: int, broker: int) -> IntArray:
         """Partitions of topic ``t`` with a replica on ``broker``."""
@@ -55,17 +84,15 @@ class TopicReplicaDistributionGoal(Goal):
         self, state: WorkingModel, cands: Candidates, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         t = state.topic[cands.part]
-        q = state.topic_count[t]
         d = cands.delta[:, REPLICAS]
-        k = np.arange(len(cands))
         src = cands.src
         # Counts and band edges are whole numbers and a candidate moves one replica (d = 1) or
         # none (a leader change, d = 0), so a cell's distance outside its band changes by d when
-        # it is at or past its top and by −d when it is below its bottom.
-        at_src = q[k, src]
+        # it is at or past its top and by −d when it is below its bottom. With d 0 or 1,
+        # d × (step ÷ scale) is (d × step) ÷ scale to the bit, signed zeros included.
+        at_src = state.topic_count[t, src]
         src_change = d * ((at_src <= self.lo[t, src]).astype(np.float64) - (at_src > self.hi[t, src]))
-        dst_change = d[:, None] * ((q >= self.hi[t]).astype(np.float64) - (q < self.lo[t]))
-        return src_change / self.scale[t, src], dst_change / self.scale[t]
+        return src_change / self.scale[t, src], d[:, None] * self._arrivals(state)[t]
 
     def _cell_change(self, state: WorkingModel, topics: IntArray, broker: int, step: float) -> FloatArray:
         q = state.topic_count[topics, broker].astype(np.float64)
@@ -118,10 +145,19 @@ class TopicReplicaDistributionGoal(Goal):
     def _balance_topic(self, state: WorkingModel, search: SearchPort, t: int) -> bool:
         progress = False
         for x in np.argsort(-state.topic_count[t], kind="stable"):
+            ordered: Candidates | None = None
             while state.topic_count[t, x] > self.hi[t, x]:
-                cands = state.replica_moves(int(x), self._on(state, t, int(x)))
-                moved = search.place(self, cands.take(np.argsort(cands.cost, kind="stable"))) is not None
-                if not moved and not self._swap(state, search, t, int(x), over=True):
+                if ordered is None:
+                    cands = state.replica_moves(int(x), self._on(state, t, int(x)))
+                    ordered = cands.take(np.argsort(cands.cost, kind="stable"))
+                changed = search.place(self, ordered)
+                if changed is not None:
+                    # Only the moved replica's row is out of date (a candidate's delta and cost
+                    # are its own partition's), and it left x: dropped instead of rebuilding.
+                    ordered = ordered.take(np.nonzero(ordered.part != changed)[0])
+                elif self._swap(state, search, t, int(x), over=True):
+                    ordered = None
+                else:
                     break
                 progress = True
         for y in np.argsort(state.topic_count[t], kind="stable"):
@@ -137,9 +173,11 @@ class TopicReplicaDistributionGoal(Goal):
 
     def _pull(self, state: WorkingModel, search: SearchPort, t: int, y: int) -> bool:
         surplus = state.topic_count[t] - self.lo[t]
-        for x in np.argsort(-surplus, kind="stable")[:MAX_SOURCES]:
-            if x == y or surplus[x] <= 0:
-                break
+        surplus[y] = 0
+        # Same-rack givers first, as for the band goals: cross-rack traffic is what users pay for.
+        other_rack = state.rack != state.rack[y]
+        givers = np.lexsort((np.arange(state.n_brokers), -surplus, other_rack))
+        for x in givers[surplus[givers] > 0][:MAX_SOURCES]:
             cands = state.replica_moves(int(x), self._on(state, t, int(x)))
             ordered = cands.take(np.argsort(cands.cost, kind="stable"))
             if len(cands) and search.place(self, ordered, dest=y) is not None:

@@ -7,6 +7,7 @@ between its original and current replica assignment.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,9 @@ from kafka_balancer.model.candidates import NO_BROKER, Candidates
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import LEADERS, N_QUANTITIES, REPLICAS
+
+# Actions remembered for whoever keeps what they touched up to date (an exchange applies two).
+JOURNAL = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,12 @@ class WorkingModel:
         # Bytes drained onto each broker, to spread a drain over its rack by capacity.
         self.drained_disk: FloatArray = np.zeros(len(brokers))
         self.rack_limit: IntArray = math.rack_limit(self.rf, self.n_racks)
+        # [P, racks]: each partition's replicas per rack, kept up to date by every move (RackAware
+        # asks it of every candidate batch, and counting from ``replicas`` each time cost more).
+        n_rack_names = len(self.rack_names)
+        self.rack_count: IntArray = np.zeros((len(parts), n_rack_names), dtype=np.int64)
+        held = self.replicas >= 0
+        np.add.at(self.rack_count, (np.nonzero(held)[0], self.rack[self.replicas[held]]), 1)
 
         # Per-partition contribution of its leader and of one follower, [P, 4].
         self.leader_load = math.replica_contribution(
@@ -108,6 +118,9 @@ class WorkingModel:
         self.n_topics = len(self.topic_names)
         # Bumped by every applied action, so goals can cache per-broker figures between actions.
         self.version = 0
+        # (partition, source, destination) of the latest actions, oldest first: what was built a
+        # few actions ago is brought up to date from them instead of rebuilt.
+        self._journal: deque[tuple[int, int, int]] = deque(maxlen=JOURNAL)
         self._quantities_key = -1
         self._quantities: FloatArray = np.zeros((0, N_QUANTITIES))
         self._recount()
@@ -148,6 +161,13 @@ class WorkingModel:
             out.flags.writeable = False
             self._quantities, self._quantities_key = out, self.version
         return self._quantities
+
+    def changes_since(self, version: int | None) -> list[tuple[int, int, int]] | None:
+        """(partition, source, destination) of every action applied since ``version``, oldest
+        first; None when that is too far back to tell (or ``version`` is None)."""
+        if version is None or not 0 <= self.version - version <= len(self._journal):
+            return None
+        return list(self._journal)[len(self._journal) - (self.version - version) :]
 
     def quantity(self, column: int) -> FloatArray:
         """Per-broker value of a candidate-delta column (a resource, or a count)."""
@@ -267,6 +287,7 @@ class WorkingModel:
         p, slot, src = int(cands.part[k]), int(cands.slot[k]), int(cands.src[k])
         delta = cands.delta[k]
         self.version += 1
+        self._journal.append((p, src, dest))
         self.load[src] -= delta[:4]
         self.load[dest] += delta[:4]
         self.leader_count[src] -= int(delta[LEADERS])
@@ -279,6 +300,8 @@ class WorkingModel:
             self.topic_count[t, dest] += 1
             self.partitions_on[src].discard(p)
             self.partitions_on[dest].add(p)
+            self.rack_count[p, self.rack[src]] -= 1
+            self.rack_count[p, self.rack[dest]] += 1
             self.replicas[p, slot] = dest
             self.moved[p, slot] = dest != self.original_replicas[p, slot]
         else:

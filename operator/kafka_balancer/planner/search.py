@@ -70,6 +70,9 @@ class Pool:
         # Side effect: the candidate's resource deltas relative to the mean broker load.
         self.side = (np.abs(self.cands.delta[:, :4]) / norm).sum(axis=1)
         self.alive = np.ones(len(self.cands), dtype=bool)
+        # Partitions retired since the pool was built: their rows are all that may differ
+        # from a pool built now.
+        self.changed: set[int] = set()
         self._whole: IntArray | None = None
 
     def ordered(self, need: float, limit: int) -> IntArray:
@@ -86,6 +89,7 @@ class Pool:
 
     def retire(self, part: int) -> None:
         self.alive &= self.cands.part != part
+        self.changed.add(part)
 
     def extended(self, more: Candidates) -> Pool:
         grown = Pool(Candidates.concat([self.cands, more]), self.column, self.norm)
@@ -223,8 +227,11 @@ class Search:
                     spread = state.drained_share(one)[0, ys]
                     keys = (ys, later, spread, other_rack)
                 else:
-                    # The goal's own gain last.
-                    keys = (ys, later, other_rack, np.zeros(len(ys)) if gain is None else gain)
+                    # The source's own rack first (cross-rack traffic is what users pay for): a
+                    # move the rack can absorb stays there, even when a broker elsewhere gains
+                    # more from it and that broker must then be filled from its own rack. Then
+                    # the goal's gain, then the goals to come.
+                    keys = (ys, later, np.zeros(len(ys)) if gain is None else gain, other_rack)
                 y = int(ys[np.lexsort(keys)[0]])
             k += start - size
             return (k if order is None else int(order[k])), y
@@ -296,7 +303,7 @@ class Search:
         state = self.state
         progress = False
         pool: Pool | None = None
-        while goal.excess(state, broker) > 0 and goal.needs_fix(state)[broker] > EPSILON:
+        while goal.excess(state, broker) > 0 and goal.needs_fix_at(state, broker) > EPSILON:
             if pool is None:
                 pool = self._pool(goal, self._shed_candidates(goal, broker))
             excess = goal.excess(state, broker)
@@ -321,7 +328,7 @@ class Search:
         progress = False
         pools: dict[int, Pool] = {}
         lead: Pool | None = None
-        while goal.deficit(state, broker) > 0 and goal.needs_fix(state)[broker] > EPSILON:
+        while goal.deficit(state, broker) > 0 and goal.needs_fix_at(state, broker) > EPSILON:
             need = goal.deficit(state, broker)
             changed = None
             if goal.affects_leadership():
@@ -331,10 +338,12 @@ class Search:
             if changed is None:
                 changed = self._pull(goal, broker, need, pools)
             if changed is None:
+                version = state.version
                 if self._swap_with_partners(goal, broker, over=False) or (
                     goal.column == LEADERS and self._trade_then_lead(goal, broker, need)
                 ):
-                    pools, lead, progress = {}, None, True
+                    pools = self._refreshed(goal, broker, pools, state.changes_since(version))
+                    lead, progress = None, True
                     continue
                 # Last resort (a tight band, replicas that may not move): a source may end below
                 # its target band, within the goal's band.
@@ -350,6 +359,32 @@ class Search:
                 lead.retire(changed)
             progress = True
         return progress
+
+    def _refreshed(
+        self, goal: BandGoal, broker: int, pools: dict[int, Pool], changes: list[tuple[int, int, int]] | None
+    ) -> dict[int, Pool]:
+        """The donor pools of a fill as ``_pull`` would build them anew after ``changes`` (None:
+        not known, then they are built anew): only the rows of the partitions changed since a
+        pool was built can differ, so the rest are kept and those rebuilt, in partition order
+        like a new pool's. At large, building a donor's pool (thousands of replicas) after every
+        exchange cost more than the pulls it served."""
+        if changes is None:
+            return {}
+        state = self.state
+        out = {}
+        for s, pool in pools.items():
+            changed = pool.changed | {p for p, _, _ in changes}
+            keep = np.nonzero(np.isin(pool.cands.part, np.fromiter(changed, dtype=np.int64), invert=True))[0]
+            again = [
+                p
+                for p in sorted(changed)
+                if p in state.partitions_on[s] and not (state.replicas[p] == broker).any()
+            ]
+            cands = Candidates.concat(
+                [pool.cands.take(keep), state.replica_moves(s, np.array(again, dtype=np.int64))]
+            )
+            out[s] = self._pool(goal, cands.take(np.argsort(cands.part, kind="stable")))
+        return out
 
     def _trade_then_lead(self, goal: BandGoal, broker: int, need: float) -> bool:
         """Lead one more partition after trading a heavy leadership for a light one.

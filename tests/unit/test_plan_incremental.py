@@ -1,0 +1,169 @@
+"""What the planner keeps up to date between actions must equal what it would build anew.
+
+The search keeps per-partition rack counts, a fill's donor pools and the working model's journal
+between actions instead of rebuilding them; a plan is only the same as before if each of them is,
+array for array, what building it from the state at that point gives. Likewise a shed or fill
+asks one broker's band figures, which must be the every-broker figures at that broker, and
+TopicReplicaDistribution keeps its cells' change on a replica's arrival.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_balancer.formats.snapshot import parse_snapshot
+from kafka_balancer.goals.bands import BandGoal
+from kafka_balancer.goals.registry import build_goal
+from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
+from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
+from kafka_balancer.model.candidates import Candidates
+from kafka_balancer.model.math import FloatArray
+from kafka_balancer.model.quantities import REPLICAS
+from kafka_balancer.model.working import JOURNAL, WorkingModel
+from kafka_balancer.planner.search import Pool, Search
+from tests.unit.clusters import broker, drawn_partitions, snapshot
+
+
+@st.composite
+def moved_clusters(draw: st.DrawFn) -> tuple[dict[str, Any], list[tuple[int, int, int]]]:
+    """A cluster and a sequence of (partition, slot, destination) moves to apply to it."""
+    n_brokers = draw(st.integers(4, 8))
+    parts = drawn_partitions(draw, draw(st.integers(4, 30)), n_brokers, 2, 3)
+    moves = draw(
+        st.lists(
+            st.tuples(st.integers(0, len(parts) - 1), st.integers(0, 2), st.integers(0, n_brokers - 1)),
+            max_size=20,
+        )
+    )
+    return snapshot([broker(b, "abc"[b % 3]) for b in range(n_brokers)], parts), moves
+
+
+def _apply(state: WorkingModel, p: int, slot: int, dest: int) -> bool:
+    """Move replica ``slot`` of partition p to ``dest`` when that is a move; whether it was."""
+    if slot >= state.rf[p] or (state.replicas[p] == dest).any():
+        return False
+    src = int(state.replicas[p, slot])
+    cands = state.replica_moves(src, np.array([p], dtype=np.int64), every=True)
+    state.apply(cands, 0, dest)
+    return True
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moved_clusters())
+def test_rack_counts_and_journal_follow_every_move(
+    case: tuple[dict[str, Any], list[tuple[int, int, int]]],
+) -> None:
+    snap, moves = case
+    state = WorkingModel(parse_snapshot(snap))
+    applied = []
+    for p, slot, dest in moves:
+        version = state.version
+        src = int(state.replicas[p, slot]) if slot < state.rf[p] else -1
+        if _apply(state, p, slot, dest):
+            applied.append((p, src, dest))
+            assert state.changes_since(version) == [(p, src, dest)]
+    counted = np.zeros_like(state.rack_count)
+    for p, row in enumerate(state.replicas):
+        for b in row[row >= 0]:
+            counted[p, state.rack[b]] += 1
+    assert np.array_equal(state.rack_count, counted)
+    assert state.changes_since(0) == (applied if len(applied) <= JOURNAL else None)
+    assert state.changes_since(state.version) == []
+    assert state.changes_since(None) is None
+
+
+def _fresh(search: Search, goal: BandGoal, s: int, broker: int) -> Pool:
+    """A donor's pool as ``Search._pull`` builds it."""
+    state = search.state
+    parts = state.parts_on(s)
+    parts = parts[(state.replicas[parts] != broker).all(axis=1)]
+    return Pool(state.replica_moves(s, parts), goal.column, search._norm)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moved_clusters())
+def test_a_fills_refreshed_donor_pools_are_the_pools_built_anew(
+    case: tuple[dict[str, Any], list[tuple[int, int, int]]],
+) -> None:
+    snap, moves = case
+    state = WorkingModel(parse_snapshot(snap))
+    goal = build_goal(GoalSpec.default(GoalType.DISK_DISTRIBUTION), state)
+    assert isinstance(goal, BandGoal)
+    search = Search(state)
+    broker = 0
+    pools = {s: _fresh(search, goal, s, broker) for s in range(1, state.n_brokers)}
+    half = len(moves) // 2
+    # The first moves are the fill's own (each retired in every pool), the rest an exchange's.
+    for p, slot, dest in moves[:half]:
+        if _apply(state, p, slot, dest):
+            for pool in pools.values():
+                pool.retire(p)
+    version = state.version
+    for p, slot, dest in moves[half:]:
+        _apply(state, p, slot, dest)
+    refreshed = search._refreshed(goal, broker, pools, state.changes_since(version))
+    if state.changes_since(version) is None:
+        assert refreshed == {}
+        return
+    assert refreshed.keys() == pools.keys()
+    for s, pool in refreshed.items():
+        fresh = _fresh(search, goal, s, broker)
+        for name in ("part", "slot", "src", "dst", "delta", "cost"):
+            got, want = getattr(pool.cands, name), getattr(fresh.cands, name)
+            assert got.dtype == want.dtype and np.array_equal(got, want), name
+        assert np.array_equal(pool.side, fresh.side) and pool.alive.all()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moved_clusters())
+def test_one_brokers_band_figures_are_every_brokers_at_that_broker(
+    case: tuple[dict[str, Any], list[tuple[int, int, int]]],
+) -> None:
+    """A shed or fill asks its broker's figures after every action, one broker at a time."""
+    snap, moves = case
+    state = WorkingModel(parse_snapshot(snap))
+    for p, slot, dest in moves:
+        _apply(state, p, slot, dest)
+    for spec in default_goal_set():
+        goal = build_goal(spec, state)
+        if not isinstance(goal, BandGoal):
+            continue
+        q = state.quantity(goal.column)
+        fix = goal.needs_fix(state)
+        for b in range(state.n_brokers):
+            assert goal.needs_fix_at(state, b) == fix[b]
+            assert goal.excess(state, b) == float(q[b] - goal.target_hi[b])
+            assert goal.deficit(state, b) == float(goal.target_lo[b] - q[b])
+
+
+def _topic_change(goal: TopicReplicaDistributionGoal, state: WorkingModel, cands: Candidates) -> FloatArray:
+    """TopicReplicaDistribution's change at every destination, computed from the counts anew."""
+    t = state.topic[cands.part]
+    q = state.topic_count[t]
+    d = cands.delta[:, REPLICAS]
+    step = (q >= goal.hi[t]).astype(np.float64) - (q < goal.lo[t])
+    return np.asarray(d[:, None] * step / goal.scale[t], dtype=np.float64)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moved_clusters())
+def test_topic_cells_kept_between_actions_are_the_cells_counted_anew(
+    case: tuple[dict[str, Any], list[tuple[int, int, int]]],
+) -> None:
+    """Asked after every move (its cells kept up to date) or after many (rebuilt), the topic
+    goal's change at each destination is the one counted from the cells, bit for bit."""
+    snap, moves = case
+    state = WorkingModel(parse_snapshot(snap))
+    goal = TopicReplicaDistributionGoal(GoalSpec.default(GoalType.TOPIC_REPLICA_DISTRIBUTION), state)
+    for i, (p, slot, dest) in enumerate(moves):
+        _apply(state, p, slot, dest)
+        if i % 3 == 2:
+            continue
+        for b in range(state.n_brokers):
+            for cands in (state.replica_moves(b), state.leadership_away(b)):
+                _, dst = goal.evaluate(state, cands)
+                assert dst.tobytes() == _topic_change(goal, state, cands).tobytes()
