@@ -5,7 +5,8 @@
 Per size it prints wall and CPU time, peak RSS of a fresh child process, bytes moved ÷ the plan's
 lower bound (``planner/bound.py``: the disk, replica count and topic cell bands the plan met) and
 ÷ the disk bands' part alone (max(Σ disk above each active broker's DiskDistribution band + Σ disk
-on draining brokers, Σ disk missing below each band), the bound before issue 16), the worst
+on draining brokers, Σ disk missing below each band), the bound before issue 16), the bytes moved
+between brokers of different racks, the worst
 deviation of every distribution goal before and after, and how many topic × broker cells are
 outside TopicReplicaDistribution's band. The default goal set is the full default set, the one a
 pool without goals gets. Each size runs in its own process so peak memory is that size's alone.
@@ -87,6 +88,7 @@ def run_size(name: str, goal_set: str, out: Any) -> None:
             "lower_bound": f.bytes_moved_lower_bound,
             "moved_over_bound": round(f.bytes_moved / bound, 3) if bound else None,
             "moved_over_disk_bound": round(f.bytes_moved / disk_bound, 3) if disk_bound else None,
+            "cross_rack_bytes": f.cross_rack_bytes,
             "replica_moves": f.replica_moves,
             "leader_changes": f.leader_changes,
             "topic_cells_out_before": _topic_cells_out(cluster, ()),
