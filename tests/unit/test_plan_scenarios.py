@@ -317,3 +317,34 @@ def test_an_over_full_broker_sheds_into_its_own_rack_while_that_rack_has_room(
     assert checker.resource_band_violations(checker.apply_plan(snap, run.plan), "disk", 10) == []
     assert run.report["summary"]["crossRackBytes"] == 0
     assert checker.bytes_moved(snap, run.plan) == pytest.approx(6.0e9)
+
+
+def test_a_broker_at_the_bottom_of_its_network_out_band_trades_light_leaderships_for_heavy_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Broker 0 leads 12 light partitions (1 unit of network out each): at the bottom of its band
+    # (12..18 units, ±20 % of 15) and above its leader band (9..11). Brokers 1 and 2 lead 3 heavy
+    # (3.5 units) and 6 light each, within both bands; broker 0 follows their heavy ones. No broker
+    # is short of leaders, and handing a light leadership over would take broker 0 below its
+    # network out band: it must first take a heavy leadership for a light one, then hand one over.
+    brokers = [broker(b, "a") for b in range(3)]
+    parts = [partition("t", n, [0, 1 + n % 2]) for n in range(12)]
+    for leader in (1, 2):
+        other = 3 - leader
+        parts += [partition(f"h{leader}", n, [leader, 0], rate=3.5e5) for n in range(3)]
+        parts += [partition(f"l{leader}", n, [leader, other]) for n in range(6)]
+    snap = snapshot(brokers, parts)
+    goals = goals_yaml(
+        {"type": "NetworkOutDistribution", "rangePercent": 20},
+        {"type": "LeaderDistribution", "rangePercent": 10},
+    )
+    assert checker.count_band_violations(snap, "leaders", 10) == [0]
+    assert checker.resource_band_violations(snap, "networkOut", 20) == []
+
+    run = run_plan(tmp_path, capsys, snap, goals)
+
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    after = checker.apply_plan(snap, run.plan)
+    assert checker.count_band_violations(after, "leaders", 10) == []
+    assert checker.resource_band_violations(after, "networkOut", 20) == []
+    assert run.report["summary"]["bytesMoved"] == 0

@@ -309,7 +309,9 @@ class Search:
             excess = goal.excess(state, broker)
             changed = self._place_from(goal, pool, excess)
             if changed is None:
-                if self._swap_with_partners(goal, broker, over=True):
+                if self._swap_with_partners(goal, broker, over=True) or (
+                    goal.column == LEADERS and self._trade_leaderships(goal, broker, excess, over=True)
+                ):
                     pool, progress = None, True
                     continue
                 # Last resort (a tight band, replicas that may not move): a destination may end
@@ -340,7 +342,7 @@ class Search:
             if changed is None:
                 version = state.version
                 if self._swap_with_partners(goal, broker, over=False) or (
-                    goal.column == LEADERS and self._trade_then_lead(goal, broker, need)
+                    goal.column == LEADERS and self._trade_leaderships(goal, broker, need, over=False)
                 ):
                     pools = self._refreshed(goal, broker, pools, state.changes_since(version))
                     lead, progress = None, True
@@ -386,29 +388,39 @@ class Search:
             out[s] = self._pool(goal, cands.take(np.argsort(cands.part, kind="stable")))
         return out
 
-    def _trade_then_lead(self, goal: BandGoal, broker: int, need: float) -> bool:
-        """Lead one more partition after trading a heavy leadership for a light one.
+    def _trade_leaderships(self, goal: BandGoal, broker: int, need: float, over: bool) -> bool:
+        """Hand over (``over``) or take one more leadership after trading leaderships with a
+        follower.
 
         A broker short of leaderships is often at the top of the bands of what leadership
         carries (network out, cpu): it took the heaviest leaderships first while those goals
         filled it. It hands a heavy leadership to a follower and takes a light one that
-        follower leads (both keep their leader counts, every veto is checked on the pair), then
-        takes one more leadership in the room made; without one the trade is undone, so every
-        applied step still improves the leader count."""
+        follower leads, then takes one more in the room made. A broker with too many is often
+        at the bottom of those bands (an empty broker filled to them with light leaderships):
+        it takes a heavy leadership and hands over a light one, then hands over one more. Both
+        keep their leader counts through the trade and every veto is checked on the pair;
+        without the step that follows the trade is undone, so every applied step still
+        improves the leader count."""
         state = self.state
+        if state.demoted[broker]:
+            return False
         columns = np.array(LEADERSHIP_RESOURCES, dtype=np.int64)
         norm = self._norm[columns]
         away = state.leadership_away(broker)
         heaviness = (state.load[:, columns] / norm).sum(axis=1)
         partners = [int(y) for y in np.unique(away.dst) if not state.demoted[y]]
-        partners.sort(key=lambda y: (heaviness[y], y))
+        # The partner takes the heavy leadership: the lightest first; or gives it: the heaviest.
+        partners.sort(key=lambda y: (-heaviness[y] if over else heaviness[y], y))
         for y in partners[:TRADE_PARTNERS]:
             give = away.take(np.nonzero(away.dst == y)[0])
             back = state.leadership_away(y)
             take = back.take(np.nonzero(back.dst == broker)[0])
             if len(take) == 0:
                 continue
+            # How much the trade takes off the broker's leadership resources (over: adds).
             relief = ((give.delta[:, None, columns] - take.delta[None, :, columns]) / norm).sum(axis=2)
+            if over:
+                relief = -relief
             ok = relief > EPSILON
             for veto in self.vetoes:
                 if not ok.any():
@@ -421,8 +433,13 @@ class Search:
             given, taken = int(give.part[i]), int(take.part[j])
             state.apply(give, int(i), y)
             state.apply(take, int(j), broker)
-            lead = self._pool(goal, state.leadership_to(broker))
-            if self._place_from(goal, lead, need, dest=broker) is not None:
+            if over:
+                step = self._place_from(goal, self._pool(goal, self._shed_candidates(goal, broker)), need)
+            else:
+                step = self._place_from(
+                    goal, self._pool(goal, state.leadership_to(broker)), need, dest=broker
+                )
+            if step is not None:
                 self.actions += 2
                 return True
             for part, leader in ((taken, y), (given, broker)):
