@@ -160,7 +160,9 @@ class Search:
 
     def _later_cost(self, cands: Candidates) -> FloatArray:
         total = np.zeros((len(cands), self.state.n_brokers))
-        if self._band_later:
+        # A candidate that changes none of their quantities (a follower's move, when only
+        # LeaderDistribution is still to come) changes no band goal: 0 to the bit, uncomputed.
+        if self._band_later and cands.delta[:, self._band_later.columns].any():
             total += self._band_later.total_change(self.state, cands)
         for goal in self._other_later:
             src, dst = goal.evaluate(self.state, cands, target=True)
