@@ -13,12 +13,20 @@ if TYPE_CHECKING:
     from kafka_balancer.goals.bands import BandGoal
     from kafka_balancer.goals.base import Goal
     from kafka_balancer.model.candidates import Candidates
+    from kafka_balancer.model.math import BoolArray
 
 
 class SearchPort(Protocol):
     def place(self, goal: Goal, cands: Candidates, dest: int | None = None) -> int | None:
         """Apply the first acceptable candidate (in the given order) at its best destination, or at
         ``dest``; the partition it changed, or None when no candidate is acceptable."""
+        ...
+
+    def place_apart(self, goal: Goal, cands: Candidates) -> tuple[int, BoolArray]:
+        """Apply, in order, each candidate free move acceptable at its best destination, skipping
+        those whose partition or source a move of the call touched, or whose every best
+        destination one did; how many were applied, and which candidates no broker would have
+        taken."""
         ...
 
     def shed(self, goal: BandGoal, broker: int) -> bool:

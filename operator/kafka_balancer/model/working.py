@@ -235,19 +235,21 @@ class WorkingModel:
         if not self.all_movable and self.active[broker] and not every:
             parts = parts[self.movable[parts]]  # a draining broker gives up every replica
         parts = np.sort(parts)
-        slots = self.slot_of(parts, broker)
+        return self.slot_moves(parts, self.slot_of(parts, broker))
+
+    def slot_moves(self, parts: IntArray, slots: IntArray) -> Candidates:
+        """Moves of replica ``slots[k]`` of ``parts[k]``, each from the broker holding it."""
         is_leader = self.leader_slot[parts] == slots
         load = np.where(is_leader[:, None], self.leader_load[parts], self.follower_load[parts])
         delta = np.zeros((len(parts), N_QUANTITIES), dtype=np.float64)
         delta[:, :4] = load
         delta[:, REPLICAS] = 1.0
         delta[:, LEADERS] = is_leader
-        n = len(parts)
         return Candidates(
             parts,
             slots,
-            np.full(n, broker, dtype=np.int64),
-            np.full(n, NO_BROKER, dtype=np.int64),
+            np.asarray(self.replicas[parts, slots], dtype=np.int64),
+            np.full(len(parts), NO_BROKER, dtype=np.int64),
             delta,
             np.where(self.moved[parts, slots], 0.0, self.disk[parts]),
         )

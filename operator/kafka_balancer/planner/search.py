@@ -261,6 +261,58 @@ class Search:
         self.actions += 1
         return int(cands.part[k])
 
+    def place_apart(self, goal: Goal, cands: Candidates) -> tuple[int, BoolArray]:
+        """Apply, in the given order, each candidate free move that is acceptable, at its best
+        destination, skipping those whose partition or source a move of this call touched or
+        whose every best destination one did; returns how many it applied, and which candidates
+        no broker would have taken at the start (refused).
+
+        One evaluation serves them all: a move's vetoes, gain and ranking read only its own
+        partition and its two brokers, which no earlier move of the call changed, so each is
+        judged on the state it is applied to, as ``place`` would judge it."""
+        state = self.state
+        refused = np.ones(len(cands), dtype=bool)
+        if len(cands) == 0:
+            return 0, refused
+        allowed = self._allowed(cands, None)
+        src, dst = goal.evaluate(state, cands, target=True)
+        ok = allowed & (
+            ((src < -EPSILON)[:, None] & (dst <= TOLERANCE))
+            | ((dst < -EPSILON) & (src <= TOLERANCE)[:, None])
+        )
+        rows = np.nonzero(ok.any(axis=1))[0]
+        refused[rows] = False
+        if len(rows) == 0:
+            return 0, refused
+        later = self._later_cost(cands.take(rows))
+        gain = src[rows, None] + dst[rows]
+        other_rack = state.rack[None, :] != state.rack[cands.src[rows]][:, None]
+        # Each row's best destinations as ``place`` ranks them, for all rows at once: the
+        # acceptable brokers least on each key in turn, which tie on every key but the number.
+        ties = ok[rows]
+        for key in (other_rack, gain, later):
+            ties &= key == np.where(ties, key, np.inf).min(axis=1, keepdims=True)
+        touched = np.zeros(state.n_brokers, dtype=bool)
+        changed: set[int] = set()
+        applied = 0
+        for i, k in enumerate(rows.tolist()):
+            x, p = int(cands.src[k]), int(cands.part[k])
+            if touched[x] or p in changed:
+                continue
+            # ``place`` takes the lowest-numbered of the ties; here the lowest one no move of
+            # the call touched. When every tie was touched, the move is left for a later call
+            # rather than sent to a worse destination.
+            open_ties = ties[i] & ~touched
+            if not open_ties.any():
+                continue
+            y = int(np.argmax(open_ties))
+            state.apply(cands, k, y)
+            touched[[x, y]] = True
+            changed.add(p)
+            applied += 1
+        self.actions += applied
+        return applied, refused
+
     def hand_over(self, cands: Candidates) -> int | None:
         """Apply the acceptable leader change (each candidate names its new leader) that costs the
         goals still to come the least, then goes to the broker leading the fewest partitions for
