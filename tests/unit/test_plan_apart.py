@@ -13,16 +13,14 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 
-from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.goals.base import EPSILON
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import default_goal_set
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.candidates import Candidates
-from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE
-from tests.unit.test_plan_incremental import _apply, moved_clusters
+from tests.unit.test_plan_incremental import moved_clusters, moved_state
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -30,10 +28,7 @@ from tests.unit.test_plan_incremental import _apply, moved_clusters
 def test_each_move_placed_apart_is_acceptable_and_ranked_best_when_applied(
     case: tuple[dict[str, Any], list[tuple[int, int, int]]],
 ) -> None:
-    snap, moves = case
-    state = WorkingModel(parse_snapshot(snap))
-    for p, slot, dest in moves:
-        _apply(state, p, slot, dest)
+    state = moved_state(case)
     goals = [build_goal(spec, state) for spec in priority_order(default_goal_set())]
     i = next(n for n, g in enumerate(goals) if isinstance(g, TopicReplicaDistributionGoal))
     goal = goals[i]

@@ -52,6 +52,15 @@ def _apply(state: WorkingModel, p: int, slot: int, dest: int) -> bool:
     return True
 
 
+def moved_state(case: tuple[dict[str, Any], list[tuple[int, int, int]]]) -> WorkingModel:
+    """The drawn cluster's working model with the drawn moves applied (those that are moves)."""
+    snap, moves = case
+    state = WorkingModel(parse_snapshot(snap))
+    for p, slot, dest in moves:
+        _apply(state, p, slot, dest)
+    return state
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(moved_clusters())
 def test_rack_counts_and_journal_follow_every_move(
@@ -124,10 +133,7 @@ def test_one_brokers_band_figures_are_every_brokers_at_that_broker(
     case: tuple[dict[str, Any], list[tuple[int, int, int]]],
 ) -> None:
     """A shed or fill asks its broker's figures after every action, one broker at a time."""
-    snap, moves = case
-    state = WorkingModel(parse_snapshot(snap))
-    for p, slot, dest in moves:
-        _apply(state, p, slot, dest)
+    state = moved_state(case)
     for spec in default_goal_set():
         goal = build_goal(spec, state)
         if not isinstance(goal, BandGoal):
