@@ -149,11 +149,11 @@ class TopicReplicaDistributionGoal(Goal):
                 return
 
     def _shed_apart(self, state: WorkingModel, search: SearchPort) -> None:
-        """Over-full cells shed their replicas, the cheapest first, in rounds that move many at
-        once (every topic's cells, no broker touched twice in a round) until a round moves none;
-        the topic-by-topic loop then does what is left (pulls into under-full cells, exchanges,
-        replicas a round refused). Most of this goal's moves are such sheds, and at a million
-        replicas weighing each on its own was where the goal's time went."""
+        """Over-full cells shed their replicas, the most over-full cells' cheapest first, in rounds
+        that move many at once (every topic's cells, no broker touched twice in a round) until a
+        round moves none; the topic-by-topic loop then does what is left (pulls into under-full
+        cells, exchanges, replicas a round refused). Most of this goal's moves are such sheds,
+        and at a million replicas weighing each on its own was where the goal's time went."""
         rows, slots = np.nonzero(state.replicas >= 0)
         brokers = state.replicas[rows, slots]
         topics = state.topic[rows]
