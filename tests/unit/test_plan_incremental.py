@@ -75,6 +75,10 @@ def test_rack_counts_and_journal_follow_every_move(
         if _apply(state, p, slot, dest):
             applied.append((p, src, dest))
             assert state.changes_since(version) == [(p, src, dest)]
+        # Asked after every move, so that a broker's kept list is asked again after it changed.
+        for b in range(state.n_brokers):
+            held = np.nonzero((state.replicas == b).any(axis=1))[0]
+            assert state.parts_on(b).tolist() == held.tolist()
     counted = np.zeros_like(state.rack_count)
     for p, row in enumerate(state.replicas):
         for b in row[row >= 0]:
@@ -173,3 +177,22 @@ def test_topic_cells_kept_between_actions_are_the_cells_counted_anew(
             for cands in (state.replica_moves(b), state.leadership_away(b)):
                 _, dst = goal.evaluate(state, cands)
                 assert dst.tobytes() == _topic_change(goal, state, cands).tobytes()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moved_clusters(), st.integers(1, 12))
+def test_a_brokers_extreme_moves_are_the_head_of_all_its_moves_sorted(
+    case: tuple[dict[str, Any], list[tuple[int, int, int]]], n: int
+) -> None:
+    """A swap's sides, chosen before the candidates are built, are the rows building every move
+    of the broker and sorting them by the goal's quantity would keep, in the same order."""
+    state = moved_state(case)
+    for b in range(state.n_brokers):
+        every = state.replica_moves(b)
+        for column in range(state.quantities().shape[1]):
+            for largest in (True, False):
+                key = -every.delta[:, column] if largest else every.delta[:, column]
+                want = every.take(np.argsort(key, kind="stable")[:n])
+                got = state.extreme_replica_moves(b, column, n, largest)
+                for name in ("part", "slot", "src", "dst", "delta", "cost"):
+                    assert np.array_equal(getattr(got, name), getattr(want, name)), (name, column)

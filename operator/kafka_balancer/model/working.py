@@ -123,6 +123,7 @@ class WorkingModel:
         self._journal: deque[tuple[int, int, int]] = deque(maxlen=JOURNAL)
         self._quantities_key = -1
         self._quantities: FloatArray = np.zeros((0, N_QUANTITIES))
+        self._parts_on: dict[int, IntArray] = {}
         self._recount()
 
     def _recount(self) -> None:
@@ -222,7 +223,16 @@ class WorkingModel:
     # ---- candidates -------------------------------------------------------------------
 
     def parts_on(self, broker: int) -> IntArray:
-        return np.fromiter(self.partitions_on[broker], dtype=np.int64, count=len(self.partitions_on[broker]))
+        """The partitions with a replica on ``broker``, in partition order; kept until a replica
+        moves on or off it (a shed asks for its broker's thousands again after every exchange),
+        so callers must not write to it."""
+        parts = self._parts_on.get(broker)
+        if parts is None:
+            on = self.partitions_on[broker]
+            parts = np.sort(np.fromiter(on, dtype=np.int64, count=len(on)))
+            parts.flags.writeable = False
+            self._parts_on[broker] = parts
+        return parts
 
     def replica_moves(self, broker: int, parts: IntArray | None = None, *, every: bool = False) -> Candidates:
         """Moves of ``broker``'s replicas (of ``parts``, default all); with ``every`` those of excluded
@@ -236,6 +246,25 @@ class WorkingModel:
             parts = parts[self.movable[parts]]  # a draining broker gives up every replica
         parts = np.sort(parts)
         return self.slot_moves(parts, self.slot_of(parts, broker))
+
+    def extreme_replica_moves(self, broker: int, column: int, n: int, largest: bool) -> Candidates:
+        """The ``n`` moves of ``replica_moves(broker)`` with the largest (or smallest) change of
+        ``column``, in that order (ties by partition): chosen before the candidates are built,
+        as building every one of a broker's thousands to keep a few cost most of a swap."""
+        parts = self.parts_on(broker)
+        if not self.all_movable and self.active[broker]:
+            parts = parts[self.movable[parts]]
+        parts = np.sort(parts)
+        slots = self.slot_of(parts, broker)
+        is_leader = self.leader_slot[parts] == slots
+        if column < REPLICAS:
+            value = np.where(is_leader, self.leader_load[parts, column], self.follower_load[parts, column])
+        elif column == REPLICAS:
+            value = np.ones(len(parts))
+        else:
+            value = is_leader.astype(np.float64)
+        order = np.argsort(-value if largest else value, kind="stable")[:n]
+        return self.slot_moves(parts[order], slots[order])
 
     def slot_moves(self, parts: IntArray, slots: IntArray) -> Candidates:
         """Moves of replica ``slots[k]`` of ``parts[k]``, each from the broker holding it."""
@@ -302,6 +331,8 @@ class WorkingModel:
             self.topic_count[t, dest] += 1
             self.partitions_on[src].discard(p)
             self.partitions_on[dest].add(p)
+            self._parts_on.pop(src, None)
+            self._parts_on.pop(dest, None)
             self.rack_count[p, self.rack[src]] -= 1
             self.rack_count[p, self.rack[dest]] += 1
             self.replicas[p, slot] = dest

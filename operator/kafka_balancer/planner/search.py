@@ -544,18 +544,18 @@ class Search:
     def swap(self, goal: BandGoal, x: int, y: int) -> bool:
         """Exchange a replica (or a leadership) of ``x`` for a lighter one of ``y``."""
         state = self.state
-        kinds = [(state.replica_moves(x), state.replica_moves(y))]
+        column = goal.column
         if goal.affects_leadership():
             away, back = state.leadership_away(x), state.leadership_away(y)
-            kinds.insert(
-                0, (away.take(np.nonzero(away.dst == y)[0]), back.take(np.nonzero(back.dst == x)[0]))
-            )
-        for give, take in kinds:
-            give = give.take(np.argsort(-give.delta[:, goal.column], kind="stable")[:SWAP_SIDE])
-            take = take.take(np.argsort(take.delta[:, goal.column], kind="stable")[:SWAP_SIDE])
+            give = away.take(np.nonzero(away.dst == y)[0])
+            take = back.take(np.nonzero(back.dst == x)[0])
+            give = give.take(np.argsort(-give.delta[:, column], kind="stable")[:SWAP_SIDE])
+            take = take.take(np.argsort(take.delta[:, column], kind="stable")[:SWAP_SIDE])
             if self.exchange(goal, give, take, x, y):
                 return True
-        return False
+        give = state.extreme_replica_moves(x, column, SWAP_SIDE, largest=True)
+        take = state.extreme_replica_moves(y, column, SWAP_SIDE, largest=False)
+        return self.exchange(goal, give, take, x, y)
 
     def exchange(self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int) -> bool:
         """Apply the acceptable pair (``give[i]`` from x to y, ``take[j]`` from y to x together)
