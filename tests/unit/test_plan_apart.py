@@ -1,9 +1,10 @@
 """Moves placed apart, many from one evaluation, must each be one ``place`` would make when applied.
 
-``Search.place_apart`` judges a batch of candidates once and then applies several of them, skipping
-any whose partition, source or best destinations an earlier move of the batch touched. Each move it
-applies must pass every veto, improve the goal and go to a destination ranked as high as the one
-``place`` would choose, all on the state at the moment it is applied.
+``Search.place_apart`` (TopicReplicaDistribution's sheds) and ``Search.shed_apart`` (a band goal's)
+judge a batch of candidates once and then apply several of them, skipping any whose partition,
+source or best destinations an earlier move of the batch touched. Each move applied must pass every
+veto, improve the goal and go to a destination ranked as high as the one ``place`` would choose
+among the brokers the batch has not touched, all on the state at the moment it is applied.
 """
 
 from __future__ import annotations
@@ -12,15 +13,71 @@ from typing import Any
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from kafka_balancer.goals.base import EPSILON
+from kafka_balancer.formats.snapshot import parse_snapshot
+from kafka_balancer.goals.bands import BandGoal
+from kafka_balancer.goals.base import EPSILON, Goal
 from kafka_balancer.goals.registry import build_goal, priority_order
-from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.goals.spec import GoalType, default_goal_set
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.candidates import Candidates
+from kafka_balancer.model.math import BoolArray
+from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE
+from tests.unit.clusters import broker, partition, snapshot
 from tests.unit.test_plan_incremental import moved_clusters, moved_state
+
+
+def _searched(state: WorkingModel, kind: GoalType) -> tuple[Goal, Search]:
+    """The default set's goal of type ``kind``, and its search as the optimizer builds it (the
+    goals before it veto, the soft goals after it are still to come)."""
+    goals = [build_goal(spec, state) for spec in priority_order(default_goal_set())]
+    i = next(n for n, g in enumerate(goals) if g.spec.type is kind)
+    goal = goals[i]
+    vetoes = [g for g in goals[:i] if not g.hard] + [g for g in goals if g.hard and g is not goal]
+    return goal, Search(state, vetoes, [g for g in goals[i + 1 :] if not g.hard])
+
+
+def _checking(state: WorkingModel, goal: Goal, search: Search) -> list[tuple[int, int]]:
+    """Replaces ``state.apply`` with one that first checks, on the state at that moment, that
+    the move passes every veto, improves the goal and goes to a destination ranked as high as
+    the one ``place`` would choose among the brokers no earlier move of the call touched (a
+    touched broker may have become a better destination meanwhile: the call never looks at it
+    again); the (partition, source) of every move applied, in order."""
+    applied: list[tuple[int, int]] = []
+    touched = np.zeros(state.n_brokers, dtype=bool)
+    apply = state.apply
+
+    def checked(c: Candidates, k: int, y: int) -> None:
+        row = c.take(np.array([k]))
+        allowed = search.allowed(row)[0]
+        assert allowed[y] and not touched[y]
+        src, dst = goal.evaluate(state, row, target=True)
+        ok = allowed & (
+            ((src[0] < -EPSILON) & (dst[0] <= TOLERANCE)) | ((dst[0] < -EPSILON) & (src[0] <= TOLERANCE))
+        )
+        assert ok[y]
+        ys = np.nonzero(ok & ~touched)[0]
+        other_rack = state.rack != state.rack[row.src[0]]
+        gain, later = src[0] + dst[0], search._later_cost(row)[0]
+        best = int(ys[np.lexsort((ys, later[ys], gain[ys], other_rack[ys]))[0]])
+        assert (other_rack[y], gain[y], later[y]) == (other_rack[best], gain[best], later[best])
+        applied.append((int(row.part[0]), int(row.src[0])))
+        touched[[int(row.src[0]), y]] = True
+        apply(c, k, y)
+
+    judge = search._apart
+
+    def one_call(goal: Goal, cands: Candidates, in_order: bool) -> tuple[list[int], BoolArray]:
+        touched[:] = False
+        return judge(goal, cands, in_order)
+
+    # Instances' methods, replaced for this test.
+    setattr(state, "apply", checked)  # noqa: B010
+    setattr(search, "_apart", one_call)  # noqa: B010
+    return applied
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -29,36 +86,52 @@ def test_each_move_placed_apart_is_acceptable_and_ranked_best_when_applied(
     case: tuple[dict[str, Any], list[tuple[int, int, int]]],
 ) -> None:
     state = moved_state(case)
-    goals = [build_goal(spec, state) for spec in priority_order(default_goal_set())]
-    i = next(n for n, g in enumerate(goals) if isinstance(g, TopicReplicaDistributionGoal))
-    goal = goals[i]
-    vetoes = [g for g in goals[:i] if not g.hard] + [g for g in goals if g.hard and g is not goal]
-    search = Search(state, vetoes, [g for g in goals[i + 1 :] if not g.hard])
+    goal, search = _searched(state, GoalType.TOPIC_REPLICA_DISTRIBUTION)
+    assert isinstance(goal, TopicReplicaDistributionGoal)
     parts, slots = np.nonzero(state.replicas >= 0)
     cands = state.slot_moves(parts, slots)
+    applied = _checking(state, goal, search)
 
-    applied: list[int] = []  # the rows of ``cands`` applied
-    apply = state.apply
-
-    def checked(c: Candidates, k: int, y: int) -> None:
-        row = c.take(np.array([k]))
-        assert search.allowed(row)[0, y]
-        src, dst = goal.evaluate(state, row, target=True)
-        assert (src[0] < -EPSILON and dst[0, y] <= TOLERANCE) or (
-            dst[0, y] < -EPSILON and src[0] <= TOLERANCE
-        )
-        choice = search._choose(goal, row, None, same_rack_first=False)
-        assert choice is not None
-        best = choice[1]
-        other_rack = state.rack != state.rack[row.src[0]]
-        gain, later = src[0] + dst[0], search._later_cost(row)[0]
-        assert (other_rack[y], gain[y], later[y]) == (other_rack[best], gain[best], later[best])
-        applied.append(k)
-        apply(c, k, y)
-
-    setattr(state, "apply", checked)  # noqa: B010 (an instance's method, replaced for this test)
     count, refused = search.place_apart(goal, cands)
 
     assert count == len(applied)
-    assert len(set(cands.part[applied].tolist())) == count
-    assert not refused[applied].any()
+    assert len({p for p, _ in applied}) == count
+    rows = [int(np.nonzero((cands.part == p) & (cands.src == x))[0][0]) for p, x in applied]
+    assert not refused[rows].any()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moved_clusters(), st.sampled_from([GoalType.REPLICA_DISTRIBUTION, GoalType.DISK_DISTRIBUTION]))
+def test_each_move_shed_apart_is_acceptable_and_ranked_best_when_applied(
+    case: tuple[dict[str, Any], list[tuple[int, int, int]]], kind: GoalType
+) -> None:
+    """A band goal's sheds in rounds: every move passes every veto, improves the goal and goes
+    where ``place`` would send it, on the state it is applied to; moves come only off the over
+    brokers."""
+    state = moved_state(case)
+    goal, search = _searched(state, kind)
+    assert isinstance(goal, BandGoal)
+    q = state.quantity(goal.column)
+    over = [b for b in np.argsort(-goal.needs_fix(state), kind="stable").tolist() if q[b] > goal.hi[b]]
+    applied = _checking(state, goal, search)
+
+    moved = search.shed_apart(goal, over)
+
+    assert moved == bool(applied)
+    assert {x for _, x in applied} <= set(over)
+
+
+def test_sheds_apart_move_many_replicas_off_several_over_brokers_in_few_rounds() -> None:
+    """Two brokers of rack a hold 40 single-replica partitions each, four hold none: the rounds
+    bring both into ReplicaDistribution's band, several moves per round."""
+    brokers = [broker(b, "a") for b in range(6)]
+    parts = [partition(f"t{b}", n, [b], disk=1e9 + n) for b in range(2) for n in range(40)]
+    state = WorkingModel(parse_snapshot(snapshot(brokers, parts)))
+    goal, search = _searched(state, GoalType.REPLICA_DISTRIBUTION)
+    assert isinstance(goal, BandGoal)
+
+    assert search.shed_apart(goal, [0, 1])
+
+    counts = state.replica_count.tolist()
+    assert max(counts[:2]) <= goal.hi[0] and sum(counts) == 80, counts
+    assert search.actions == 80 - sum(counts[:2])

@@ -25,7 +25,7 @@ from kafka_balancer.model.math import FloatArray
 from kafka_balancer.model.quantities import REPLICAS
 from kafka_balancer.model.working import JOURNAL, WorkingModel
 from kafka_balancer.planner.search import Pool, Search
-from tests.unit.clusters import broker, drawn_partitions, snapshot
+from tests.unit.clusters import broker, drawn_partitions, partition, snapshot
 
 
 @st.composite
@@ -196,3 +196,14 @@ def test_a_brokers_extreme_moves_are_the_head_of_all_its_moves_sorted(
                 got = state.extreme_replica_moves(b, column, n, largest)
                 for name in ("part", "slot", "src", "dst", "delta", "cost"):
                     assert np.array_equal(getattr(got, name), getattr(want, name)), (name, column)
+
+
+def test_the_journal_tells_the_latest_actions_and_nothing_further_back() -> None:
+    """What is kept up to date is rebuilt when more actions came since than the journal holds."""
+    snap = snapshot([broker(b, "abc"[b % 3]) for b in range(3)], [partition("t", 0, [0])])
+    state = WorkingModel(parse_snapshot(snap))
+    for i in range(JOURNAL + 1):
+        _apply(state, 0, 0, (i + 1) % 3)
+        expected = [(0, j % 3, (j + 1) % 3) for j in range(i + 1)]
+        assert state.changes_since(0) == (expected if i < JOURNAL else None)
+        assert state.changes_since(state.version - 1) == [(0, i % 3, (i + 1) % 3)]

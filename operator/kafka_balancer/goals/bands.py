@@ -149,6 +149,10 @@ class BandGoal(Goal):
             if not todo:
                 return
             progress = False
+            over = [b for b in todo if state.quantity(self.column)[b] > self.hi[b]]
+            if over and not self.affects_leadership():
+                # Moves of replicas only: many over brokers' sheds go together, in rounds.
+                progress |= search.shed_apart(self, over)
             for b in todo:
                 if state.quantity(self.column)[b] > self.hi[b]:
                     progress |= search.shed(self, b)

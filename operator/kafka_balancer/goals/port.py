@@ -29,6 +29,11 @@ class SearchPort(Protocol):
         taken."""
         ...
 
+    def shed_apart(self, goal: BandGoal, brokers: list[int]) -> bool:
+        """Move replicas off the over brokers ``brokers`` in rounds of moves judged together, as
+        far as their first choices go; whether anything moved."""
+        ...
+
     def shed(self, goal: BandGoal, broker: int) -> bool:
         """Move load off ``broker`` until it is inside ``goal``'s target band or nothing more can go;
         whether anything moved."""

@@ -18,8 +18,9 @@ from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import LEADERS, N_QUANTITIES, REPLICAS
 
-# Actions remembered for whoever keeps what they touched up to date (an exchange applies two).
-JOURNAL = 8
+# Actions remembered for whoever keeps what they touched up to date (an exchange applies two, a
+# round of sheds apart one per broker it touches).
+JOURNAL = 64
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,8 @@ CANDIDATE_LIMIT = sum(BATCHES)
 MAX_SOURCES = 8
 SWAP_PARTNERS = 4
 SWAP_SIDE = 48
+# Candidates each broker offers per round of sheds apart: its first choice is usually taken.
+APART_HEAD = 1
 # Followers asked to trade a heavy leadership for a light one (the lightest brokers first).
 TRADE_PARTNERS = 8
 # What a leader carries and a follower does not: the room a trade of leaderships makes.
@@ -53,9 +55,14 @@ def preference(
         per_unit = np.where(alive & (useful > 0), cost / useful, np.inf)
     head = np.arange(len(parts))
     if len(parts) > limit:
-        head = np.argpartition(per_unit, limit)[:limit]
+        # Every candidate tied with the last one kept is ranked by the other keys too: replicas
+        # the plan already moves all cost 0, and a cut among them by position alone would keep
+        # any of them (a round of sheds apart asks each broker for its single best).
+        last = np.partition(per_unit, limit - 1)[limit - 1]
+        head = np.nonzero(per_unit <= last)[0]
     head = head[per_unit[head] < np.inf]
-    return head[np.lexsort((parts[head], side[head], cost[head], -useful[head], per_unit[head]))]
+    order = np.lexsort((parts[head], side[head], cost[head], -useful[head], per_unit[head]))
+    return head[order[:limit]]
 
 
 class Pool:
@@ -269,11 +276,20 @@ class Search:
 
         One evaluation serves them all: a move's vetoes, gain and ranking read only its own
         partition and its two brokers, which no earlier move of the call changed, so each is
-        judged on the state it is applied to, as ``place`` would judge it."""
+        judged on the state it is applied to, as ``place`` would judge it among the brokers the
+        call has not touched (one it touched may have become a better destination meanwhile)."""
+        applied, refused = self._apart(goal, cands, in_order=False)
+        return len(applied), refused
+
+    def _apart(self, goal: Goal, cands: Candidates, in_order: bool) -> tuple[list[int], BoolArray]:
+        """``place_apart``, returning the rows applied; ``in_order``: a source whose first
+        acceptable candidate waits (every best destination touched) moves nothing more in this
+        call, so that each source's moves keep its order of preference."""
         state = self.state
         refused = np.ones(len(cands), dtype=bool)
+        done: list[int] = []
         if len(cands) == 0:
-            return 0, refused
+            return done, refused
         allowed = self._allowed(cands, None)
         src, dst = goal.evaluate(state, cands, target=True)
         ok = allowed & (
@@ -283,7 +299,7 @@ class Search:
         rows = np.nonzero(ok.any(axis=1))[0]
         refused[rows] = False
         if len(rows) == 0:
-            return 0, refused
+            return done, refused
         later = self._later_cost(cands.take(rows))
         gain = src[rows, None] + dst[rows]
         other_rack = state.rack[None, :] != state.rack[cands.src[rows]][:, None]
@@ -294,7 +310,6 @@ class Search:
             ties &= key == np.where(ties, key, np.inf).min(axis=1, keepdims=True)
         touched = np.zeros(state.n_brokers, dtype=bool)
         changed: set[int] = set()
-        applied = 0
         for i, k in enumerate(rows.tolist()):
             x, p = int(cands.src[k]), int(cands.part[k])
             if touched[x] or p in changed:
@@ -304,14 +319,16 @@ class Search:
             # rather than sent to a worse destination.
             open_ties = ties[i] & ~touched
             if not open_ties.any():
+                if in_order:
+                    touched[x] = True
                 continue
             y = int(np.argmax(open_ties))
             state.apply(cands, k, y)
             touched[[x, y]] = True
             changed.add(p)
-            applied += 1
-        self.actions += applied
-        return applied, refused
+            done.append(k)
+        self.actions += len(done)
+        return done, refused
 
     def hand_over(self, cands: Candidates) -> int | None:
         """Apply the acceptable leader change (each candidate names its new leader) that costs the
@@ -352,6 +369,48 @@ class Search:
         if goal.affects_leadership():
             batches.insert(0, self.state.leadership_away(broker, parts))
         return Candidates.concat(batches)
+
+    def shed_apart(self, goal: BandGoal, brokers: list[int]) -> bool:
+        """Move replicas off the over brokers ``brokers`` in rounds, each judged once: every
+        broker still above its target band offers the head of its candidates (in its shed's
+        order of preference), and each moves its first acceptable one at its best destination,
+        unless a move of the round touched that destination or its partition (then it waits for
+        the next round). A broker whose head no broker would take leaves the rounds: its shed,
+        with deeper batches, exchanges and the lenient last resort, does the rest. Whether
+        anything moved.
+
+        A capacity or count goal's shed moves thousands of replicas off a few brokers; one at a
+        time, each cost a whole evaluation of vetoes, gain and the goals to come."""
+        state = self.state
+        pools = {b: self._pool(goal, state.replica_moves(b)) for b in brokers}
+        progress = False
+        while pools:
+            heads = []
+            for b in list(pools):
+                if not (goal.excess(state, b) > 0 and goal.needs_fix_at(state, b) > EPSILON):
+                    del pools[b]
+                    continue
+                pool = pools[b]
+                head = pool.ordered(goal.excess(state, b), APART_HEAD)
+                if len(head) == 0:
+                    del pools[b]
+                    continue
+                heads.append(pool.cands.take(head))
+            if not heads:
+                break
+            cands = Candidates.concat(heads)
+            applied, refused = self._apart(goal, cands, in_order=True)
+            if not applied:
+                # The round's first acceptable move is always applied: none was acceptable.
+                break
+            for k in applied:
+                pools[int(cands.src[k])].retire(int(cands.part[k]))
+            progress = True
+            # A broker none of whose head any broker would take leaves the rounds.
+            for b in np.unique(cands.src[refused]).tolist():
+                if refused[cands.src == b].all():
+                    del pools[b]
+        return progress
 
     def shed(self, goal: BandGoal, broker: int) -> bool:
         state = self.state
