@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 
@@ -19,8 +20,8 @@ from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import LEADERS, N_QUANTITIES, REPLICAS
 
 # Actions remembered for whoever keeps what they touched up to date (an exchange applies two, a
-# round of sheds apart one per broker it touches).
-JOURNAL = 64
+# round of sheds apart up to one per two brokers).
+JOURNAL = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +170,9 @@ class WorkingModel:
         first; None when that is too far back to tell (or ``version`` is None)."""
         if version is None or not 0 <= self.version - version <= len(self._journal):
             return None
-        return list(self._journal)[len(self._journal) - (self.version - version) :]
+        latest = list(islice(reversed(self._journal), self.version - version))
+        latest.reverse()
+        return latest
 
     def quantity(self, column: int) -> FloatArray:
         """Per-broker value of a candidate-delta column (a resource, or a count)."""
