@@ -489,12 +489,24 @@ class Search:
         out = {}
         for s, pool in pools.items():
             changed = pool.changed | {p for p, _, _ in changes}
-            keep = np.nonzero(np.isin(pool.cands.part, np.fromiter(changed, dtype=np.int64), invert=True))[0]
             again = [
                 p
                 for p in sorted(changed)
                 if p in state.partitions_on[s] and not (state.replicas[p] == broker).any()
             ]
+            # A donor's pool holds each partition once, in partition order: its changed rows are
+            # found by bisection.
+            parts = pool.cands.part
+            wanted = np.fromiter(changed, dtype=np.int64, count=len(changed))
+            at = np.minimum(np.searchsorted(parts, wanted), max(len(parts) - 1, 0))
+            stale = at[parts[at] == wanted] if len(parts) else at[:0]
+            if len(stale) == 0 and not again:
+                # No row changed, and a pool's retired rows are only those of changed partitions:
+                # the pool is the one built anew, every row live.
+                pool.changed = set()
+                out[s] = pool
+                continue
+            keep = np.delete(np.arange(len(parts)), stale)
             cands = Candidates.concat(
                 [pool.cands.take(keep), state.replica_moves(s, np.array(again, dtype=np.int64))]
             )
