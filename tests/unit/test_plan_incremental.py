@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kafka_balancer.formats.snapshot import parse_snapshot
@@ -24,7 +24,7 @@ from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.math import FloatArray
 from kafka_balancer.model.quantities import REPLICAS
 from kafka_balancer.model.working import JOURNAL, WorkingModel
-from kafka_balancer.planner.search import Pool, Search
+from kafka_balancer.planner.search import Pool, Search, preference
 from tests.unit.clusters import broker, drawn_partitions, partition, snapshot
 
 
@@ -207,3 +207,21 @@ def test_the_journal_tells_the_latest_actions_and_nothing_further_back() -> None
         expected = [(0, j % 3, (j + 1) % 3) for j in range(i + 1)]
         assert state.changes_since(0) == (expected if i < JOURNAL else None)
         assert state.changes_since(state.version - 1) == [(0, i % 3, (i + 1) % 3)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 39), max_size=40), st.integers(1, 4))
+@example(ranks=list(range(1, 12)), limit=2)  # the best row live, the next eleven retired
+def test_a_pools_order_after_retiring_rows_is_its_live_rows_ranked_anew(ranks: list[int], limit: int) -> None:
+    """A shed's pool is ranked once and then only loses rows (drawn by their first rank, so that
+    runs of retired rows sit right after live ones): asked after each retirement, its first rows
+    are those of ranking its live rows anew."""
+    parts = [partition(f"t{n % 3}", n, [0], disk=1e9 * (1 + (7 * n) % 40)) for n in range(40)]
+    state = WorkingModel(parse_snapshot(snapshot([broker(b, "ab"[b % 2]) for b in range(3)], parts)))
+    pool = Pool(state.replica_moves(0), REPLICAS, Search(state)._norm)
+    c, need = pool.cands, 100.0
+    first = preference(pool.benefit, c.cost, need, c.part, pool.side, pool.alive, len(c))
+    for rank in ranks:
+        pool.retire(int(c.part[first[rank]]))
+        anew = preference(pool.benefit, c.cost, need, c.part, pool.side, pool.alive, len(c))
+        assert pool.ordered(need, limit).tolist() == anew[:limit].tolist()

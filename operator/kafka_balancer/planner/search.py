@@ -80,18 +80,31 @@ class Pool:
         # Partitions retired since the pool was built: their rows are all that may differ
         # from a pool built now.
         self.changed: set[int] = set()
+        self._most = float(self.benefit.max()) if len(self.cands) else 0.0
         self._whole: IntArray | None = None
+        # Where in ``_whole`` the first live row may be: every row before it is retired.
+        self._first = 0
 
     def ordered(self, need: float, limit: int) -> IntArray:
         """Rows of ``cands`` in order of preference; the search takes them batch by batch, so
         the rows after the first acceptable one are never copied."""
         c = self.cands
-        if len(c) and need >= float(self.benefit.max()):
+        if len(c) and need >= self._most:
             # Every candidate's benefit is wholly useful, so the order does not depend on the
             # need: sorted once, then only the retired rows are dropped.
             if self._whole is None:
                 self._whole = preference(self.benefit, c.cost, need, c.part, self.side, self.alive, len(c))
-            return self._whole[self.alive[self._whole]][:limit]
+            whole, alive = self._whole, self.alive
+            while self._first < len(whole) and not alive[whole[self._first]]:
+                self._first += 1
+            # Retired rows are few ahead of the live ones (a shed takes its best first): a
+            # window of the next rows usually holds ``limit`` live ones.
+            rest = whole[self._first :]
+            window = rest[: 4 * limit]
+            live = window[alive[window]]
+            if len(live) < limit and len(window) < len(rest):
+                live = rest[alive[rest]]
+            return live[:limit]
         return preference(self.benefit, c.cost, need, c.part, self.side, self.alive, limit)
 
     def retire(self, part: int) -> None:
