@@ -40,20 +40,9 @@ GOALS = (
 CAPACITIES = ["--disk-capacity", "1e11", "--network-capacity", "1e8", "--cpu-capacity", "8"]
 
 
-def offsets_topic_on_the_initial_brokers(bed: KafkaBed) -> None:
-    """Kafka creates __consumer_offsets at the first consumer group: made while the extra broker is
-    up it would keep replicas on that broker once the test stops it."""
-    topic = create_topic(bed, "offsets", [[1, 2]])
-    writer = Writer(bed, topic)
-    writer.write(1, 10)
-    assert consume_digest(bed.bootstrap_servers, topic, writer.sent) == writer.result()
-    delete_topic(bed, topic)
-
-
 def test_replicas_on_a_failed_log_dir_are_rehomed_in_their_rack_with_every_message_kept(
     kafka_bed: KafkaBed, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    offsets_topic_on_the_initial_brokers(kafka_bed)
     with extra_broker(kafka_bed, rack="a") as broker:
         topic = create_topic(kafka_bed, "offlinedir", [[broker, 2, 3]] * 6)
         admin = KafkaAdmin(kafka_bed.bootstrap_servers)

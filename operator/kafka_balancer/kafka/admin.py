@@ -234,6 +234,10 @@ T = TypeVar("T")
 # Reads through kafka-python: attempts, and the pause before a retry on a fresh client.
 READ_ATTEMPTS = 3
 READ_RETRY_S = 1.0
+# A kafka-python client made for one call's time serves the next calls unless they must end this
+# much sooner: each call's time left is a hair short of the last one's, and a new client costs a
+# bootstrap.
+CLIENT_TIMEOUT_SLACK_S = 1.0
 
 
 # What a request that got no answer in time raises: the future's own timeout, librdkafka's codes,
@@ -300,6 +304,8 @@ class KafkaAdmin:
         self._kp_config = kafka_python_config(bootstrap, props)
         self._kp: KafkaAdminClient | None = None
         self._kp_timeout_s = 0.0
+        # Bootstrap server -> when (time.monotonic()) a client bootstrapping from it got no answer.
+        self._unanswered_at: dict[str, float] = {}
 
     def _timeout(self, what: str) -> float:
         """Seconds ``what`` may wait for an answer."""
@@ -326,21 +332,39 @@ class KafkaAdmin:
     def _kafka_python(self, timeout_s: float) -> KafkaAdminClient:
         """The kafka-python client, made anew when a call may wait for less than its timeout (it
         takes the timeout when it is made)."""
-        if self._kp is not None and self._kp_timeout_s > timeout_s:
+        if self._kp is not None and self._kp_timeout_s > timeout_s + CLIENT_TIMEOUT_SLACK_S:
             self._drop_kafka_python()
         if self._kp is None:
-            timeout_ms = int(timeout_s * 1000)
-            try:
-                config = {
-                    **self._kp_config,
-                    "request_timeout_ms": timeout_ms,
-                    "bootstrap_timeout_ms": timeout_ms,
-                }
-                self._kp = KafkaAdminClient(**config)
-            except Exception as err:
-                raise _fail("connecting the reassignment client", err, timeout_s) from err
+            self._kp = self._connect_kafka_python(timeout_s)
             self._kp_timeout_s = timeout_s
         return self._kp
+
+    def _connect_kafka_python(self, timeout_s: float) -> KafkaAdminClient:
+        """A kafka-python client bootstrapped from one server at a time, each given an even share of
+        the time left, the servers that went unanswered last (the longest ago first).
+
+        Given them all, kafka-python bootstraps from one picked at random and waits its whole
+        timeout there when that broker hangs (its kernel still takes the connection): with n
+        servers, each new client had one chance in n of spending the call's whole time on it."""
+        servers: list[str] = sorted(
+            self._kp_config["bootstrap_servers"], key=lambda server: self._unanswered_at.get(server, -1.0)
+        )
+        deadline = time.monotonic() + timeout_s
+        for untried, server in zip(range(len(servers), 0, -1), servers, strict=True):
+            share = max(deadline - time.monotonic(), 0.0) / untried
+            config = {
+                **self._kp_config,
+                "bootstrap_servers": [server],
+                "request_timeout_ms": int(timeout_s * 1000),
+                "bootstrap_timeout_ms": int(share * 1000),
+            }
+            try:
+                return KafkaAdminClient(**config)
+            except Exception as err:
+                if untried == 1 or not _unanswered(err):
+                    raise _fail("connecting the reassignment client", err, timeout_s) from err
+                self._unanswered_at[server] = time.monotonic()
+        raise AssertionError("unreachable: the last server returns or raises")
 
     def _read_with_kafka_python(
         self, what: str, call: Callable[[KafkaAdminClient], T], *, controller: bool = False
