@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +24,26 @@ if TYPE_CHECKING:
 MARGIN = 1e-6
 
 
+@dataclass(frozen=True, slots=True)
+class RackShortfall:
+    """A rack whose total of a goal's quantity lies outside the sum of its brokers' bands, and
+    that no plan can change (RackAware keeps every replica in its rack)."""
+
+    rack: str
+    total: float
+    least: float
+    most: float
+
+
+@dataclass(frozen=True, slots=True)
+class RackAim:
+    """Where a distribution goal aims when some racks cannot meet its contract: ``band`` is the
+    contract's, but for the brokers of the ``short`` racks, aimed at their rack's own mean."""
+
+    band: GoalBand
+    short: tuple[RackShortfall, ...]
+
+
 def _outside(q: FloatArray, lo: FloatArray, hi: FloatArray) -> FloatArray:
     """``math.outside_band`` without its input conversions, for the hot path (float arrays only)."""
     return np.maximum(q - hi, 0.0) + np.maximum(lo - q, 0.0)
@@ -31,28 +52,33 @@ def _outside(q: FloatArray, lo: FloatArray, hi: FloatArray) -> FloatArray:
 class BandGoal(Goal):
     """Keeps ``state.quantity(column)`` of every broker within a band.
 
-    Three bands: ``lo..hi`` is the contract (reports, which brokers need fixing); the veto band
-    is the contract minus a floating-point margin; the target band is where fixed brokers go.
+    ``lo..hi`` is the contract (status, reports, the bytes-moved bound). The optimizer aims at the
+    contract too, but where a rack cannot meet it (``aim``: RackAware keeps the rack's total as it
+    is) at the rack's own mean: the closest balance the constraints allow. From the aim come the
+    veto band (minus a floating-point margin) and the target band, where fixed brokers go.
     """
 
     _cache_key: tuple[int, bool] | None = None
     _cache: tuple[FloatArray, FloatArray]
 
-    def __init__(self, spec: GoalSpec, band: GoalBand) -> None:
+    def __init__(self, spec: GoalSpec, band: GoalBand, aim: RackAim | None = None) -> None:
         super().__init__(spec)
         self.band = band
         self.column = band.column
         self.lo, self.hi, self.scale = band.lo, band.hi, band.scale
         self.active = band.enforced
+        self.rack_aim = aim
+        aimed = band if aim is None else aim.band
+        self.aim_lo, self.aim_hi = aimed.lo, aimed.hi
         # Resources are floats: keep planned brokers a hair inside; counts are exact integers.
         margin = MARGIN if band.column < REPLICAS else 0.0
         slack = margin * self.scale
-        self.veto_lo = np.where(self.lo > 0, self.lo + slack, self.lo)
-        self.veto_hi = self.hi - slack
+        self.veto_lo = np.where(self.aim_lo > 0, self.aim_lo + slack, self.aim_lo)
+        self.veto_hi = self.aim_hi - slack
         self.target_lo = np.maximum(
-            np.where(band.target_lo > 0, band.target_lo + slack, band.target_lo), self.veto_lo
+            np.where(aimed.target_lo > 0, aimed.target_lo + slack, aimed.target_lo), self.veto_lo
         )
-        self.target_hi = np.minimum(band.target_hi - slack, self.veto_hi)
+        self.target_hi = np.minimum(aimed.target_hi - slack, self.veto_hi)
 
     def band_edges(self, target: bool) -> tuple[FloatArray, FloatArray]:
         """The target band (where a broker being fixed is aimed) or the veto band."""
@@ -71,7 +97,13 @@ class BandGoal(Goal):
         return self.column in (Resource.NETWORK_OUT, Resource.CPU, LEADERS)
 
     def needs_fix(self, state: WorkingModel) -> FloatArray:
-        """Per-broker contract violation (relative); brokers above EPSILON get fixed."""
+        """Per-broker distance outside the aimed band (relative); brokers above EPSILON get fixed."""
+        if not self.active:
+            return np.zeros(state.n_brokers)
+        return math.outside_band(state.quantity(self.column), self.aim_lo, self.aim_hi) / self.scale
+
+    def contract_violation(self, state: WorkingModel) -> FloatArray:
+        """Per-broker distance outside the contract's band (relative)."""
         if not self.active:
             return np.zeros(state.n_brokers)
         return math.outside_band(state.quantity(self.column), self.lo, self.hi) / self.scale
@@ -108,7 +140,7 @@ class BandGoal(Goal):
         if not self.active:
             return 0.0
         q = self._value(state, broker)
-        outside = max(q - float(self.hi[broker]), 0.0) + max(float(self.lo[broker]) - q, 0.0)
+        outside = max(q - float(self.aim_hi[broker]), 0.0) + max(float(self.aim_lo[broker]) - q, 0.0)
         return outside / float(self.scale[broker])
 
     def _value(self, state: WorkingModel, broker: int) -> float:
@@ -119,12 +151,10 @@ class BandGoal(Goal):
         return float(counts[broker])
 
     def violation(self, state: WorkingModel) -> float:
-        if not self.active:
-            return 0.0
-        return float((math.outside_band(state.quantity(self.column), self.lo, self.hi) / self.scale).sum())
+        return float(self.contract_violation(state).sum())
 
     def status(self, state: WorkingModel) -> GoalStatus:
-        fix = self.needs_fix(state)
+        fix = self.contract_violation(state)
         worst = self.worst_deviation(state)
         if not (fix > EPSILON).any():
             return GoalStatus(True, worst, "")
@@ -134,7 +164,24 @@ class BandGoal(Goal):
             f"broker {int(state.broker_ids[b])} has {self.describe(q, b)}, "
             f"band {self.describe(float(self.lo[b]), b)} .. {self.describe(float(self.hi[b]), b)}"
         )
-        return GoalStatus(False, worst, detail)
+        return GoalStatus(False, worst, detail + self._why_short(state, b))
+
+    def _why_short(self, state: WorkingModel, broker: int) -> str:
+        """Why ``broker`` cannot be brought into the band, when its rack is why."""
+        rack = state.rack_names[int(state.rack[broker])]
+        short = [s for s in self.rack_aim.short if s.rack == rack] if self.rack_aim is not None else []
+        if not short:
+            return ""
+        unit = (
+            {REPLICAS: "replicas", LEADERS: "leaders"}[self.column]
+            if self.column >= REPLICAS
+            else Resource(self.column).key
+        )
+        return (
+            f"; rack {rack} holds {short[0].total:.6g} {unit}, which RackAware keeps in it, and its "
+            f"brokers' bands add up to {short[0].least:.6g} .. {short[0].most:.6g}: they are "
+            "balanced around the rack's own mean instead"
+        )
 
     def describe(self, value: float, broker: int) -> str:
         return f"{value:.6g}"
@@ -149,15 +196,15 @@ class BandGoal(Goal):
             if not todo:
                 return
             progress = False
-            over = [b for b in todo if state.quantity(self.column)[b] > self.hi[b]]
+            over = [b for b in todo if state.quantity(self.column)[b] > self.aim_hi[b]]
             if over and not self.affects_leadership():
                 # Moves of replicas only: many over brokers' sheds go together, in rounds.
                 progress |= search.shed_apart(self, over)
             for b in todo:
-                if state.quantity(self.column)[b] > self.hi[b]:
+                if state.quantity(self.column)[b] > self.aim_hi[b]:
                     progress |= search.shed(self, b)
             for b in todo:
-                if state.quantity(self.column)[b] < self.lo[b] and self.needs_fix_at(state, b) > EPSILON:
+                if state.quantity(self.column)[b] < self.aim_lo[b] and self.needs_fix_at(state, b) > EPSILON:
                     progress |= search.fill(self, b)
             if not progress:
                 return
@@ -186,7 +233,7 @@ class CapacityGoal(BandGoal):
         base = super().status(state)
         if base.satisfied:
             return base
-        b = int(np.argmax(self.needs_fix(state)))
+        b = int(np.argmax(self.contract_violation(state)))
         q = float(state.quantity(self.column)[b])
         limit = (
             f"at most {self.hi[b]:.0f} replicas"
@@ -227,14 +274,52 @@ class DistributionGoal(BandGoal):
         return f"{100.0 * value / cap:.2f}% utilisation" if cap > 0 else f"{value:.6g}"
 
 
-def band_goal(spec: GoalSpec, state: WorkingModel) -> BandGoal:
+def band_goal(spec: GoalSpec, state: WorkingModel, racks_held: bool = False) -> BandGoal:
+    """``racks_held``: RackAware is hard or optimised before this goal, so no move breaks it."""
     column = goal_column(spec.type)
     capacity = state.capacity[:, column] if column < REPLICAS else None
     band = goal_band(
         spec, state.quantity(column), capacity, state.share, state.active, state.demoted, _kept(state, column)
     )
-    kind = CapacityGoal if spec.type.family is GoalFamily.CAPACITY else DistributionGoal
-    return kind(spec, band)
+    if spec.type.family is GoalFamily.CAPACITY:
+        return CapacityGoal(spec, band)
+    totals = state.rack_totals(column) if racks_held else None
+    aim = rack_aim(band, state, totals) if totals is not None else None
+    return DistributionGoal(spec, band, aim)
+
+
+def rack_aim(band: GoalBand, state: WorkingModel, totals: FloatArray) -> RackAim | None:
+    """The band of a distribution goal whose rack totals no plan can change, with each rack that
+    cannot meet the contract (its total outside the sum of its brokers' bands) aimed at its own
+    mean: the contract's expected quantities scaled by the rack's total over their sum. That is
+    the split with the least worst deviation the rack allows. A count is aimed at that split
+    exactly (floor .. ceil), which whole replicas reach; a resource within ± range of it, as
+    partitions of uneven sizes would chase a split to the byte with ever smaller moves. None when
+    every rack can meet the contract."""
+    lo, hi = band.lo.copy(), band.hi.copy()
+    target_lo, target_hi = band.target_lo.copy(), band.target_hi.copy()
+    short: list[RackShortfall] = []
+    for rack, name in enumerate(state.rack_names):
+        members = (state.rack == rack) & band.counted
+        total = float(totals[rack])
+        expected = float(band.expected[members].sum())
+        least, most = float(band.lo[members].sum()), float(band.hi[members].sum())
+        if expected <= 0 or least <= total <= most:
+            continue
+        short.append(RackShortfall(name, total, least, most))
+        factor = total / expected
+        if band.column >= REPLICAS:
+            lo[members], hi[members] = math.count_bounds(band.expected[members] * factor, 0.0)
+            target_lo[members], target_hi[members] = lo[members], hi[members]
+        else:
+            # Resource bands are the mean times each broker's share: linear in the mean.
+            lo[members], hi[members] = band.lo[members] * factor, band.hi[members] * factor
+            target_lo[members] = band.target_lo[members] * factor
+            target_hi[members] = band.target_hi[members] * factor
+    if not short:
+        return None
+    aimed = replace(band, lo=lo, hi=hi, target_lo=target_lo, target_hi=target_hi)
+    return RackAim(aimed, tuple(short))
 
 
 def _kept(state: WorkingModel, column: int) -> FloatArray | None:

@@ -14,12 +14,13 @@ if TYPE_CHECKING:
     from kafka_balancer.model.working import WorkingModel
 
 
-def build_goal(spec: GoalSpec, state: WorkingModel) -> Goal:
+def build_goal(spec: GoalSpec, state: WorkingModel, racks_held: bool = False) -> Goal:
+    """``racks_held``: RackAware is hard or optimised before ``spec``, so no move breaks it."""
     if spec.type is GoalType.RACK_AWARE:
         return RackAwareGoal(spec, state)
     if spec.type is GoalType.TOPIC_REPLICA_DISTRIBUTION:
         return TopicReplicaDistributionGoal(spec, state)
-    return band_goal(spec, state)
+    return band_goal(spec, state, racks_held)
 
 
 def priority_order(specs: tuple[GoalSpec, ...]) -> list[GoalSpec]:

@@ -126,6 +126,7 @@ class WorkingModel:
         self._quantities_key = -1
         self._quantities: FloatArray = np.zeros((0, N_QUANTITIES))
         self._parts_on: dict[int, IntArray] = {}
+        self._racks_fixed: bool | None = None
         self._recount()
 
     def _recount(self) -> None:
@@ -150,6 +151,62 @@ class WorkingModel:
         self.partitions_on: list[set[int]] = [
             set(sorted_parts[bounds[b] : bounds[b + 1]].tolist()) for b in range(self.n_brokers)
         ]
+
+    def racks_fixed(self) -> bool:
+        """Whether, while no rack holds more than its limit of a partition's replicas, no replica
+        can change rack: every movable partition of the original assignment holds exactly its
+        limit in every rack with an active broker (so in each rack it loses as many replicas as it
+        gains), and no partition RackAware does not judge has to move (an excluded topic's leaving
+        a draining broker or an offline log dir may change its rack)."""
+        if self._racks_fixed is None:
+            self._racks_fixed = self._count_racks_fixed()
+        return self._racks_fixed
+
+    def _count_racks_fixed(self) -> bool:
+        parts = np.nonzero(self.movable)[0]
+        if not len(parts) or self.n_racks < 2 or self._unjudged_leave():
+            return False
+        n_r = len(self.rack_names)
+        live = np.zeros(n_r, dtype=bool)
+        live[self.rack[self.active]] = True
+        # Racks of the original assignment (the moves are from it); n_r for an empty slot.
+        rows = self.original_replicas[parts]
+        racks = np.where(rows >= 0, self.rack[np.where(rows >= 0, rows, 0)], n_r)
+        counts = (racks[:, :, None] == np.arange(n_r)).sum(axis=1)
+        return bool((counts[:, live] == self.rack_limit[parts][:, None]).all() and not counts[:, ~live].any())
+
+    def rack_totals(self, column: int) -> FloatArray | None:
+        """Each rack's total of ``column`` in every plan that meets RackAware, where that total
+        is the same for all of them, whatever the assignment now: every movable partition's
+        replication factor fills each rack with an active broker to its limit (met, RackAware
+        leaves it exactly its limit in each), no partition RackAware does not judge has to move,
+        and ``column`` is the replica count or a resource a leader carries no more of than a
+        follower (disk, bytes in), so no change of leader shifts it between racks. None otherwise."""
+        if column == LEADERS or self.n_racks < 2:
+            return None
+        per_replica = self.follower_load[:, column] if column < REPLICAS else np.ones(len(self.rf))
+        if column < REPLICAS and not np.array_equal(self.leader_load[:, column], per_replica):
+            return None
+        movable = self.movable
+        if not (self.rf[movable] == self.rack_limit[movable] * self.n_racks).all() or self._unjudged_leave():
+            return None
+        totals = np.zeros(len(self.rack_names))
+        live = np.unique(self.rack[self.active])
+        totals[live] = float((self.rack_limit[movable] * per_replica[movable]).sum())
+        # A partition of an excluded topic stays where it is.
+        rows = self.original_replicas[~movable]
+        held = rows >= 0
+        each = np.broadcast_to(per_replica[~movable][:, None], rows.shape)
+        np.add.at(totals, self.rack[rows[held]], each[held])
+        return totals
+
+    def _unjudged_leave(self) -> bool:
+        """Whether a partition RackAware does not judge (an excluded topic's) has to move: off a
+        draining broker or an offline log dir, into any rack."""
+        held = self.original_replicas >= 0
+        leaving = np.asarray(((~self.active)[np.where(held, self.original_replicas, 0)] & held).any(axis=1))
+        leaving[[p for p, _, _ in self.offline_replicas]] = True
+        return bool((leaving & ~self.movable).any())
 
     # ---- quantities -------------------------------------------------------------------
 

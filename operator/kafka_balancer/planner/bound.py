@@ -65,10 +65,14 @@ class BoundBands:
     rack_aware: bool = False
 
 
-def bound_bands(met: list[Goal]) -> BoundBands:
+def bound_bands(met: list[Goal], aimed: list[BandGoal] | None = None) -> BoundBands:
     """The bands of the goals a plan met that the bytes-moved bound can use: disk and replica
-    count per broker (the tightest of every such goal) and the topic cells."""
+    count per broker (the tightest of every such goal) and the topic cells; and of the ``aimed``
+    goals, whose contract no plan can meet, the band the plan met instead (``aim_lo .. aim_hi``)."""
     per_broker: dict[int, list[Band]] = {int(Resource.DISK): [], REPLICAS: []}
+    for aiming in aimed or []:
+        if aiming.active and aiming.column in per_broker:
+            per_broker[aiming.column].append((aiming.aim_lo, aiming.aim_hi))
     topic: Band | None = None
     rack_aware = False
     for goal in met:
@@ -107,7 +111,7 @@ def bytes_moved_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
         active, _removed(state, bands, part, broker, weight, topic, disk_on, count_on, cells), disk_on
     )
     added = np.where(active, _added(state, bands, disk_on, count_on, cells), 0.0)
-    if bands.rack_aware and _rack_bound(state):
+    if bands.rack_aware and state.racks_fixed():
         n_r = len(state.rack_names)
         per_rack = np.maximum(
             np.bincount(state.rack, weights=removed, minlength=n_r),
@@ -115,30 +119,6 @@ def bytes_moved_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
         )
         return float(per_rack.sum())
     return float(max(removed.sum(), added.sum()))
-
-
-def _rack_bound(state: WorkingModel) -> bool:
-    """Whether every movable partition holds exactly its rack limit in every rack with an active
-    broker (then, RackAware met, none of its replicas can change rack: fact 4) and no other
-    partition has to move."""
-    parts = np.nonzero(state.movable)[0]
-    if not len(parts) or state.n_racks < 2:
-        return False
-    # A partition of an excluded topic moves only off a draining broker or an offline log dir,
-    # and RackAware does not judge it: such a move may change its rack.
-    held = state.original_replicas >= 0
-    leaving = np.asarray(((~state.active)[np.where(held, state.original_replicas, 0)] & held).any(axis=1))
-    leaving[[p for p, _, _ in state.offline_replicas]] = True
-    if (leaving & ~state.movable).any():
-        return False
-    n_r = len(state.rack_names)
-    live = np.zeros(n_r, dtype=bool)
-    live[state.rack[state.active]] = True
-    # Racks of the original assignment (the moves are from it); n_r for an empty slot.
-    rows = state.original_replicas[parts]
-    racks = np.where(rows >= 0, state.rack[np.where(rows >= 0, rows, 0)], n_r)
-    counts = (racks[:, :, None] == np.arange(n_r)).sum(axis=1)
-    return bool((counts[:, live] == state.rack_limit[parts][:, None]).all() and not counts[:, ~live].any())
 
 
 def _removed(

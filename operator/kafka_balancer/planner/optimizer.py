@@ -15,7 +15,7 @@ import numpy as np
 
 from kafka_balancer.errors import InfeasibleError
 from kafka_balancer.goals.bands import BandGoal
-from kafka_balancer.goals.base import Goal
+from kafka_balancer.goals.base import EPSILON, Goal
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
 from kafka_balancer.model.candidates import Candidates
@@ -37,7 +37,11 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     state = WorkingModel(cluster)
     # The intra-broker goals act between a broker's log dirs, once the brokers are settled.
     ordered = priority_order(tuple(s for s in specs if not s.type.intra_broker))
-    goals = [build_goal(spec, state) for spec in ordered]
+    rack_aware = [i for i, spec in enumerate(ordered) if spec.type is GoalType.RACK_AWARE]
+    goals = [
+        build_goal(spec, state, racks_held=any(ordered[j].hard or j < i for j in rack_aware))
+        for i, spec in enumerate(ordered)
+    ]
     _check_feasible(state, goals)
     before_loads = state.broker_loads()
     before = [g.status(state) for g in goals]
@@ -66,7 +70,12 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     reassignments, figures = diff(state)
     log_dirs = plan_log_dirs(cluster, reassignments, specs)
     met = [g for g, status in zip(goals, after, strict=True) if status.satisfied]
-    lower = bytes_moved_lower_bound(state, bound_bands(met))
+    aimed = [
+        g
+        for g in goals
+        if isinstance(g, BandGoal) and g.rack_aim is not None and not (g.needs_fix(state) > EPSILON).any()
+    ]
+    lower = bytes_moved_lower_bound(state, bound_bands(met, aimed))
     return Plan(
         reassignments=log_dirs.reassignments,
         figures=replace(

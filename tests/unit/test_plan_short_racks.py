@@ -1,0 +1,83 @@
+"""A distribution band a rack cannot meet: replication factor 3 on 3 racks puts one replica of every
+partition in each rack, so a rack of two brokers beside racks of one holds a third of the replicas on
+half the brokers a fair share would give it. The planner gets as close as that allows (the rack's own
+mean) and says why the band is missed, instead of stopping where no single move narrows the miss."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit import checker
+from tests.unit.clusters import broker, goals_yaml, partition, run_plan, snapshot
+
+GB = 1.0e9
+
+
+def lopsided_rack(sizes: list[float]) -> dict[str, Any]:
+    """Racks a (brokers 0 and 1), b (2) and c (3); partition i on [0 or 1, 2, 3]: broker 0 holds
+    the first 36 partitions' replica in rack a, broker 1 the other 24."""
+    brokers = [broker(0, "a"), broker(1, "a"), broker(2, "b"), broker(3, "c")]
+    parts = [partition("t", i, [0 if i < 36 else 1, 2, 3], disk=size) for i, size in enumerate(sizes)]
+    return snapshot(brokers, parts)
+
+
+def _goal(report: dict[str, Any], goal_type: str) -> dict[str, Any]:
+    goals: list[dict[str, Any]] = [g for g in report["goals"] if g["type"] == goal_type]
+    assert len(goals) == 1
+    return goals[0]
+
+
+def test_a_replica_band_no_rack_split_can_meet_is_missed_by_the_least_the_racks_allow(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = lopsided_rack([GB] * 60)
+    goals = goals_yaml({"type": "RackAware"}, {"type": "ReplicaDistribution", "rangePercent": 10})
+    run = run_plan(tmp_path, capsys, snap, goals)
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    after = checker.apply_plan(snap, run.plan)
+    counts = {b: int(load["replicas"]) for b, load in checker.broker_loads(after).items()}
+    # 180 replicas on 4 brokers: band 40..50 each. Rack a keeps its 60, which 30 + 30 split best.
+    assert counts == {0: 30, 1: 30, 2: 60, 3: 60}
+    assert checker.rack_violations(after) == []
+    summary = run.report["summary"]
+    assert summary["replicaMoves"] == 6 and summary["crossRackBytes"] == 0.0
+    # Six replicas of 1 GB is the least any plan reaching 30 + 30 moves, and the bound says so.
+    assert summary["bytesMoved"] == summary["bytesMovedLowerBound"] == 6 * GB
+    outcome = _goal(run.report, "ReplicaDistribution")["after"]
+    assert not outcome["satisfied"]
+    assert outcome["worstDeviation"] == pytest.approx(100 * 15 / 45, abs=1e-3)  # 30 or 60 against 45
+    assert "rack a holds 60 replicas, which RackAware keeps in it" in outcome["detail"]
+    again = run_plan(tmp_path, capsys, after, goals)
+    assert again.plan == {"version": 1, "partitions": []}
+
+
+def test_a_disk_band_no_rack_split_can_meet_is_aimed_at_the_racks_own_mean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 1, 2 and 3 GB in turn: broker 0 starts with 72 GB, broker 1 with 48 of rack a's 120.
+    snap = lopsided_rack([(1 + i % 3) * GB for i in range(60)])
+    goals = goals_yaml({"type": "RackAware"}, {"type": "DiskDistribution", "rangePercent": 10})
+    run = run_plan(tmp_path, capsys, snap, goals)
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    after = checker.apply_plan(snap, run.plan)
+    disk = {b: load["disk"] for b, load in checker.broker_loads(after).items()}
+    # The cluster's band (90 GB ± 10 %) is out of rack a's reach; its own mean is 60 GB.
+    assert 54 * GB <= disk[0] <= 66 * GB and 54 * GB <= disk[1] <= 66 * GB, disk
+    assert disk[0] + disk[1] == 120 * GB and checker.rack_violations(after) == []
+    assert not _goal(run.report, "DiskDistribution")["after"]["satisfied"]
+    again = run_plan(tmp_path, capsys, after, goals)
+    assert again.plan == {"version": 1, "partitions": []}
+
+
+def test_without_rack_awareness_the_band_is_met_across_racks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = lopsided_rack([GB] * 60)
+    run = run_plan(tmp_path, capsys, snap, goals_yaml({"type": "ReplicaDistribution", "rangePercent": 10}))
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    counts = checker.broker_loads(checker.apply_plan(snap, run.plan))
+    assert all(40 <= load["replicas"] <= 50 for load in counts.values()), counts
+    assert _goal(run.report, "ReplicaDistribution")["after"]["satisfied"]
