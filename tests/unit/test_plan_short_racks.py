@@ -81,3 +81,34 @@ def test_without_rack_awareness_the_band_is_met_across_racks(
     counts = checker.broker_loads(checker.apply_plan(snap, run.plan))
     assert all(40 <= load["replicas"] <= 50 for load in counts.values()), counts
     assert _goal(run.report, "ReplicaDistribution")["after"]["satisfied"]
+
+
+def test_a_topic_no_rack_split_can_spread_evenly_is_split_evenly_within_its_rack(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Rack a's replica of every partition of x on broker 0, of y on broker 1: 30 + 30 replicas.
+    brokers = [broker(0, "a"), broker(1, "a"), broker(2, "b"), broker(3, "c")]
+    parts = [partition("x", i, [0, 2, 3]) for i in range(30)] + [
+        partition("y", i, [1, 2, 3]) for i in range(30)
+    ]
+    snap = snapshot(brokers, parts)
+    goals = goals_yaml(
+        {"type": "RackAware"},
+        {"type": "ReplicaDistribution", "rangePercent": 10},
+        {"type": "TopicReplicaDistribution", "rangePercent": 10},
+    )
+    run = run_plan(tmp_path, capsys, snap, goals)
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    after = checker.apply_plan(snap, run.plan)
+    cells = {(p["topic"], b): 0 for p in after["partitions"] for b in (0, 1)}
+    for p in after["partitions"]:
+        for b in set(p["replicas"]) & {0, 1}:
+            cells[(p["topic"], b)] += 1
+    # Each topic's 90 replicas: band 20..25 a broker, out of reach of rack a's 30 on two brokers.
+    assert cells == {("x", 0): 15, ("x", 1): 15, ("y", 0): 15, ("y", 1): 15}
+    assert checker.rack_violations(after) == []
+    outcome = _goal(run.report, "TopicReplicaDistribution")["after"]
+    assert outcome["worstDeviation"] == pytest.approx(100 * 7.5 / 22.5, abs=1e-3)  # 15 or 30 against 22.5
+    assert "rack a holds 30 of its replicas, which RackAware keeps in it" in outcome["detail"]
+    again = run_plan(tmp_path, capsys, after, goals)
+    assert again.plan == {"version": 1, "partitions": []}

@@ -19,7 +19,7 @@ def build_goal(spec: GoalSpec, state: WorkingModel, racks_held: bool = False) ->
     if spec.type is GoalType.RACK_AWARE:
         return RackAwareGoal(spec, state)
     if spec.type is GoalType.TOPIC_REPLICA_DISTRIBUTION:
-        return TopicReplicaDistributionGoal(spec, state)
+        return TopicReplicaDistributionGoal(spec, state, racks_held)
     return band_goal(spec, state, racks_held)
 
 

@@ -35,14 +35,23 @@ def _arrival(q: IntArray, lo: FloatArray, hi: FloatArray, scale: FloatArray) -> 
 
 
 class TopicReplicaDistributionGoal(Goal):
-    def __init__(self, spec: GoalSpec, state: WorkingModel) -> None:
+    def __init__(self, spec: GoalSpec, state: WorkingModel, racks_held: bool = False) -> None:
+        """``racks_held``: RackAware is hard or optimised before this goal, so no move breaks it."""
         super().__init__(spec)
         self.range = spec.range_percent / 100.0
         share = state.share
         self.fraction = share / share.sum() if share.sum() > 0 else share
         expected = state.topic_total[:, None] * self.fraction[None, :]
+        # The contract (status, reports, the bytes-moved bound) ...
         self.lo, self.hi = math.count_bounds(expected, self.range)
         self.expected = expected
+        # ... and where the optimizer aims: the contract, but for the cells of a topic in a rack
+        # that cannot meet it (``short``, [T, racks]), the rack's own share of that topic.
+        self.rack_totals = state.topic_rack_totals() if racks_held else None
+        self.aim_lo, self.aim_hi = self.lo, self.hi
+        self.short = np.zeros((state.n_topics, len(state.rack_names)), dtype=bool)
+        if self.rack_totals is not None:
+            self._aim_within_racks(state, self.rack_totals)
         self.scale = np.maximum(expected, 1.0)
         # An excluded topic (no movable partition) is left as it is, not counted as a violation.
         self.judged = np.zeros(state.n_topics, dtype=bool)
@@ -56,6 +65,23 @@ class TopicReplicaDistributionGoal(Goal):
         self._arrival: FloatArray = np.zeros((0, 0))
         self._arrival_key: int | None = None
 
+    def _aim_within_racks(self, state: WorkingModel, totals: FloatArray) -> None:
+        """Aim each topic's cells in a rack whose total of that topic (which no plan that meets
+        RackAware changes) lies outside the sum of their bands at that total split by the brokers'
+        shares, floor .. ceil: the split with the least worst deviation the rack allows."""
+        self.aim_lo, self.aim_hi = self.lo.copy(), self.hi.copy()
+        for rack in range(len(state.rack_names)):
+            members = (state.rack == rack) & (self.fraction > 0)
+            expected = self.expected[:, members].sum(axis=1)
+            least, most = self.lo[:, members].sum(axis=1), self.hi[:, members].sum(axis=1)
+            short = (expected > 0) & ((totals[:, rack] < least) | (totals[:, rack] > most))
+            if not short.any():
+                continue
+            cells = np.ix_(short, members)
+            split = self.expected[cells] * (totals[short, rack] / expected[short])[:, None]
+            self.aim_lo[cells], self.aim_hi[cells] = math.count_bounds(split, 0.0)
+            self.short[short, rack] = True
+
     def _arrivals(self, state: WorkingModel) -> FloatArray:
         """``[T, B]``: how far further outside its band (÷ its scale) each cell gets when a
         replica arrives, kept up to date from the actions since it was built (two cells each)
@@ -63,11 +89,11 @@ class TopicReplicaDistributionGoal(Goal):
         if self._arrival_key != state.version:
             changes = state.changes_since(self._arrival_key)
             if changes is None:
-                self._arrival = _arrival(state.topic_count, self.lo, self.hi, self.scale)
+                self._arrival = _arrival(state.topic_count, self.aim_lo, self.aim_hi, self.scale)
             else:
                 # Two cells an action, as Python numbers: gathering them as arrays cost ten
                 # times as much, and the arithmetic is _arrival's to the bit.
-                count, lo, hi, scale = state.topic_count, self.lo, self.hi, self.scale
+                count, lo, hi, scale = state.topic_count, self.aim_lo, self.aim_hi, self.scale
                 for p, src, dst in changes:
                     t = int(state.topic[p])
                     for b in (src, dst):
@@ -82,7 +108,15 @@ class TopicReplicaDistributionGoal(Goal):
         return np.asarray(parts[(state.replicas[parts] == broker).any(axis=1)], dtype=np.int64)
 
     def per_cell(self, state: WorkingModel) -> FloatArray:
-        outside = math.outside_band(state.topic_count, self.lo, self.hi) / self.scale
+        """``[T, B]``: each judged cell's distance outside its aimed band (÷ its scale)."""
+        return self._outside(state, self.aim_lo, self.aim_hi)
+
+    def contract_cells(self, state: WorkingModel) -> FloatArray:
+        """``[T, B]``: each judged cell's distance outside the contract's band (÷ its scale)."""
+        return self._outside(state, self.lo, self.hi)
+
+    def _outside(self, state: WorkingModel, lo: FloatArray, hi: FloatArray) -> FloatArray:
+        outside = math.outside_band(state.topic_count, lo, hi) / self.scale
         return np.asarray(np.where(self.judged[:, None], outside, 0.0), dtype=np.float64)
 
     def evaluate(
@@ -96,12 +130,12 @@ class TopicReplicaDistributionGoal(Goal):
         # it is at or past its top and by −d when it is below its bottom. With d 0 or 1,
         # d × (step ÷ scale) is (d × step) ÷ scale to the bit, signed zeros included.
         at_src = state.topic_count[t, src]
-        src_change = d * ((at_src <= self.lo[t, src]).astype(np.float64) - (at_src > self.hi[t, src]))
+        src_change = d * ((at_src <= self.aim_lo[t, src]).astype(np.float64) - (at_src > self.aim_hi[t, src]))
         return src_change / self.scale[t, src], d[:, None] * self._arrivals(state)[t]
 
     def _cell_change(self, state: WorkingModel, topics: IntArray, broker: int, step: float) -> FloatArray:
         q = state.topic_count[topics, broker].astype(np.float64)
-        lo, hi = self.lo[topics, broker], self.hi[topics, broker]
+        lo, hi = self.aim_lo[topics, broker], self.aim_hi[topics, broker]
         change = math.outside_band(q + step, lo, hi) - math.outside_band(q, lo, hi)
         return np.asarray(change / self.scale[topics, broker], dtype=np.float64)
 
@@ -116,10 +150,10 @@ class TopicReplicaDistributionGoal(Goal):
         return np.where(differ, dx, 0.0), np.where(differ, dy, 0.0)
 
     def violation(self, state: WorkingModel) -> float:
-        return float(self.per_cell(state).sum())
+        return float(self.contract_cells(state).sum())
 
     def status(self, state: WorkingModel) -> GoalStatus:
-        cells = self.per_cell(state)
+        cells = self.contract_cells(state)
         active = state.active
         with np.errstate(divide="ignore", invalid="ignore"):
             dev = np.where(self.expected > 0, np.abs(state.topic_count - self.expected) / self.expected, 0.0)
@@ -132,7 +166,21 @@ class TopicReplicaDistributionGoal(Goal):
             False,
             worst,
             f"topic {state.topic_names[t]} has {int(state.topic_count[t, b])} replicas on broker "
-            f"{int(state.broker_ids[b])}, band {int(self.lo[t, b])}..{int(self.hi[t, b])}",
+            f"{int(state.broker_ids[b])}, band {int(self.lo[t, b])}..{int(self.hi[t, b])}"
+            + self._why_short(state, int(t), int(b)),
+        )
+
+    def _why_short(self, state: WorkingModel, t: int, broker: int) -> str:
+        """Why the cell of topic ``t`` on ``broker`` cannot be brought into its band, when its
+        rack is why."""
+        rack = int(state.rack[broker])
+        if self.rack_totals is None or not self.short[t, rack]:
+            return ""
+        members = (state.rack == rack) & (self.fraction > 0)
+        return (
+            f"; rack {state.rack_names[rack]} holds {self.rack_totals[t, rack]:.0f} of its replicas, which "
+            f"RackAware keeps in it, and its brokers' bands add up to {self.lo[t, members].sum():.0f}.."
+            f"{self.hi[t, members].sum():.0f}: they are balanced around the rack's own share instead"
         )
 
     def optimize(self, state: WorkingModel, search: SearchPort) -> None:
@@ -158,10 +206,10 @@ class TopicReplicaDistributionGoal(Goal):
         brokers = state.replicas[rows, slots]
         topics = state.topic[rows]
         over = self.judged[topics] & state.movable[rows] & state.active[brokers]
-        over &= state.topic_count[topics, brokers] > self.hi[topics, brokers]
+        over &= state.topic_count[topics, brokers] > self.aim_hi[topics, brokers]
         parts, slots = rows[over], slots[over]
         brokers, topics = brokers[over], topics[over]
-        excess = state.topic_count[topics, brokers] - self.hi[topics, brokers]
+        excess = state.topic_count[topics, brokers] - self.aim_hi[topics, brokers]
         order = np.lexsort((slots, parts, state.slot_moves(parts, slots).cost, -excess))
         parts, slots = parts[order], slots[order]
         limit = APART_PER_BROKER * state.n_brokers
@@ -170,7 +218,7 @@ class TopicReplicaDistributionGoal(Goal):
             # it comes up, instead of a million replicas every round.
             head = min(len(parts), APART_WINDOW * limit)
             brokers, topics = state.replicas[parts[:head], slots[:head]], state.topic[parts[:head]]
-            still = np.nonzero(state.topic_count[topics, brokers] > self.hi[topics, brokers])[0]
+            still = np.nonzero(state.topic_count[topics, brokers] > self.aim_hi[topics, brokers])[0]
             take = still[:limit]
             applied, refused = search.place_apart(self, state.slot_moves(parts[take], slots[take]))
             if applied == 0 and len(take) == len(still) and head == len(parts):
@@ -185,7 +233,7 @@ class TopicReplicaDistributionGoal(Goal):
         progress = False
         for x in np.argsort(-state.topic_count[t], kind="stable"):
             ordered: Candidates | None = None
-            while state.topic_count[t, x] > self.hi[t, x]:
+            while state.topic_count[t, x] > self.aim_hi[t, x]:
                 if ordered is None:
                     cands = state.replica_moves(int(x), self._on(state, t, int(x)))
                     ordered = cands.take(np.argsort(cands.cost, kind="stable"))
@@ -202,7 +250,7 @@ class TopicReplicaDistributionGoal(Goal):
         for y in np.argsort(state.topic_count[t], kind="stable"):
             if not state.active[y]:
                 continue
-            while state.topic_count[t, y] < self.lo[t, y]:
+            while state.topic_count[t, y] < self.aim_lo[t, y]:
                 if not self._pull(state, search, t, int(y)) and not self._swap(
                     state, search, t, int(y), over=False
                 ):
@@ -211,7 +259,7 @@ class TopicReplicaDistributionGoal(Goal):
         return progress
 
     def _pull(self, state: WorkingModel, search: SearchPort, t: int, y: int) -> bool:
-        surplus = state.topic_count[t] - self.lo[t]
+        surplus = state.topic_count[t] - self.aim_lo[t]
         surplus[y] = 0
         # Same-rack givers first, as for the band goals: cross-rack traffic is what users pay for.
         other_rack = state.rack != state.rack[y]
@@ -230,7 +278,7 @@ class TopicReplicaDistributionGoal(Goal):
         count = state.topic_count[t]
         # Partners that can take (over) or give (under) a replica of t, same rack first: with
         # one replica per rack, only a same-rack partner keeps a partition rack-aware.
-        room = (self.hi[t] - count) if over else (count - self.lo[t])
+        room = (self.aim_hi[t] - count) if over else (count - self.aim_lo[t])
         other_rack = state.rack != state.rack[broker]
         order = np.lexsort((np.arange(state.n_brokers), -room, other_rack))
         partners = [int(b) for b in order if b != broker and room[b] > 0 and state.active[b]]
@@ -238,7 +286,9 @@ class TopicReplicaDistributionGoal(Goal):
             x, y = (broker, partner) if over else (partner, broker)
             give = state.replica_moves(x, self._on(state, t, x))
             # What comes back: a replica of a topic y can spare and x has room for.
-            spare = (state.topic_count[:, y] > self.lo[:, y]) & (state.topic_count[:, x] < self.hi[:, x])
+            spare = (state.topic_count[:, y] > self.aim_lo[:, y]) & (
+                state.topic_count[:, x] < self.aim_hi[:, x]
+            )
             spare[t] = False
             take = self._of_topics(state, y, spare)
             if search.exchange(self, give, take, x, y):

@@ -177,28 +177,52 @@ class WorkingModel:
 
     def rack_totals(self, column: int) -> FloatArray | None:
         """Each rack's total of ``column`` in every plan that meets RackAware, where that total
-        is the same for all of them, whatever the assignment now: every movable partition's
-        replication factor fills each rack with an active broker to its limit (met, RackAware
-        leaves it exactly its limit in each), no partition RackAware does not judge has to move,
-        and ``column`` is the replica count or a resource a leader carries no more of than a
-        follower (disk, bytes in), so no change of leader shifts it between racks. None otherwise."""
-        if column == LEADERS or self.n_racks < 2:
+        is the same for all of them, whatever the assignment now (``_racks_filled``), and
+        ``column`` is the replica count or a resource a leader carries no more of than a follower
+        (disk, bytes in), so no change of leader shifts it between racks. None otherwise."""
+        if column == LEADERS:
             return None
         per_replica = self.follower_load[:, column] if column < REPLICAS else np.ones(len(self.rf))
         if column < REPLICAS and not np.array_equal(self.leader_load[:, column], per_replica):
             return None
-        movable = self.movable
-        if not (self.rf[movable] == self.rack_limit[movable] * self.n_racks).all() or self._unjudged_leave():
+        if not self._racks_filled():
             return None
-        totals = np.zeros(len(self.rack_names))
+        totals: FloatArray = self._rack_sums(per_replica, np.zeros(len(self.rf), dtype=np.int64), 1)[0]
+        return totals
+
+    def topic_rack_totals(self) -> FloatArray | None:
+        """``[T, racks]``: each topic's replicas in each rack in every plan that meets RackAware,
+        where that is the same for all of them (``_racks_filled``); None otherwise."""
+        if not self._racks_filled():
+            return None
+        return self._rack_sums(np.ones(len(self.rf)), self.topic, self.n_topics)
+
+    def _racks_filled(self) -> bool:
+        """Whether every movable partition's replication factor fills each rack with an active
+        broker to its limit (met, RackAware leaves it exactly its limit in each) and no partition
+        RackAware does not judge has to move: then no plan that meets RackAware moves anything
+        between racks."""
+        movable = self.movable
+        filled = (self.rf[movable] == self.rack_limit[movable] * self.n_racks).all()
+        return self.n_racks >= 2 and bool(filled) and not self._unjudged_leave()
+
+    def _rack_sums(self, per_replica: FloatArray, group: IntArray, n_groups: int) -> FloatArray:
+        """``[groups, racks]``: per group of partitions, the sum of ``per_replica`` over its
+        replicas in each rack once RackAware is met (``_racks_filled``): a movable partition's
+        limit in every live rack, an excluded one's where it is."""
+        sums = np.zeros((n_groups, len(self.rack_names)))
+        movable = self.movable
+        filled = np.bincount(
+            group[movable], weights=self.rack_limit[movable] * per_replica[movable], minlength=n_groups
+        )
         live = np.unique(self.rack[self.active])
-        totals[live] = float((self.rack_limit[movable] * per_replica[movable]).sum())
-        # A partition of an excluded topic stays where it is.
+        sums[:, live] = filled[:, None]
         rows = self.original_replicas[~movable]
         held = rows >= 0
-        each = np.broadcast_to(per_replica[~movable][:, None], rows.shape)
-        np.add.at(totals, self.rack[rows[held]], each[held])
-        return totals
+        each = np.broadcast_to(per_replica[~movable][:, None], rows.shape)[held]
+        groups = np.broadcast_to(group[~movable][:, None], rows.shape)[held]
+        np.add.at(sums, (groups, self.rack[rows[held]]), each)
+        return sums
 
     def _unjudged_leave(self) -> bool:
         """Whether a partition RackAware does not judge (an excluded topic's) has to move: off a

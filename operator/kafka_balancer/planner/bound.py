@@ -65,24 +65,22 @@ class BoundBands:
     rack_aware: bool = False
 
 
-def bound_bands(met: list[Goal], aimed: list[BandGoal] | None = None) -> BoundBands:
+def bound_bands(met: list[Goal], aimed: list[Goal] | None = None) -> BoundBands:
     """The bands of the goals a plan met that the bytes-moved bound can use: disk and replica
     count per broker (the tightest of every such goal) and the topic cells; and of the ``aimed``
     goals, whose contract no plan can meet, the band the plan met instead (``aim_lo .. aim_hi``)."""
     per_broker: dict[int, list[Band]] = {int(Resource.DISK): [], REPLICAS: []}
-    for aiming in aimed or []:
-        if aiming.active and aiming.column in per_broker:
-            per_broker[aiming.column].append((aiming.aim_lo, aiming.aim_hi))
     topic: Band | None = None
     rack_aware = False
-    for goal in met:
+    for goal, aim in [(g, False) for g in met] + [(g, True) for g in aimed or []]:
         if isinstance(goal, RackAwareGoal):
             rack_aware = True
         elif isinstance(goal, TopicReplicaDistributionGoal):
             judged = goal.judged[:, None]
-            topic = (np.where(judged, goal.lo, 0.0), np.where(judged, goal.hi, np.inf))
+            lo, hi = (goal.aim_lo, goal.aim_hi) if aim else (goal.lo, goal.hi)
+            topic = (np.where(judged, lo, 0.0), np.where(judged, hi, np.inf))
         elif isinstance(goal, BandGoal) and goal.active and goal.column in per_broker:
-            per_broker[goal.column].append((goal.lo, goal.hi))
+            per_broker[goal.column].append((goal.aim_lo, goal.aim_hi) if aim else (goal.lo, goal.hi))
     disk, replicas = (_tightest(per_broker[c]) for c in (int(Resource.DISK), REPLICAS))
     return BoundBands(disk, replicas, topic, rack_aware)
 

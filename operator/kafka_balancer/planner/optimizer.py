@@ -18,6 +18,7 @@ from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import EPSILON, Goal
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
+from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.working import WorkingModel
@@ -70,11 +71,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     reassignments, figures = diff(state)
     log_dirs = plan_log_dirs(cluster, reassignments, specs)
     met = [g for g, status in zip(goals, after, strict=True) if status.satisfied]
-    aimed = [
-        g
-        for g in goals
-        if isinstance(g, BandGoal) and g.rack_aim is not None and not (g.needs_fix(state) > EPSILON).any()
-    ]
+    aimed = [g for g, status in zip(goals, after, strict=True) if not status.satisfied and _aim_met(g, state)]
     lower = bytes_moved_lower_bound(state, bound_bands(met, aimed))
     return Plan(
         reassignments=log_dirs.reassignments,
@@ -91,6 +88,16 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
         seconds=time.perf_counter() - started,
         led_by_demoted=tuple(f"{state.names[p][0]}-{state.names[p][1]}" for p in state.demoted_leaders()),
     )
+
+
+def _aim_met(goal: Goal, state: WorkingModel) -> bool:
+    """Whether ``goal`` aims somewhere other than its contract (a rack that cannot meet it) and
+    the plan met that aim."""
+    if isinstance(goal, BandGoal) and goal.rack_aim is not None:
+        return not (goal.needs_fix(state) > EPSILON).any()
+    if isinstance(goal, TopicReplicaDistributionGoal) and goal.short.any():
+        return not (goal.per_cell(state) > EPSILON).any()
+    return False
 
 
 def _check_feasible(state: WorkingModel, goals: list[Goal]) -> None:
