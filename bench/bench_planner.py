@@ -92,6 +92,7 @@ def run_size(name: str, goal_set: str, out: Any) -> None:
             "moved_over_bound": round(f.bytes_moved / bound, 3) if bound else None,
             "moved_over_disk_bound": round(f.bytes_moved / disk_bound, 3) if disk_bound else None,
             "cross_rack_bytes": f.cross_rack_bytes,
+            "cross_rack_lower_bound": f.cross_rack_lower_bound,
             "replica_moves": f.replica_moves,
             "leader_changes": f.leader_changes,
             "topic_cells_out_before": _topic_cells_out(cluster, ()),

@@ -1,5 +1,6 @@
-"""The bytes-moved lower bound: figured by hand on a tiny cluster, and never above the least bytes
-of any assignment meeting the same bands (every assignment enumerated)."""
+"""The lower bounds on bytes moved and on bytes moved across racks: figured by hand on a tiny
+cluster, and never above the least bytes of any assignment meeting the same bands (every assignment
+enumerated)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from kafka_balancer.goals.registry import build_goal
 from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
 from kafka_balancer.model.working import WorkingModel
-from kafka_balancer.planner.bound import Band, BoundBands, bound_bands, bytes_moved_lower_bound
+from kafka_balancer.planner.bound import (
+    Band,
+    BoundBands,
+    bound_bands,
+    bytes_moved_lower_bound,
+    cross_rack_lower_bound,
+)
 
 N = 4
 # Topic t crowds broker 0 (4 of its 8 replicas); broker 2 holds the most disk (50 of 126).
@@ -98,9 +105,12 @@ def meets(assignment: tuple[tuple[int, ...], ...], bands: BoundBands, layout: La
     )
 
 
-def least_bytes(bands: BoundBands, layout: Layout = LAYOUT, racks: str = "rrrr") -> float:
-    """The least bytes of every assignment (replication factor 2 kept) that meets ``bands``, and
-    with ``bands.rack_aware`` puts the two replicas of a partition in two racks when there are two."""
+def least_bytes(
+    bands: BoundBands, layout: Layout = LAYOUT, racks: str = "rrrr", across: bool = False
+) -> float:
+    """The least bytes (``across``: bytes across racks) of every assignment (replication factor 2
+    kept) that meets ``bands``, and with ``bands.rack_aware`` puts the two replicas of a partition
+    in two racks when there are two."""
     pairs = list(itertools.combinations(range(N), 2))
     if bands.rack_aware and len(set(racks)) > 1:
         pairs = [(x, y) for x, y in pairs if racks[x] != racks[y]]
@@ -108,11 +118,25 @@ def least_bytes(bands: BoundBands, layout: Layout = LAYOUT, racks: str = "rrrr")
     for assignment in itertools.product(pairs, repeat=len(layout)):
         if meets(assignment, bands, layout):
             moved = sum(
-                size * len(set(new) - set(old))
+                size * (_across(old, new, racks) if across else len(set(new) - set(old)))
                 for (_, size, old), new in zip(layout, assignment, strict=True)
             )
             best = min(best, moved)
     return best
+
+
+def _across(old: tuple[int, ...], new: tuple[int, ...], racks: str) -> int:
+    """Replicas a partition gains in a rack beyond those it loses there."""
+    lost = [racks[b] for b in old if b not in new]
+    gained = 0
+    for b in new:
+        if b in old:
+            continue
+        if racks[b] in lost:
+            lost.remove(racks[b])
+        else:
+            gained += 1
+    return gained
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -184,3 +208,45 @@ def test_an_excluded_topic_on_a_draining_broker_keeps_the_bound_global() -> None
     # With t-3 movable, RackAware keeps it in its racks and each rack pays its own.
     movable = WorkingModel(Cluster(brokers, tuple(replace(p, movable=True) for p in parts)))
     assert bytes_moved_lower_bound(movable, bands) == pytest.approx(25.0)
+
+
+# Racks a = brokers 0 and 1, b = broker 2, c = broker 3: a partition may change rack.
+THREE_RACKS = "aabc"
+ACROSS_CASES = {
+    # Rack a may hold 2 + 2 of t's replicas and holds 6 (t-0 and t-3 twice, t-1, t-2): two leave
+    # it, at the least t-0's two (1 each); the per-broker bound would take only 3 (t-0, t-1).
+    "a rack's topic cells": (BoundBands(topic=T_AT_MOST_2), 2.0),
+    # Rack b (broker 2) holds 50 and may hold 40: 10 leave it.
+    "a rack's disk": (BoundBands(disk=DISK), 10.0),
+    # Rack b may hold 2 replicas and holds 3; rack c may hold 2 and holds 2.
+    "a rack's replica count": (BoundBands(replicas=per_broker([0.0] * N, [INF, INF, 2.0, 2.0])), 2.0),
+}
+
+
+@pytest.mark.parametrize("case", list(ACROSS_CASES))
+def test_cross_rack_bound_is_the_hand_figure_and_no_assignment_moves_less_across(case: str) -> None:
+    bands, by_hand = ACROSS_CASES[case]
+    state = WorkingModel(cluster(racks=THREE_RACKS))
+    bound = cross_rack_lower_bound(state, bands)
+    assert bound == pytest.approx(by_hand)
+    assert bound <= least_bytes(bands, racks=THREE_RACKS, across=True)
+    assert bound <= least_bytes(replace(bands, rack_aware=True), racks=THREE_RACKS, across=True)
+
+
+def test_cross_rack_bound_with_rack_awareness_takes_only_partitions_a_rack_can_gain() -> None:
+    # Broker 3 (rack c) must hold all three of t: t-0 and t-1 are there already, so t-2 (9) must
+    # come. Without RackAware the rack alone cannot tell t-0 (1) from a partition it may gain.
+    layout: Layout = (("t", 1.0, (2, 3)), ("t", 5.0, (0, 3)), ("t", 9.0, (1, 2)), ("u", 1.0, (0, 2)))
+    floor = per_broker([0.0, 0.0, 0.0, 3.0], [INF] * N)
+    state = WorkingModel(cluster(layout, THREE_RACKS))
+    rack_aware = BoundBands(topic=topic_band(floor, OPEN), rack_aware=True)
+    assert cross_rack_lower_bound(state, rack_aware) == pytest.approx(9.0)
+    assert cross_rack_lower_bound(state, replace(rack_aware, rack_aware=False)) == pytest.approx(1.0)
+    assert least_bytes(rack_aware, layout, THREE_RACKS, across=True) == 9.0
+
+
+def test_no_replica_crosses_racks_when_each_partition_fills_every_rack() -> None:
+    state = WorkingModel(cluster(ONE_PER_RACK, TWO_RACKS))
+    bands = BoundBands(disk=SHED_IN_A_FILL_IN_B, rack_aware=True)
+    assert cross_rack_lower_bound(state, bands) == 0.0
+    assert least_bytes(bands, ONE_PER_RACK, TWO_RACKS, across=True) == 0.0

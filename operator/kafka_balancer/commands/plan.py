@@ -52,5 +52,6 @@ def summary(plan: Plan) -> str:
     return (
         f"plan: {len(plan.reassignments)} partition(s) changed, {f.replica_moves} replica move(s), "
         f"{f.leader_changes} leader change(s), {f.bytes_moved:.4g} bytes moved "
-        f"(lower bound {f.bytes_moved_lower_bound:.4g}){intra}; {goals}{kept}; {plan.seconds:.2f} s"
+        f"(lower bound {f.bytes_moved_lower_bound:.4g}), {f.cross_rack_bytes:.4g} across racks "
+        f"(lower bound {f.cross_rack_lower_bound:.4g}){intra}; {goals}{kept}; {plan.seconds:.2f} s"
     )

@@ -1,7 +1,8 @@
-"""A lower bound on the bytes any plan must move to reach the bands a plan reached.
+"""Lower bounds on the bytes (and the bytes across racks) any plan must move to reach the bands a
+plan reached.
 
 The planner's bytes are judged against it, so it must be valid: no plan that meets the same bands
-may move less. It is built from three facts.
+may move less. They are built from these facts.
 
 1. A plan is a diff of two assignments with the replication factors kept, so every partition
    gains as many replicas as it loses and bytes moved = Σ over removed replicas (p, b) of disk[p]
@@ -31,10 +32,19 @@ the figure is then a bound on the plan's own bytes, and never above them.
    Σ_{b in rack} A_b): a broker short of disk cannot be filled from an over-full broker of
    another rack. With a rack some partition may leave (6 racks, replication factor 3), the
    global max of (1) stands.
+
+5. Bytes across racks (``PlanFigures.cross_rack_bytes``) count, for each partition and rack, the
+   replicas it gains there beyond those it loses there, each at its size; per partition the
+   gains beyond losses over all racks equal the losses beyond gains. So (2) and (3) hold with
+   racks for brokers: a rack's topic cell, replica count and disk must end within the sum of its
+   active brokers' bands, and whatever the rack holds beyond (or lacks below) that sum must leave
+   (come) across racks. A partition at its rack limit in a rack cannot gain there beyond what it
+   loses while RackAware is met; without RackAware any partition may.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +53,7 @@ from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import Goal
 from kafka_balancer.goals.rack import RackAwareGoal
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
-from kafka_balancer.model.math import FloatArray, IntArray
+from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import REPLICAS
 from kafka_balancer.model.resources import Resource
 from kafka_balancer.model.working import WorkingModel
@@ -94,21 +104,9 @@ def _tightest(bands: list[Band]) -> Band | None:
 def bytes_moved_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
     """The least bytes any plan from ``state``'s original assignment that meets ``bands`` and
     empties the draining brokers must move (see the module docstring for the argument)."""
-    n_b, n_t = state.n_brokers, state.n_topics
-    slots = np.arange(state.original_replicas.shape[1])[None, :] < state.rf[:, None]
-    part, _ = np.nonzero(slots)
-    broker = state.original_replicas[slots]
-    weight = state.disk[part]
-    topic = state.topic[part]
-    active = state.active
-    disk_on = np.bincount(broker, weights=weight, minlength=n_b).astype(np.float64)
-    count_on = np.bincount(broker, minlength=n_b).astype(np.float64)
-    cells = np.bincount(topic * n_b + broker, minlength=n_t * n_b).reshape(n_t, n_b).astype(np.float64)
-
-    removed = np.where(
-        active, _removed(state, bands, part, broker, weight, topic, disk_on, count_on, cells), disk_on
-    )
-    added = np.where(active, _added(state, bands, disk_on, count_on, cells), 0.0)
+    replicas = _Replicas.of(state)
+    units = _Units(state.n_brokers, replicas.broker, bands.disk, bands.replicas, bands.topic, state.active)
+    removed, added = _forced(state, replicas, units, _on_broker(state))
     if bands.rack_aware and state.racks_fixed():
         n_r = len(state.rack_names)
         per_rack = np.maximum(
@@ -119,68 +117,164 @@ def bytes_moved_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
     return float(max(removed.sum(), added.sum()))
 
 
+def cross_rack_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
+    """The least bytes any plan from ``state``'s original assignment that meets ``bands`` must
+    copy between racks (fact 5 of the module docstring)."""
+    replicas = _Replicas.of(state)
+    n_r = len(state.rack_names)
+    racks = [(state.rack == r) & state.active for r in range(n_r)]
+
+    def per_rack(band: Band | None) -> Band | None:
+        if band is None:
+            return None
+        lo, hi = band
+        return (
+            np.stack([lo[..., m].sum(axis=-1) for m in racks], axis=-1),
+            np.stack([hi[..., m].sum(axis=-1) for m in racks], axis=-1),
+        )
+
+    units = _Units(
+        n_r,
+        state.rack[replicas.broker],
+        per_rack(bands.disk),
+        per_rack(bands.replicas),
+        per_rack(bands.topic),
+        np.ones(n_r, dtype=bool),
+    )
+    removed, added = _forced(state, replicas, units, _in_rack(state, bands.rack_aware))
+    return float(max(removed.sum(), added.sum()))
+
+
+@dataclass(frozen=True, slots=True)
+class _Replicas:
+    """Every replica of the original assignment: its partition, broker, size and topic."""
+
+    part: IntArray
+    broker: IntArray
+    weight: FloatArray
+    topic: IntArray
+
+    @classmethod
+    def of(cls, state: WorkingModel) -> _Replicas:
+        slots = np.arange(state.original_replicas.shape[1])[None, :] < state.rf[:, None]
+        part, _ = np.nonzero(slots)
+        return cls(part, state.original_replicas[slots], state.disk[part], state.topic[part])
+
+
+@dataclass(frozen=True, slots=True)
+class _Units:
+    """What the bound counts removals and additions per (brokers, or racks), with each unit's
+    bands after the plan; an inactive unit loses everything and gains nothing."""
+
+    n: int
+    of: IntArray
+    disk: Band | None
+    replicas: Band | None
+    topic: Band | None
+    active: BoolArray
+
+
+# ``held(parts, unit)``: which of ``parts`` can gain no replica at ``unit`` that it did not lose
+# there; at most as many of a topic's partitions as the unit holds replicas of that topic.
+Held = Callable[[IntArray, int], BoolArray]
+
+
+def _on_broker(state: WorkingModel) -> Held:
+    def held(parts: IntArray, broker: int) -> BoolArray:
+        return np.asarray((state.original_replicas[parts] == broker).any(axis=1), dtype=bool)
+
+    return held
+
+
+def _in_rack(state: WorkingModel, rack_aware: bool) -> Held:
+    """A partition at its rack limit gains no replica in that rack it did not lose there, when
+    RackAware is met; without it, any partition may."""
+
+    def held(parts: IntArray, rack: int) -> BoolArray:
+        if not rack_aware:
+            return np.zeros(len(parts), dtype=bool)
+        rows = state.original_replicas[parts]
+        counts = ((rows >= 0) & (state.rack[np.where(rows >= 0, rows, 0)] == rack)).sum(axis=1)
+        return np.asarray(counts >= state.rack_limit[parts], dtype=bool)
+
+    return held
+
+
+def _forced(
+    state: WorkingModel, replicas: _Replicas, units: _Units, held: Held
+) -> tuple[FloatArray, FloatArray]:
+    """Per unit, the least bytes that must leave it and the least that must come to it."""
+    n_u, n_t = units.n, state.n_topics
+    disk_on = np.bincount(units.of, weights=replicas.weight, minlength=n_u).astype(np.float64)
+    count_on = np.bincount(units.of, minlength=n_u).astype(np.float64)
+    cells = (
+        np.bincount(replicas.topic * n_u + units.of, minlength=n_t * n_u).reshape(n_t, n_u).astype(np.float64)
+    )
+    removed = np.where(units.active, _removed(replicas, units, disk_on, count_on, cells), disk_on)
+    added = np.where(units.active, _added(state, units, held, disk_on, count_on, cells), 0.0)
+    return removed, added
+
+
 def _removed(
-    state: WorkingModel,
-    bands: BoundBands,
-    part: IntArray,
-    broker: IntArray,
-    weight: FloatArray,
-    topic: IntArray,
-    disk_on: FloatArray,
-    count_on: FloatArray,
-    cells: FloatArray,
+    replicas: _Replicas, units: _Units, disk_on: FloatArray, count_on: FloatArray, cells: FloatArray
 ) -> FloatArray:
-    """Per broker, the least bytes that must leave it."""
-    n_b, n_t = state.n_brokers, state.n_topics
-    excess = np.zeros((n_t, n_b))
-    if bands.topic is not None:
-        excess = np.maximum(cells - bands.topic[1], 0.0)
-    # Replicas by broker, then topic, then size: the first e_t of each cell are the mandatory set.
-    order = np.lexsort((part, weight, topic, broker))
-    cell = (broker * n_t + topic)[order]
+    """Per unit, the least bytes that must leave it."""
+    n_u, n_t = units.n, cells.shape[0]
+    part, unit, weight, topic = replicas.part, units.of, replicas.weight, replicas.topic
+    excess = np.zeros((n_t, n_u))
+    if units.topic is not None:
+        excess = np.maximum(cells - units.topic[1], 0.0)
+    # Replicas by unit, then topic, then size: the first e_t of each cell are the mandatory set.
+    order = np.lexsort((part, weight, topic, unit))
+    cell = (unit * n_t + topic)[order]
     mandatory = np.zeros(len(part), dtype=bool)
-    mandatory[order] = _rank_in_group(cell) < excess[topic[order], broker[order]]
-    forced = np.bincount(broker[mandatory], weights=weight[mandatory], minlength=n_b).astype(np.float64)
-    if bands.replicas is not None:
-        least = np.maximum(count_on - bands.replicas[1], 0.0)
-        need = np.maximum(least - np.bincount(broker[mandatory], minlength=n_b), 0.0)
+    mandatory[order] = _rank_in_group(cell) < excess[topic[order], unit[order]]
+    forced = np.bincount(unit[mandatory], weights=weight[mandatory], minlength=n_u).astype(np.float64)
+    if units.replicas is not None:
+        least = np.maximum(count_on - units.replicas[1], 0.0)
+        need = np.maximum(least - np.bincount(unit[mandatory], minlength=n_u), 0.0)
         rest = np.nonzero(~mandatory)[0]
-        rest = rest[np.lexsort((part[rest], weight[rest], broker[rest]))]
-        fill = rest[_rank_in_group(broker[rest]) < need[broker[rest]]]
-        forced += np.bincount(broker[fill], weights=weight[fill], minlength=n_b)
-    if bands.disk is not None:
-        forced = np.maximum(forced, disk_on - bands.disk[1])
+        rest = rest[np.lexsort((part[rest], weight[rest], unit[rest]))]
+        fill = rest[_rank_in_group(unit[rest]) < need[unit[rest]]]
+        forced += np.bincount(unit[fill], weights=weight[fill], minlength=n_u)
+    if units.disk is not None:
+        forced = np.maximum(forced, disk_on - units.disk[1])
     return np.asarray(forced, dtype=np.float64)
 
 
 def _added(
-    state: WorkingModel, bands: BoundBands, disk_on: FloatArray, count_on: FloatArray, cells: FloatArray
+    state: WorkingModel,
+    units: _Units,
+    held: Held,
+    disk_on: FloatArray,
+    count_on: FloatArray,
+    cells: FloatArray,
 ) -> FloatArray:
-    """Per broker, the least bytes that must come to it."""
-    n_b = state.n_brokers
-    taken: list[set[int]] = [set() for _ in range(n_b)]
-    forced = np.zeros(n_b)
-    if bands.topic is not None:
-        short = np.maximum(bands.topic[0] - cells, 0.0) * state.active[None, :]
+    """Per unit, the least bytes that must come to it."""
+    n_u = units.n
+    taken: list[set[int]] = [set() for _ in range(n_u)]
+    forced = np.zeros(n_u)
+    if units.topic is not None:
+        short = np.maximum(units.topic[0] - cells, 0.0) * units.active[None, :]
         by_topic = np.lexsort((np.arange(len(state.topic)), state.disk, state.topic))
         starts = np.searchsorted(state.topic[by_topic], np.arange(state.n_topics + 1))
-        for t, b in zip(*np.nonzero(short), strict=True):
-            # The smallest partitions of t not on b: among the first short + count of t's.
-            head = by_topic[starts[t] : min(starts[t + 1], starts[t] + int(short[t, b] + cells[t, b]))]
-            head = head[~(state.original_replicas[head] == b).any(axis=1)][: int(short[t, b])]
-            taken[b].update(head.tolist())
-            forced[b] += float(state.disk[head].sum())
-    if bands.replicas is not None:
-        need = np.maximum(bands.replicas[0] - count_on, 0.0) * state.active
+        for t, u in zip(*np.nonzero(short), strict=True):
+            # The smallest partitions of t that can gain at u: among the first short + count of t's.
+            head = by_topic[starts[t] : min(starts[t + 1], starts[t] + int(short[t, u] + cells[t, u]))]
+            head = head[~held(head, int(u))][: int(short[t, u])]
+            taken[u].update(head.tolist())
+            forced[u] += float(state.disk[head].sum())
+    if units.replicas is not None:
+        need = np.maximum(units.replicas[0] - count_on, 0.0) * units.active
         by_size = np.lexsort((np.arange(len(state.disk)), state.disk))
-        for b in np.nonzero(need > np.array([len(s) for s in taken]))[0]:
-            more = int(need[b]) - len(taken[b])
-            head = by_size[: more + int(count_on[b]) + len(taken[b])]
-            free = ~(state.original_replicas[head] == b).any(axis=1)
-            free &= ~np.isin(head, np.fromiter(taken[b], dtype=np.int64, count=len(taken[b])))
-            forced[b] += float(state.disk[head[free][:more]].sum())
-    if bands.disk is not None:
-        forced = np.maximum(forced, bands.disk[0] - disk_on)
+        for u in np.nonzero(need > np.array([len(s) for s in taken]))[0]:
+            more = int(need[u]) - len(taken[u])
+            head = by_size[: more + int(count_on[u]) + len(taken[u])]
+            free = ~held(head, int(u))
+            free &= ~np.isin(head, np.fromiter(taken[u], dtype=np.int64, count=len(taken[u])))
+            forced[u] += float(state.disk[head[free][:more]].sum())
+    if units.disk is not None:
+        forced = np.maximum(forced, units.disk[0] - disk_on)
     return forced
 
 

@@ -22,7 +22,7 @@ from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.working import WorkingModel
-from kafka_balancer.planner.bound import bound_bands, bytes_moved_lower_bound
+from kafka_balancer.planner.bound import bound_bands, bytes_moved_lower_bound, cross_rack_lower_bound
 from kafka_balancer.planner.log_dirs import plan_log_dirs
 from kafka_balancer.planner.plan import GoalOutcome, Plan, diff
 from kafka_balancer.planner.prune import prune
@@ -72,11 +72,14 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     log_dirs = plan_log_dirs(cluster, reassignments, specs)
     met = [g for g, status in zip(goals, after, strict=True) if status.satisfied]
     aimed = [g for g, status in zip(goals, after, strict=True) if not status.satisfied and _aim_met(g, state)]
-    lower = bytes_moved_lower_bound(state, bound_bands(met, aimed))
+    bands = bound_bands(met, aimed)
     return Plan(
         reassignments=log_dirs.reassignments,
         figures=replace(
-            figures, bytes_moved_lower_bound=lower, intra_broker_bytes=log_dirs.intra_broker_bytes
+            figures,
+            bytes_moved_lower_bound=bytes_moved_lower_bound(state, bands),
+            cross_rack_lower_bound=cross_rack_lower_bound(state, bands),
+            intra_broker_bytes=log_dirs.intra_broker_bytes,
         ),
         goals=tuple(
             GoalOutcome(g.spec.label, g.spec.type.value, g.hard, g.spec.priority, b, a)

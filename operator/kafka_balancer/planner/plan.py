@@ -28,6 +28,8 @@ class PlanFigures:
     cross_rack_bytes: float
     # Copied between the log dirs of one broker: disk I/O, not network (not in ``bytes_moved``).
     intra_broker_bytes: float = 0.0
+    # The least cross-rack bytes of any plan meeting the bands this one met (planner/bound.py).
+    cross_rack_lower_bound: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
