@@ -9,6 +9,7 @@ among the brokers the batch has not touched, all on the state at the moment it i
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import numpy as np
@@ -48,11 +49,16 @@ def _checking(state: WorkingModel, goal: Goal, search: Search) -> list[tuple[int
     again); the (partition, source) of every move applied, in order."""
     applied: list[tuple[int, int]] = []
     touched = np.zeros(state.n_brokers, dtype=bool)
+    # The call's ``in_rack`` (None: every candidate may leave its rack).
+    kept_in: list[BoolArray | None] = [None]
     apply = state.apply
 
     def checked(c: Candidates, k: int, y: int) -> None:
         row = c.take(np.array([k]))
         allowed = search.allowed(row)[0]
+        in_rack = kept_in[0]
+        if in_rack is not None and in_rack[k]:
+            allowed &= state.rack == state.rack[row.src[0]]
         assert allowed[y] and not touched[y]
         src, dst = goal.evaluate(state, row, target=True)
         ok = allowed & (
@@ -70,9 +76,12 @@ def _checking(state: WorkingModel, goal: Goal, search: Search) -> list[tuple[int
 
     judge = search._apart
 
-    def one_call(goal: Goal, cands: Candidates, in_order: bool) -> tuple[list[int], BoolArray]:
+    def one_call(
+        goal: Goal, cands: Candidates, in_order: bool, in_rack: BoolArray | None = None
+    ) -> tuple[list[int], BoolArray]:
         touched[:] = False
-        return judge(goal, cands, in_order)
+        kept_in[0] = in_rack
+        return judge(goal, cands, in_order, in_rack)
 
     # Instances' methods, replaced for this test.
     setattr(state, "apply", checked)  # noqa: B010
@@ -81,18 +90,19 @@ def _checking(state: WorkingModel, goal: Goal, search: Search) -> list[tuple[int
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(moved_clusters())
+@given(moved_clusters(), st.randoms(use_true_random=False), st.booleans())
 def test_each_move_placed_apart_is_acceptable_and_ranked_best_when_applied(
-    case: tuple[dict[str, Any], list[tuple[int, int, int]]],
+    case: tuple[dict[str, Any], list[tuple[int, int, int]]], rng: random.Random, some_in_rack: bool
 ) -> None:
     state = moved_state(case)
     goal, search = _searched(state, GoalType.TOPIC_REPLICA_DISTRIBUTION)
     assert isinstance(goal, TopicReplicaDistributionGoal)
     parts, slots = np.nonzero(state.replicas >= 0)
     cands = state.slot_moves(parts, slots)
+    in_rack = np.array([rng.random() < 0.5 for _ in parts], dtype=bool) if some_in_rack else None
     applied = _checking(state, goal, search)
 
-    count, refused = search.place_apart(goal, cands)
+    count, refused = search.place_apart(goal, cands, in_rack)
 
     assert count == len(applied)
     assert len({p for p, _ in applied}) == count

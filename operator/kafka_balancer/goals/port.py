@@ -17,16 +17,21 @@ if TYPE_CHECKING:
 
 
 class SearchPort(Protocol):
-    def place(self, goal: Goal, cands: Candidates, dest: int | None = None) -> int | None:
-        """Apply the first acceptable candidate (in the given order) at its best destination, or at
-        ``dest``; the partition it changed, or None when no candidate is acceptable."""
+    def place(
+        self, goal: Goal, cands: Candidates, dest: int | None = None, *, in_rack: bool = False
+    ) -> int | None:
+        """Apply the first acceptable candidate (in the given order) at its best destination (of
+        its own rack, ``in_rack``), or at ``dest``; the partition it changed, or None when no
+        candidate is acceptable."""
         ...
 
-    def place_apart(self, goal: Goal, cands: Candidates) -> tuple[int, BoolArray]:
-        """Apply, in order, each candidate free move acceptable at its best destination, skipping
-        those whose partition or source a move of the call touched, or whose every best
-        destination one did; how many were applied, and which candidates no broker would have
-        taken."""
+    def place_apart(
+        self, goal: Goal, cands: Candidates, in_rack: BoolArray | None = None
+    ) -> tuple[int, BoolArray]:
+        """Apply, in order, each candidate free move acceptable at its best destination (for the
+        ``in_rack`` ones, in its own rack), skipping those whose partition or source a move of
+        the call touched, or whose every best destination one did; how many were applied, and
+        which candidates no broker would have taken."""
         ...
 
     def shed_apart(self, goal: BandGoal, brokers: list[int]) -> bool:

@@ -53,6 +53,14 @@ class TopicReplicaDistributionGoal(Goal):
         if self.rack_totals is not None:
             self._aim_within_racks(state, self.rack_totals)
         self.scale = np.maximum(expected, 1.0)
+        # [B, racks] one-hot of the active brokers' racks, and [T, racks] the sum of each
+        # topic's aimed tops over each rack's active brokers; None with one rack.
+        self._rack_of: FloatArray | None = None
+        self._rack_hi: FloatArray = np.zeros((0, 0))
+        if state.n_racks >= 2:
+            self._rack_of = np.zeros((state.n_brokers, len(state.rack_names)))
+            self._rack_of[np.nonzero(state.active)[0], state.rack[state.active]] = 1.0
+            self._rack_hi = np.where(state.active[None, :], self.aim_hi, 0.0) @ self._rack_of
         # An excluded topic (no movable partition) is left as it is, not counted as a violation.
         self.judged = np.zeros(state.n_topics, dtype=bool)
         self.judged[state.topic[state.movable]] = True
@@ -220,7 +228,8 @@ class TopicReplicaDistributionGoal(Goal):
             brokers, topics = state.replicas[parts[:head], slots[:head]], state.topic[parts[:head]]
             still = np.nonzero(state.topic_count[topics, brokers] > self.aim_hi[topics, brokers])[0]
             take = still[:limit]
-            applied, refused = search.place_apart(self, state.slot_moves(parts[take], slots[take]))
+            in_rack = self._rack_keeps(state, topics[take], brokers[take])
+            applied, refused = search.place_apart(self, state.slot_moves(parts[take], slots[take]), in_rack)
             if applied == 0 and len(take) == len(still) and head == len(parts):
                 return
             keep = np.ones(len(parts), dtype=bool)
@@ -228,6 +237,18 @@ class TopicReplicaDistributionGoal(Goal):
             keep[still] = True
             keep[take[refused]] = False
             parts, slots = parts[keep], slots[keep]
+
+    def _rack_keeps(self, state: WorkingModel, topics: IntArray, brokers: IntArray) -> BoolArray:
+        """Whether the rack of each of ``brokers`` has room within its brokers' bands for every
+        replica of the topic it holds: a shed from there then need not cross racks, and one
+        that does only because its rack's brokers refuse it for now would be a copy across
+        racks no band asks for."""
+        if self._rack_of is None:
+            return np.zeros(len(topics), dtype=bool)
+        held = state.topic_count[topics].astype(np.float64) @ self._rack_of
+        rows = np.arange(len(topics))
+        rack = state.rack[brokers]
+        return np.asarray(held[rows, rack] <= self._rack_hi[topics, rack], dtype=bool)
 
     def _balance_topic(self, state: WorkingModel, search: SearchPort, t: int) -> bool:
         progress = False
@@ -237,33 +258,38 @@ class TopicReplicaDistributionGoal(Goal):
                 if ordered is None:
                     cands = state.replica_moves(int(x), self._on(state, t, int(x)))
                     ordered = cands.take(np.argsort(cands.cost, kind="stable"))
-                changed = search.place(self, ordered)
-                if changed is not None:
-                    # Only the moved replica's row is out of date (a candidate's delta and cost
-                    # are its own partition's), and it left x: dropped instead of rebuilding.
-                    ordered = ordered.take(np.nonzero(ordered.part != changed)[0])
-                elif self._swap(state, search, t, int(x), over=True):
-                    ordered = None
-                else:
-                    break
+                # Within x's rack first, by a move and then by an exchange, as for a pull.
+                changed = search.place(self, ordered, in_rack=True)
+                if changed is None and not self._swap(state, search, t, int(x), over=True):
+                    changed = search.place(self, ordered)
+                    if changed is None and not self._swap(state, search, t, int(x), over=True, across=True):
+                        break
+                # After an exchange, rebuilt; after a move only the moved replica's row is out of
+                # date (a candidate's delta and cost are its own partition's), and it left x.
+                ordered = None if changed is None else ordered.take(np.nonzero(ordered.part != changed)[0])
                 progress = True
         for y in np.argsort(state.topic_count[t], kind="stable"):
             if not state.active[y]:
                 continue
             while state.topic_count[t, y] < self.aim_lo[t, y]:
-                if not self._pull(state, search, t, int(y)) and not self._swap(
-                    state, search, t, int(y), over=False
+                # Within y's rack first; a pull across racks copies one replica between them, an
+                # exchange two.
+                if not (
+                    self._pull(state, search, t, int(y))
+                    or self._swap(state, search, t, int(y), over=False)
+                    or self._pull_across(state, search, t, int(y))
+                    or self._swap(state, search, t, int(y), over=False, across=True)
                 ):
                     break
                 progress = True
         return progress
 
     def _pull(self, state: WorkingModel, search: SearchPort, t: int, y: int) -> bool:
+        """A replica of ``t`` into ``y`` from a broker of its rack that can spare one."""
         surplus = state.topic_count[t] - self.aim_lo[t]
         surplus[y] = 0
-        # Same-rack givers first, as for the band goals: cross-rack traffic is what users pay for.
-        other_rack = state.rack != state.rack[y]
-        givers = np.lexsort((np.arange(state.n_brokers), -surplus, other_rack))
+        surplus[state.rack != state.rack[y]] = 0
+        givers = np.lexsort((np.arange(state.n_brokers), -surplus))
         for x in givers[surplus[givers] > 0][:MAX_SOURCES]:
             cands = state.replica_moves(int(x), self._on(state, t, int(x)))
             ordered = cands.take(np.argsort(cands.cost, kind="stable"))
@@ -271,15 +297,41 @@ class TopicReplicaDistributionGoal(Goal):
                 return True
         return False
 
-    def _swap(self, state: WorkingModel, search: SearchPort, t: int, broker: int, over: bool) -> bool:
+    def _pull_across(self, state: WorkingModel, search: SearchPort, t: int, y: int) -> bool:
+        """A replica of ``t`` into ``y`` from another rack: the cheapest of every giver's, as the
+        bytes that cross racks are what users pay for, and which giver's is all one to the band.
+        (A rack short of ``t`` below its brokers' bands asks this of every one of them.)"""
+        givers = (state.topic_count[t] > self.aim_lo[t]) & (state.rack != state.rack[y]) & state.active
+        parts = self._parts_of[t]
+        rows = state.replicas[parts]
+        held = rows >= 0
+        on = np.zeros(rows.shape, dtype=bool)
+        on[held] = givers[rows[held]]
+        on &= state.movable[parts][:, None]
+        k, slots = np.nonzero(on)
+        if not len(k):
+            return False
+        cands = state.slot_moves(parts[k], slots)
+        # Least across first (a replica the plan moved out of y's rack comes back free), then
+        # the cheapest: a replica the plan already moves crosses with all its bytes.
+        home = state.rack[state.original_replicas[cands.part, cands.slot]]
+        across = np.where(home != state.rack[y], state.disk[cands.part], 0.0)
+        order = np.lexsort((cands.cost, across))
+        return search.place(self, cands.take(order), dest=y) is not None
+
+    def _swap(
+        self, state: WorkingModel, search: SearchPort, t: int, broker: int, over: bool, across: bool = False
+    ) -> bool:
         """Exchange a replica of topic ``t`` for one of another topic between ``broker`` and a
         partner: the replica counts stay, so it fits when a one-way move would leave the replica
-        distribution's band (a new broker filled to its band with one topic's replicas)."""
+        distribution's band (a new broker filled to its band with one topic's replicas).
+        ``across``: with a partner of another rack, else of ``broker``'s rack."""
         count = state.topic_count[t]
         # Partners that can take (over) or give (under) a replica of t, same rack first: with
         # one replica per rack, only a same-rack partner keeps a partition rack-aware.
         room = (self.aim_hi[t] - count) if over else (count - self.aim_lo[t])
         other_rack = state.rack != state.rack[broker]
+        room = np.where(other_rack == across, room, 0)
         order = np.lexsort((np.arange(state.n_brokers), -room, other_rack))
         partners = [int(b) for b in order if b != broker and room[b] > 0 and state.active[b]]
         for partner in partners[:SWAP_PARTNERS]:

@@ -197,6 +197,7 @@ class Search:
         same_rack_first: bool,
         lenient: bool = False,
         order: IntArray | None = None,
+        in_rack: bool = False,
     ) -> tuple[int, int] | None:
         state = self.state
         start = 0
@@ -209,6 +210,8 @@ class Search:
             if len(batch) == 0:
                 break
             allowed = self._allowed(batch, dest)
+            if in_rack:
+                allowed &= state.rack[None, :] == state.rack[batch.src][:, None]
             live = np.nonzero(allowed.any(axis=1))[0]
             if len(live) == 0:
                 continue
@@ -266,14 +269,18 @@ class Search:
         dest: int | None = None,
         lenient: bool = False,
         order: IntArray | None = None,
+        in_rack: bool = False,
     ) -> int | None:
         """Apply the first acceptable candidate (in the given order, or of the rows ``order``
         names in that order) at its best destination; returns the partition it changed, or None
         when no candidate is acceptable. ``lenient``: the end of a move that the goal does not
-        fix need only stay within the goal's band."""
+        fix need only stay within the goal's band. ``in_rack``: only to a broker of the
+        candidate's own rack."""
         if len(cands) == 0 or (order is not None and len(order) == 0):
             return None
-        choice = self._choose(goal, cands, dest, same_rack_first=goal is None, lenient=lenient, order=order)
+        choice = self._choose(
+            goal, cands, dest, same_rack_first=goal is None, lenient=lenient, order=order, in_rack=in_rack
+        )
         if choice is None:
             return None
         k, y = choice
@@ -281,20 +288,25 @@ class Search:
         self.actions += 1
         return int(cands.part[k])
 
-    def place_apart(self, goal: Goal, cands: Candidates) -> tuple[int, BoolArray]:
+    def place_apart(
+        self, goal: Goal, cands: Candidates, in_rack: BoolArray | None = None
+    ) -> tuple[int, BoolArray]:
         """Apply, in the given order, each candidate free move that is acceptable, at its best
-        destination, skipping those whose partition or source a move of this call touched or
-        whose every best destination one did; returns how many it applied, and which candidates
-        no broker would have taken at the start (refused).
+        destination (for the ``in_rack`` ones, the best in its own rack), skipping those whose
+        partition or source a move of this call touched or whose every best destination one did;
+        returns how many it applied, and which candidates no broker would have taken at the start
+        (refused).
 
         One evaluation serves them all: a move's vetoes, gain and ranking read only its own
         partition and its two brokers, which no earlier move of the call changed, so each is
         judged on the state it is applied to, as ``place`` would judge it among the brokers the
         call has not touched (one it touched may have become a better destination meanwhile)."""
-        applied, refused = self._apart(goal, cands, in_order=False)
+        applied, refused = self._apart(goal, cands, in_order=False, in_rack=in_rack)
         return len(applied), refused
 
-    def _apart(self, goal: Goal, cands: Candidates, in_order: bool) -> tuple[list[int], BoolArray]:
+    def _apart(
+        self, goal: Goal, cands: Candidates, in_order: bool, in_rack: BoolArray | None = None
+    ) -> tuple[list[int], BoolArray]:
         """``place_apart``, returning the rows applied; ``in_order``: a source whose first
         acceptable candidate waits (every best destination touched) moves nothing more in this
         call, so that each source's moves keep its order of preference."""
@@ -304,6 +316,8 @@ class Search:
         if len(cands) == 0:
             return done, refused
         allowed = self._allowed(cands, None)
+        if in_rack is not None and in_rack.any():
+            allowed &= ~in_rack[:, None] | (state.rack[None, :] == state.rack[cands.src][:, None])
         src, dst = goal.evaluate(state, cands, target=True)
         ok = allowed & (
             ((src < -EPSILON)[:, None] & (dst <= TOLERANCE))

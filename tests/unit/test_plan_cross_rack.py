@@ -1,0 +1,48 @@
+"""Bytes across racks are what users pay for: a replica crosses racks only where a rack's own
+brokers cannot hold or cannot fill their share, and then the smallest that does the job crosses.
+The report says how few bytes any plan meeting the same bands must copy between racks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit import checker
+from tests.unit.clusters import broker, goals_yaml, partition, run_plan, snapshot
+
+GB = 1.0e9
+
+
+def empty_rack_c() -> dict[str, Any]:
+    """Racks a (brokers 0-2), b (3-5) and c (6-8, empty); 18 partitions of topic t, each on one
+    broker of rack a and one of rack b. Partitions 12-17 are the smallest (1..6 GB), all on
+    broker 5; the others weigh 7..18 GB."""
+    brokers = [broker(b, "abc"[b // 3]) for b in range(9)]
+    sizes = [7 + i if i < 12 else i - 11 for i in range(18)]
+    parts = [partition("t", i, [i % 3, 3 + i // 6], disk=sizes[i] * GB) for i in range(18)]
+    return snapshot(brokers, parts)
+
+
+def test_a_rack_short_of_a_topic_is_filled_with_its_smallest_partitions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = empty_rack_c()
+    # 36 replicas on 9 brokers: band 2..6 each; rack c's three brokers need 6 replicas between
+    # them, from racks a and b (6 each, at the top of the band, with 2 to spare each).
+    goals = goals_yaml({"type": "RackAware"}, {"type": "TopicReplicaDistribution", "rangePercent": 50})
+    run = run_plan(tmp_path, capsys, snap, goals)
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    after = checker.apply_plan(snap, run.plan)
+    assert checker.rack_violations(after) == []
+    counts = {b: int(load["replicas"]) for b, load in checker.broker_loads(after).items()}
+    assert all(2 <= counts[b] <= 6 for b in range(9)), counts
+    summary = run.report["summary"]
+    # Six replicas cross, the six smallest partitions' (1 + 2 + ... + 6 GB); broker 5's surplus
+    # is the one to take them from, though brokers 0-4 could spare as many.
+    assert summary["replicaMoves"] == 6
+    assert summary["crossRackBytes"] == pytest.approx(21 * GB)
+    assert summary["crossRackBytesLowerBound"] == pytest.approx(21 * GB)
+    moved = {p["partition"] for p in run.plan["partitions"]}
+    assert moved == set(range(12, 18))
