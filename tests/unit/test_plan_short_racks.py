@@ -5,11 +5,16 @@ mean) and says why the band is missed, instead of stopping where no single move 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.model.reassign import apply_reassignments
+from kafka_balancer.planner.optimizer import plan
+from kafka_balancer_dev.synthetic import SyntheticSpec, generate
 from tests.unit import checker
 from tests.unit.clusters import broker, goals_yaml, partition, run_plan, snapshot
 
@@ -112,3 +117,35 @@ def test_a_topic_no_rack_split_can_spread_evenly_is_split_evenly_within_its_rack
     assert "rack a holds 30 of its replicas, which RackAware keeps in it" in outcome["detail"]
     again = run_plan(tmp_path, capsys, after, goals)
     assert again.plan == {"version": 1, "partitions": []}
+
+
+@pytest.mark.parametrize("seed", [7, 1, 2])
+@pytest.mark.parametrize("grown_by", [3, 4])
+def test_a_plan_that_cannot_meet_every_band_copies_at_most_a_tenth_over_the_bound(
+    seed: int, grown_by: int
+) -> None:
+    # The planner benchmark's small cluster (12 brokers, 3 racks, replication factor 3) with new
+    # empty brokers in one rack: that rack's share of replicas, disk and bytes in no plan can
+    # change, so most distribution goals miss their bands. Moves the goals ended up not needing
+    # still go home: within 1.10 × the bound (without that, 1.106 and 1.117 at seed 2), and the
+    # plan replans to nothing.
+    spec = SyntheticSpec(
+        brokers=12,
+        partitions=900,
+        racks=3,
+        hot_brokers=1,
+        empty_brokers=1,
+        seed=seed,
+        mean_partition_bytes=0.4 * 4.0e12 * 12 / (900 * 3),
+    )
+    cluster = generate(spec)
+    first, top = cluster.brokers[0], max(b.id for b in cluster.brokers)
+    grown = replace(
+        cluster, brokers=cluster.brokers + tuple(replace(first, id=top + 1 + i) for i in range(grown_by))
+    )
+    result = plan(grown, default_goal_set())
+    assert not all(g.after.satisfied for g in result.goals)
+    figures = result.figures
+    assert figures.bytes_moved <= 1.10 * figures.bytes_moved_lower_bound
+    again = plan(apply_reassignments(grown, result.reassignments), default_goal_set())
+    assert len(again.reassignments) == 0

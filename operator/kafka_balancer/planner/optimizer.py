@@ -50,19 +50,13 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     _drain(state, goals)
     _rehome_offline(state, goals)
     _demote(state, goals)
-    for _ in range(MAX_PASSES):
-        actions = 0
-        for i, goal in enumerate(goals):
-            vetoes = [g for g in goals[:i] if not g.hard] + [g for g in goals if g.hard and g is not goal]
-            later = [g for g in goals[i + 1 :] if not g.hard]
-            search = Search(state, vetoes, later)
-            goal.optimize(state, search)
-            actions += search.actions
-        if actions == 0:
-            break
-
+    _passes(state, goals)
     after = [g.status(state) for g in goals]
-    if all(status.satisfied for status in after) and prune(state, goals):
+    if prune(state, goals):
+        if not all(status.satisfied for status in after):
+            # A goal still missing its band may gain from what the undos freed; the passes
+            # also end where they find nothing to do, so the plan replans to nothing.
+            _passes(state, goals)
         after = [g.status(state) for g in goals]
     for goal, status in zip(goals, after, strict=True):
         if goal.hard and not status.satisfied:
@@ -91,6 +85,20 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
         seconds=time.perf_counter() - started,
         led_by_demoted=tuple(f"{state.names[p][0]}-{state.names[p][1]}" for p in state.demoted_leaders()),
     )
+
+
+def _passes(state: WorkingModel, goals: list[Goal]) -> None:
+    """Each goal in priority order, the earlier ones vetoing, until a pass changes nothing."""
+    for _ in range(MAX_PASSES):
+        actions = 0
+        for i, goal in enumerate(goals):
+            vetoes = [g for g in goals[:i] if not g.hard] + [g for g in goals if g.hard and g is not goal]
+            later = [g for g in goals[i + 1 :] if not g.hard]
+            search = Search(state, vetoes, later)
+            goal.optimize(state, search)
+            actions += search.actions
+        if actions == 0:
+            break
 
 
 def _aim_met(goal: Goal, state: WorkingModel) -> bool:

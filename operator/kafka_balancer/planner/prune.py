@@ -1,12 +1,13 @@
-"""Undoing moves the met goals do not need, so that the plan copies fewer bytes.
+"""Undoing moves the goals do not need, so that the plan copies fewer bytes.
 
 The goals run one after another, each choosing moves by its own violation, so a replica one goal
 moved may no longer be needed once the later goals have moved others: the room it made was made
-again, or it was the first hop of a chain. When every goal is met, a moved replica that can go
-back to its original broker (in its original slot, so the diff no longer shows it) with no goal
-getting worse at any broker keeps every goal met and saves its bytes. The largest go back first.
-Only when every goal is met: "no worse anywhere" then means "still met", so the pruned state
-replans to nothing, as the unpruned one did.
+again, or it was the first hop of a chain. A moved replica that can go back to its original broker
+(in its original slot, so the diff no longer shows it) with no goal getting worse at any broker
+keeps every met goal met, and every other no further from its band (or its aim) anywhere, and
+saves its bytes. The largest go back first. When every goal is met, "no worse anywhere" means
+"still met", so the pruned state replans to nothing, as the unpruned one did; when some goal is
+not, the optimizer's passes run again after the undos, until they find nothing to do.
 
 A replica that cannot go home alone often can in exchange for a cheaper replica of its home
 going the other way. Those pair checks are offered only where a pair can help (the bands
@@ -44,8 +45,8 @@ GIVE_SIDE = 32
 
 
 def prune(state: WorkingModel, goals: list[Goal]) -> int:
-    """Move back every moved replica whose return keeps all ``goals`` met, alone or in exchange
-    for a cheaper replica going the other way; returns how many went home.
+    """Move back every moved replica whose return makes no goal of ``goals`` worse at any broker,
+    alone or in exchange for a cheaper replica going the other way; returns how many went home.
 
     Rounds until one changes nothing: an undo can make room for another. Each undo or exchange
     moves fewer bytes than before, so the rounds end. Whether a replica may go home depends only
@@ -184,8 +185,7 @@ def _exchange_undos(
     A replica that cannot go home alone because its home would leave a band often can when one
     of its home broker's replicas goes to where it is now: best another moved replica going
     home too, else one the plan moves anyway (no more bytes), else one that costs fewer bytes
-    than the undo saves. Every goal is checked at both brokers on the pair, so every goal stays
-    met."""
+    than the undo saves. Every goal is checked at both brokers on the pair, so none gets worse."""
     parts, slots = offered[:, 0], offered[:, 1]
     # The single undos and exchanges just before may have sent some home already.
     still = state.moved[parts, slots]
