@@ -117,6 +117,15 @@ class Pool:
         return grown
 
 
+@dataclass(frozen=True, slots=True)
+class _Pairs:
+    """Rows ``i`` of one batch of candidates by rows ``j`` of another, and which pairs pass."""
+
+    i: IntArray
+    j: IntArray
+    ok: BoolArray
+
+
 @dataclass
 class Search:
     state: WorkingModel
@@ -449,8 +458,10 @@ class Search:
             excess = goal.excess(state, broker)
             changed = self._place_from(goal, pool, excess)
             if changed is None:
-                if self._swap_with_partners(goal, broker, over=True) or (
-                    goal.column == LEADERS and self._trade_leaderships(goal, broker, excess, over=True)
+                if (
+                    self._swap_with_partners(goal, broker, over=True)
+                    or (goal.column == LEADERS and self._trade_leaderships(goal, broker, excess, over=True))
+                    or (goal.affects_leadership() and self._relay_leaderships(goal, broker))
                 ):
                     pool, progress = None, True
                     continue
@@ -481,8 +492,10 @@ class Search:
                 changed = self._pull(goal, broker, need, pools)
             if changed is None:
                 version = state.version
-                if self._swap_with_partners(goal, broker, over=False) or (
-                    goal.column == LEADERS and self._trade_leaderships(goal, broker, need, over=False)
+                if (
+                    self._swap_with_partners(goal, broker, over=False)
+                    or (goal.column == LEADERS and self._trade_leaderships(goal, broker, need, over=False))
+                    or (goal.affects_leadership() and self._relay_leaderships(goal, broker))
                 ):
                     pools = self._refreshed(goal, broker, pools, state.changes_since(version))
                     lead, progress = None, True
@@ -585,13 +598,7 @@ class Search:
             given, taken = int(give.part[i]), int(take.part[j])
             state.apply(give, int(i), y)
             state.apply(take, int(j), broker)
-            if over:
-                step = self._place_from(goal, self._pool(goal, self._shed_candidates(goal, broker)), need)
-            else:
-                step = self._place_from(
-                    goal, self._pool(goal, state.leadership_to(broker)), need, dest=broker
-                )
-            if step is not None:
+            if self._one_more(goal, broker, need, over):
                 self.actions += 2
                 return True
             for part, leader in ((taken, y), (given, broker)):
@@ -599,7 +606,113 @@ class Search:
                     np.array([part], dtype=np.int64), np.array([leader], dtype=np.int64)
                 )
                 state.apply(undo, 0, leader)
+        return self._relay_trade(goal, broker, need, over)
+
+    def _one_more(self, goal: BandGoal, broker: int, need: float, over: bool) -> bool:
+        """Hand over (``over``) or take one leadership; whether one moved."""
+        if over:
+            step = self._place_from(goal, self._pool(goal, self._shed_candidates(goal, broker)), need)
+        else:
+            pool = self._pool(goal, self.state.leadership_to(broker))
+            step = self._place_from(goal, pool, need, dest=broker)
+        return step is not None
+
+    def _relay_leaderships(self, goal: BandGoal, broker: int) -> bool:
+        """Take a leadership from one broker and hand one to another at once, so that ``broker``
+        gets nearer the goal's band while what else leadership carries stays within its vetoes.
+
+        A broker short of cpu at the top of its network-out band (in a rack with more brokers
+        than its share of replicas fills: few followers, so its cpu must come from leaderships)
+        can take no leadership alone, and the partners of an exchange share only a handful of
+        partitions with it. The relay's ends are any leader of a partition ``broker`` follows
+        and any follower of one it leads: it takes a leadership heavy in the goal's resource and
+        light in the others, and hands over one the other way round."""
+        relay = self._relays(goal, broker) if goal.column != LEADERS else None
+        if relay is None:
+            return False
+        into, out, pairs = relay
+        change = into.delta[pairs.i, goal.column][:, None] - out.delta[pairs.j, goal.column][None, :]
+        q = float(self.state.quantity(goal.column)[broker])
+        lo, hi = (edge[broker] for edge in goal.band_edges(True))
+        before = max(q - hi, 0.0) + max(lo - q, 0.0)
+        gain = before - (np.maximum(q + change - hi, 0.0) + np.maximum(lo - q - change, 0.0))
+        ok = pairs.ok & (gain > EPSILON * float(goal.scale[broker]))
+        if not ok.any():
+            return False
+        i, j = np.unravel_index(int(np.argmax(np.where(ok, gain, -np.inf))), ok.shape)
+        self._apply_relay(into, out, int(pairs.i[i]), int(pairs.j[j]), broker)
+        return True
+
+    def _relay_trade(self, goal: BandGoal, broker: int, need: float, over: bool) -> bool:
+        """``_trade_leaderships`` through a relay: the heavy leadership goes to a follower and the
+        light one comes from a leader, any two brokers, then ``broker`` takes (or hands over) one
+        more; undone when it cannot."""
+        relay = self._relays(goal, broker)
+        if relay is None:
+            return False
+        into, out, pairs = relay
+        columns = np.array(LEADERSHIP_RESOURCES, dtype=np.int64)
+        norm = self._norm[columns]
+        weight_in = (into.delta[pairs.i][:, columns] / norm).sum(axis=1)
+        weight_out = (out.delta[pairs.j][:, columns] / norm).sum(axis=1)
+        relief = weight_out[None, :] - weight_in[:, None]
+        if over:
+            relief = -relief
+        ok = pairs.ok & (relief > EPSILON)
+        if not ok.any():
+            return False
+        i, j = np.unravel_index(int(np.argmax(np.where(ok, relief, -np.inf))), ok.shape)
+        taken, given = int(into.part[pairs.i[i]]), int(out.part[pairs.j[j]])
+        leader = int(into.src[pairs.i[i]])
+        self._apply_relay(into, out, int(pairs.i[i]), int(pairs.j[j]), broker)
+        if self._one_more(goal, broker, need, over):
+            return True
+        state = self.state
+        for part, back in ((taken, leader), (given, broker)):
+            undo = state.leader_changes(np.array([part], dtype=np.int64), np.array([back], dtype=np.int64))
+            state.apply(undo, 0, back)
+        self.actions -= 2
         return False
+
+    def _relays(self, goal: BandGoal, broker: int) -> tuple[Candidates, Candidates, _Pairs] | None:
+        """The leader changes into ``broker`` (``into``) and out of it (``out``) whose other
+        ends take them with every veto and the goal no worse there, and which pairs of them
+        (one of each, with two different other ends) leave every veto no worse at ``broker``,
+        all judged on the state before both; None when there is no such pair."""
+        state = self.state
+        if state.demoted[broker] or not self._band_vetoes:
+            return None
+        into, out = state.leadership_to(broker), state.leadership_away(broker)
+        out = out.take(np.nonzero(~state.demoted[out.dst])[0])
+        if len(into) == 0 or len(out) == 0:
+            return None
+        least, most = self._band_vetoes.rooms(state)
+        columns = self._band_vetoes.columns
+        d_in, d_out = into.delta[:, columns].T, out.delta[:, columns].T
+        # Each other end on its own: the leader giving up (−d) and the follower taking (+d).
+        leader, follower = into.src, out.dst
+        in_ok = ((-d_in >= least[:, leader]) & (-d_in <= most[:, leader])).all(axis=0)
+        out_ok = ((d_out >= least[:, follower]) & (d_out <= most[:, follower])).all(axis=0)
+        for veto in self._other_vetoes:
+            in_ok &= veto.kept(state, into, TOLERANCE)[np.arange(len(into)), broker]
+            out_ok &= veto.kept(state, out, TOLERANCE)[np.arange(len(out)), follower]
+        at_leader, _ = goal.evaluate(state, into, target=True)
+        _, at_follower = goal.evaluate(state, out, target=True)
+        in_ok &= at_leader <= TOLERANCE
+        out_ok &= at_follower[np.arange(len(out)), follower] <= TOLERANCE
+        i_rows, j_rows = np.nonzero(in_ok)[0], np.nonzero(out_ok)[0]
+        if len(i_rows) == 0 or len(j_rows) == 0:
+            return None
+        # At ``broker``: +d_in − d_out within its rooms for every veto.
+        d = d_in[:, i_rows, None] - d_out[:, None, j_rows]
+        ok = ((d >= least[:, broker, None, None]) & (d <= most[:, broker, None, None])).all(axis=0)
+        ok &= leader[i_rows][:, None] != follower[j_rows][None, :]
+        return into, out, _Pairs(i_rows, j_rows, ok)
+
+    def _apply_relay(self, into: Candidates, out: Candidates, i: int, j: int, broker: int) -> None:
+        self.state.apply(into, i, broker)
+        self.state.apply(out, j, int(out.dst[j]))
+        self.actions += 2
 
     def _pull(
         self, goal: BandGoal, broker: int, need: float, pools: dict[int, Pool], lenient: bool = False
@@ -629,30 +742,45 @@ class Search:
     def _swap_with_partners(self, goal: BandGoal, broker: int, over: bool) -> bool:
         state = self.state
         relative = state.quantity(goal.column) / goal.scale
+        furthest = relative if over else -relative
+        if goal.affects_leadership():
+            # A leadership moves no data and leaves every replica in its rack, so the partners
+            # are those furthest the other way, whatever their rack: a rack whose brokers all
+            # sit at one end of the band (more brokers than its share of replicas fills) has no
+            # partner for it inside.
+            for x, y in self._partners(broker, over, np.lexsort((np.arange(state.n_brokers), furthest))):
+                if self._exchange_leaderships(goal, x, y):
+                    return True
         # Same-rack partners first: with one replica per rack, only they can swap rack-aware.
         other_rack = state.rack != state.rack[broker]
-        candidates = [int(b) for b in np.lexsort((relative if over else -relative, other_rack))]
-        partners = [b for b in candidates if b != broker and state.active[b]][:SWAP_PARTNERS]
-        for partner in partners:
-            x, y = (broker, partner) if over else (partner, broker)
-            if self.swap(goal, x, y):
+        for x, y in self._partners(broker, over, np.lexsort((furthest, other_rack))):
+            if self._exchange_replicas(goal, x, y):
                 return True
         return False
 
-    def swap(self, goal: BandGoal, x: int, y: int) -> bool:
-        """Exchange a replica (or a leadership) of ``x`` for a lighter one of ``y``."""
+    def _partners(self, broker: int, over: bool, ranked: IntArray) -> list[tuple[int, int]]:
+        """The first ``SWAP_PARTNERS`` active brokers of ``ranked`` but ``broker``, each as (the
+        broker giving the heavier side, the one giving the lighter)."""
+        active = self.state.active
+        partners = [int(b) for b in ranked if b != broker and active[b]][:SWAP_PARTNERS]
+        return [(broker, p) if over else (p, broker) for p in partners]
+
+    def _exchange_leaderships(self, goal: BandGoal, x: int, y: int) -> bool:
+        """Exchange a leadership ``x`` holds for a lighter one ``y`` holds, each to the other."""
         state = self.state
         column = goal.column
-        if goal.affects_leadership():
-            away, back = state.leadership_away(x), state.leadership_away(y)
-            give = away.take(np.nonzero(away.dst == y)[0])
-            take = back.take(np.nonzero(back.dst == x)[0])
-            give = give.take(np.argsort(-give.delta[:, column], kind="stable")[:SWAP_SIDE])
-            take = take.take(np.argsort(take.delta[:, column], kind="stable")[:SWAP_SIDE])
-            if self.exchange(goal, give, take, x, y):
-                return True
-        give = state.extreme_replica_moves(x, column, SWAP_SIDE, largest=True)
-        take = state.extreme_replica_moves(y, column, SWAP_SIDE, largest=False)
+        away, back = state.leadership_away(x), state.leadership_away(y)
+        give = away.take(np.nonzero(away.dst == y)[0])
+        take = back.take(np.nonzero(back.dst == x)[0])
+        give = give.take(np.argsort(-give.delta[:, column], kind="stable")[:SWAP_SIDE])
+        take = take.take(np.argsort(take.delta[:, column], kind="stable")[:SWAP_SIDE])
+        return self.exchange(goal, give, take, x, y)
+
+    def _exchange_replicas(self, goal: BandGoal, x: int, y: int) -> bool:
+        """Exchange a replica of ``x`` for a lighter one of ``y``."""
+        column = goal.column
+        give = self.state.extreme_replica_moves(x, column, SWAP_SIDE, largest=True)
+        take = self.state.extreme_replica_moves(y, column, SWAP_SIDE, largest=False)
         return self.exchange(goal, give, take, x, y)
 
     def exchange(self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int) -> bool:

@@ -50,7 +50,7 @@ class StackedBands:
             self._key = state.version
         return self._q, self._before
 
-    def _rooms(self, state: WorkingModel) -> tuple[FloatArray, FloatArray]:
+    def rooms(self, state: WorkingModel) -> tuple[FloatArray, FloatArray]:
         """``[G, B]``: the least and the most change each broker may take for each goal.
 
         The distance outside a band is convex and piecewise linear, so "adding d to a broker
@@ -69,7 +69,7 @@ class StackedBands:
     def allowed(self, state: WorkingModel, cands: Candidates, open_to: BoolArray | None = None) -> BoolArray:
         """``[K, B]``: candidate k may go to broker b without worsening any goal on either end;
         only the brokers of ``open_to`` (default all) can come out True."""
-        least, most = self._rooms(state)
+        least, most = self.rooms(state)
         d = cands.delta[:, self.columns].T
         src = cands.src
         # The source takes −d: least ≤ −d ≤ most there.
@@ -93,7 +93,7 @@ class StackedBands:
     ) -> BoolArray:
         """``[I, J]``: ``give[i]`` moving from x to y and ``take[j]`` from y to x together worsen
         no goal at x or at y."""
-        least, most = self._rooms(state)
+        least, most = self.rooms(state)
         # y takes d = give − take and x takes −d: per goal, d within [lo, hi].
         lo = np.maximum(least[:, y], -most[:, x])
         hi = np.minimum(most[:, y], -least[:, x])
