@@ -722,12 +722,11 @@ class Search:
         surplus = goal.surplus(state)
         surplus[broker] = -np.inf
         other_rack = state.rack != state.rack[broker]
-        sources = [int(s) for s in np.lexsort((np.arange(state.n_brokers), -surplus, other_rack))]
+        order = np.lexsort((np.arange(state.n_brokers), -surplus, other_rack))
+        # Only brokers with something to give: a rack of more than MAX_SOURCES brokers with
+        # nothing to give must not hide the other racks' donors.
+        sources = [int(s) for s in order[surplus[order] > EPSILON]]
         for s in sources[:MAX_SOURCES]:
-            if surplus[s] <= EPSILON:
-                # Sorted by rack first: a same-rack broker with nothing to give must not end the
-                # search before the other racks' donors.
-                continue
             if s not in pools:
                 parts = state.parts_on(s)
                 parts = parts[(state.replicas[parts] != broker).all(axis=1)]
@@ -751,9 +750,14 @@ class Search:
             for x, y in self._partners(broker, over, np.lexsort((np.arange(state.n_brokers), furthest))):
                 if self._exchange_leaderships(goal, x, y):
                     return True
-        # Same-rack partners first: with one replica per rack, only they can swap rack-aware.
+        # Partners with room first (a rack whose brokers are all over the band has none for
+        # another), then same-rack ones first: with one replica per rack, only they can swap
+        # rack-aware.
+        lo, hi = goal.band_edges(True)
+        q = state.quantity(goal.column)
+        no_room = (q >= hi) if over else (q <= lo)
         other_rack = state.rack != state.rack[broker]
-        for x, y in self._partners(broker, over, np.lexsort((furthest, other_rack))):
+        for x, y in self._partners(broker, over, np.lexsort((furthest, other_rack, no_room))):
             if self._exchange_replicas(goal, x, y):
                 return True
         return False
