@@ -16,6 +16,11 @@ from kafka_balancer.planner.optimizer import plan
 from kafka_balancer_dev.synthetic import SyntheticSpec, generate
 
 
+def _twice(capacity: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    disk, network_in, network_out, cpu = capacity
+    return 2 * disk, 2 * network_in, 2 * network_out, 2 * cpu
+
+
 @pytest.mark.parametrize("brokers", [36, 60])
 def test_a_rack_of_larger_brokers_takes_its_share_and_every_band_is_met(brokers: int) -> None:
     partitions = 3000 if brokers == 36 else 5000
@@ -30,10 +35,7 @@ def test_a_rack_of_larger_brokers_takes_its_share_and_every_band_is_met(brokers:
     )
     cluster = generate(spec)
     # Rack b (brokers 1, 7, 13, ...) has twice the capacity of every other.
-    doubled = tuple(
-        replace(b, capacity=tuple(2.0 * x for x in b.capacity)) if b.id % 6 == 1 else b
-        for b in cluster.brokers
-    )
+    doubled = tuple(replace(b, capacity=_twice(b.capacity)) if b.id % 6 == 1 else b for b in cluster.brokers)
     cluster = replace(cluster, brokers=doubled)
     result = plan(cluster, default_goal_set())
     assert [g.label for g in result.goals if not g.after.satisfied] == []
