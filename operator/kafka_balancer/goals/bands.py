@@ -26,13 +26,17 @@ MARGIN = 1e-6
 
 @dataclass(frozen=True, slots=True)
 class RackShortfall:
-    """A rack whose total of a goal's quantity lies outside the sum of its brokers' bands, and
-    that no plan can change (RackAware keeps every replica in its rack)."""
+    """A rack whose total of a goal's quantity no plan that meets RackAware can bring within the
+    sum of its brokers' bands (``least .. most``): RackAware lets it hold ``held_least ..
+    held_most`` (the same figure when it keeps every replica in its rack), and with the other
+    racks' limits it is aimed at ``total``."""
 
     rack: str
     total: float
     least: float
     most: float
+    held_least: float
+    held_most: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,11 +181,16 @@ class BandGoal(Goal):
             if self.column >= REPLICAS
             else Resource(self.column).key
         )
-        return (
-            f"; rack {rack} holds {short[0].total:.6g} {unit}, which RackAware keeps in it, and its "
-            f"brokers' bands add up to {short[0].least:.6g} .. {short[0].most:.6g}: they are "
-            "balanced around the rack's own mean instead"
-        )
+        gap = short[0]
+        bands = f"its brokers' bands add up to {gap.least:.6g} .. {gap.most:.6g}"
+        if gap.held_least == gap.held_most:
+            held = f"rack {rack} holds {gap.total:.6g} {unit}, which RackAware keeps in it, and {bands}"
+        else:
+            held = (
+                f"under RackAware rack {rack} can hold {gap.held_least:.6g} .. {gap.held_most:.6g} {unit} "
+                f"and each other rack only so much, so {bands} and their total is aimed at {gap.total:.6g}"
+            )
+        return f"; {held}: they are balanced around the rack's own mean instead"
 
     def describe(self, value: float, broker: int) -> str:
         return f"{value:.6g}"
@@ -283,30 +292,59 @@ def band_goal(spec: GoalSpec, state: WorkingModel, racks_held: bool = False) -> 
     )
     if spec.type.family is GoalFamily.CAPACITY:
         return CapacityGoal(spec, band)
-    totals = state.rack_totals(column) if racks_held else None
-    aim = rack_aim(band, state, totals) if totals is not None else None
+    ranges = state.rack_ranges(column) if racks_held else None
+    aim = rack_aim(band, state, *ranges) if ranges is not None else None
     return DistributionGoal(spec, band, aim)
 
 
-def rack_aim(band: GoalBand, state: WorkingModel, totals: FloatArray) -> RackAim | None:
-    """The band of a distribution goal whose rack totals no plan can change, with each rack that
-    cannot meet the contract (its total outside the sum of its brokers' bands) aimed at its own
-    mean: the contract's expected quantities scaled by the rack's total over their sum. That is
-    the split with the least worst deviation the rack allows. A count is aimed at that split
-    exactly (floor .. ceil), which whole replicas reach; a resource within ± range of it, as
-    partitions of uneven sizes would chase a split to the byte with ever smaller moves. None when
-    every rack can meet the contract."""
+def rack_totals(expected: FloatArray, least: FloatArray, most: FloatArray, total: float) -> FloatArray:
+    """``[racks]``: each rack's total, within ``least .. most``, adding up to ``total``, as near
+    its ``expected`` share as those limits allow: every rack at λ × expected clipped to its
+    limits, with the one λ that adds up (the worst relative deviation is then the least). A
+    rack with nothing expected stays at its least."""
+
+    def at(scale: float) -> FloatArray:
+        return np.asarray(np.clip(scale * expected, least, most), dtype=np.float64)
+
+    lo_scale, hi_scale = 0.0, 1.0
+    while float(at(hi_scale).sum()) < total and hi_scale < 1e12:
+        hi_scale *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo_scale + hi_scale)
+        lo_scale, hi_scale = (mid, hi_scale) if float(at(mid).sum()) < total else (lo_scale, mid)
+    return at(hi_scale)
+
+
+def rack_aim(
+    band: GoalBand, state: WorkingModel, held_least: FloatArray, held_most: FloatArray
+) -> RackAim | None:
+    """The band of a distribution goal where RackAware limits each rack's total (``held_least
+    .. held_most``, one figure when it keeps every replica in its rack), with each rack that
+    cannot meet the contract aimed at its own mean: the racks' totals as near their expected
+    shares as their limits allow (``rack_totals``), and a rack whose total lies outside the sum
+    of its brokers' bands has the contract's expected quantities scaled by that total over their
+    sum: the split with the least worst deviation the racks allow. A count is aimed at that
+    split exactly (floor .. ceil), which whole replicas reach; a resource within ± range of it,
+    as partitions of uneven sizes would chase a split to the byte with ever smaller moves. None
+    when every rack can meet the contract."""
     lo, hi = band.lo.copy(), band.hi.copy()
     target_lo, target_hi = band.target_lo.copy(), band.target_hi.copy()
+    n_racks = len(state.rack_names)
+    counted = [(state.rack == rack) & band.counted for rack in range(n_racks)]
+    expected_of = np.array([float(band.expected[m].sum()) for m in counted])
+    grand = float(state.quantity(band.column).sum())
+    totals = rack_totals(
+        expected_of * grand / max(float(expected_of.sum()), 1e-300), held_least, held_most, grand
+    )
     short: list[RackShortfall] = []
     for rack, name in enumerate(state.rack_names):
-        members = (state.rack == rack) & band.counted
+        members = counted[rack]
         total = float(totals[rack])
-        expected = float(band.expected[members].sum())
+        expected = float(expected_of[rack])
         least, most = float(band.lo[members].sum()), float(band.hi[members].sum())
         if expected <= 0 or least <= total <= most:
             continue
-        short.append(RackShortfall(name, total, least, most))
+        short.append(RackShortfall(name, total, least, most, float(held_least[rack]), float(held_most[rack])))
         factor = total / expected
         if band.column >= REPLICAS:
             lo[members], hi[members] = math.count_bounds(band.expected[members] * factor, 0.0)

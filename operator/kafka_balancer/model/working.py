@@ -175,27 +175,34 @@ class WorkingModel:
         counts = (racks[:, :, None] == np.arange(n_r)).sum(axis=1)
         return bool((counts[:, live] == self.rack_limit[parts][:, None]).all() and not counts[:, ~live].any())
 
-    def rack_totals(self, column: int) -> FloatArray | None:
-        """Each rack's total of ``column`` in every plan that meets RackAware, where that total
-        is the same for all of them, whatever the assignment now (``_racks_filled``), and
-        ``column`` is the replica count or a resource a leader carries no more of than a follower
-        (disk, bytes in), so no change of leader shifts it between racks. None otherwise."""
-        if column == LEADERS:
+    def rack_ranges(self, column: int) -> tuple[FloatArray, FloatArray] | None:
+        """``[racks]`` twice: the least and the most of ``column`` each rack holds in any plan
+        that meets RackAware, whatever the assignment now: a movable partition of replication
+        factor rf and rack limit L has at most min(L, rf) replicas in a live rack and at least
+        rf − L × (live racks − 1), an excluded one its replicas where they are. The same figure
+        twice where every movable partition fills each live rack to its limit (``_racks_filled``).
+        Only for the replica count and a resource a leader carries no more of than a follower
+        (disk, bytes in), which no change of leader shifts between racks; None otherwise, and
+        when an excluded partition has to move (then it may go to any rack)."""
+        if column == LEADERS or self.n_racks < 2 or self._unjudged_leave():
             return None
         per_replica = self.follower_load[:, column] if column < REPLICAS else np.ones(len(self.rf))
         if column < REPLICAS and not np.array_equal(self.leader_load[:, column], per_replica):
             return None
-        if not self._racks_filled():
-            return None
-        totals: FloatArray = self._rack_sums(per_replica, np.zeros(len(self.rf), dtype=np.int64), 1)[0]
-        return totals
+        group = np.zeros(len(self.rf), dtype=np.int64)
+        limit = self.rack_limit
+        least = np.maximum(self.rf - limit * (self.n_racks - 1), 0)
+        return (
+            self._rack_sums(per_replica, group, 1, least)[0],
+            self._rack_sums(per_replica, group, 1, np.minimum(limit, self.rf))[0],
+        )
 
     def topic_rack_totals(self) -> FloatArray | None:
         """``[T, racks]``: each topic's replicas in each rack in every plan that meets RackAware,
         where that is the same for all of them (``_racks_filled``); None otherwise."""
         if not self._racks_filled():
             return None
-        return self._rack_sums(np.ones(len(self.rf)), self.topic, self.n_topics)
+        return self._rack_sums(np.ones(len(self.rf)), self.topic, self.n_topics, self.rack_limit)
 
     def _racks_filled(self) -> bool:
         """Whether every movable partition's replication factor fills each rack with an active
@@ -206,14 +213,16 @@ class WorkingModel:
         filled = (self.rf[movable] == self.rack_limit[movable] * self.n_racks).all()
         return self.n_racks >= 2 and bool(filled) and not self._unjudged_leave()
 
-    def _rack_sums(self, per_replica: FloatArray, group: IntArray, n_groups: int) -> FloatArray:
+    def _rack_sums(
+        self, per_replica: FloatArray, group: IntArray, n_groups: int, count: IntArray
+    ) -> FloatArray:
         """``[groups, racks]``: per group of partitions, the sum of ``per_replica`` over its
-        replicas in each rack once RackAware is met (``_racks_filled``): a movable partition's
-        limit in every live rack, an excluded one's where it is."""
+        replicas in each rack with ``count`` replicas of each movable partition in every live
+        rack, and an excluded one's where they are."""
         sums = np.zeros((n_groups, len(self.rack_names)))
         movable = self.movable
         filled = np.bincount(
-            group[movable], weights=self.rack_limit[movable] * per_replica[movable], minlength=n_groups
+            group[movable], weights=count[movable] * per_replica[movable], minlength=n_groups
         )
         live = np.unique(self.rack[self.active])
         sums[:, live] = filled[:, None]
