@@ -13,7 +13,9 @@ pool without goals gets. Each size runs in its own process so peak memory is tha
 ``xlarge`` (2.8 M replicas) is not in the default sizes: it takes minutes and most of a GiB just
 to generate. Nor is ``mid-grown-rack``: mid's 200 brokers and 40 k partitions over 3 racks, then 40
 new empty brokers in the first broker's rack, whose share of every partition (one replica in each
-rack) no plan that keeps RackAware can change, so no band can be met there.
+rack) no plan that keeps RackAware can change, so no band can be met there. Nor is ``mid-big-rack``:
+mid with the brokers of its second rack (one in six) at twice the capacity of the others, so the
+other racks shed a share of their load to it across racks.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ SIZES = {
     "large": {"brokers": 270, "partitions": 430_000, "racks": 6},
     "xlarge": {"brokers": 400, "partitions": 930_000, "racks": 6},
     "mid-grown-rack": {"brokers": 200, "partitions": 40_000, "racks": 3, "grown_by": 40},
+    "mid-big-rack": {"brokers": 200, "partitions": 40_000, "racks": 6, "big_rack": 2},
 }
 
 
@@ -66,7 +69,7 @@ def run_size(name: str, goal_set: str, out: Any) -> None:
 
     size = SIZES[name]
     spec = synthetic_spec(name)
-    cluster = _grown(generate(spec), size.get("grown_by", 0))
+    cluster = _big_rack(_grown(generate(spec), size.get("grown_by", 0)), size.get("big_rack", 1))
     goals = default_goal_set()
     if goal_set == "no-topic":
         goals = tuple(g for g in goals if g.type is not GoalType.TOPIC_REPLICA_DISTRIBUTION)
@@ -117,6 +120,30 @@ def _grown(cluster: Cluster, brokers: int) -> Cluster:
     first, top = cluster.brokers[0], max(b.id for b in cluster.brokers)
     added = tuple(replace(first, id=top + 1 + i) for i in range(brokers))
     return replace(cluster, brokers=cluster.brokers + added)
+
+
+def _big_rack(cluster: Cluster, factor: int) -> Cluster:
+    """``cluster`` with the brokers of its second broker's rack at ``factor`` times the capacity."""
+    from dataclasses import replace
+
+    if factor == 1:
+        return cluster
+    rack = cluster.brokers[1].rack
+    brokers = tuple(
+        replace(
+            b,
+            capacity=(
+                factor * b.capacity[0],
+                factor * b.capacity[1],
+                factor * b.capacity[2],
+                factor * b.capacity[3],
+            ),
+        )
+        if b.rack == rack
+        else b
+        for b in cluster.brokers
+    )
+    return replace(cluster, brokers=brokers)
 
 
 def _disk_bound(cluster: Cluster) -> float:

@@ -301,7 +301,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--size", choices=sorted(s for s in SIZES if "grown_by" not in SIZES[s]), default="mid"
+        "--size",
+        choices=sorted(s for s in SIZES if not {"grown_by", "big_rack"} & SIZES[s].keys()),
+        default="mid",
     )
     parser.add_argument("--kafka-runs", type=int, default=3, help="placements by Kafka's (unseeded) placer")
     parser.add_argument("--work-dir", type=Path, help="keep snapshot, inputs and plans here")

@@ -341,13 +341,18 @@ class WorkingModel:
         parts = np.sort(parts)
         return self.slot_moves(parts, self.slot_of(parts, broker))
 
-    def extreme_replica_moves(self, broker: int, column: int, n: int, largest: bool) -> Candidates:
+    def extreme_replica_moves(
+        self, broker: int, column: int, n: int, largest: bool, into_rack: int | None = None
+    ) -> Candidates:
         """The ``n`` moves of ``replica_moves(broker)`` with the largest (or smallest) change of
         ``column``, in that order (ties by partition): chosen before the candidates are built,
-        as building every one of a broker's thousands to keep a few cost most of a swap."""
+        as building every one of a broker's thousands to keep a few cost most of a swap. With
+        ``into_rack``, only of partitions below their rack limit there (that may go to it)."""
         parts = self.parts_on(broker)
         if not self.all_movable and self.active[broker]:
             parts = parts[self.movable[parts]]
+        if into_rack is not None:
+            parts = parts[self.rack_count[parts, into_rack] < self.rack_limit[parts]]
         parts = np.sort(parts)
         slots = self.slot_of(parts, broker)
         is_leader = self.leader_slot[parts] == slots

@@ -781,10 +781,15 @@ class Search:
         return self.exchange(goal, give, take, x, y)
 
     def _exchange_replicas(self, goal: BandGoal, x: int, y: int) -> bool:
-        """Exchange a replica of ``x`` for a lighter one of ``y``."""
-        column = goal.column
-        give = self.state.extreme_replica_moves(x, column, SWAP_SIDE, largest=True)
-        take = self.state.extreme_replica_moves(y, column, SWAP_SIDE, largest=False)
+        """Exchange a replica of ``x`` for a lighter one of ``y``: between racks, only of
+        partitions the other rack may take (the heaviest of a broker often all have a replica
+        there already, once that rack's brokers were filled with them)."""
+        state, column = self.state, goal.column
+        across = state.rack[x] != state.rack[y]
+        give = state.extreme_replica_moves(x, column, SWAP_SIDE, True, int(state.rack[y]) if across else None)
+        take = state.extreme_replica_moves(
+            y, column, SWAP_SIDE, False, int(state.rack[x]) if across else None
+        )
         return self.exchange(goal, give, take, x, y)
 
     def exchange(self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int) -> bool:
