@@ -488,14 +488,18 @@ class Search:
                 if lead is None:
                     lead = self._pool(goal, state.leadership_to(broker))
                 changed = self._place_from(goal, lead, need, dest=broker)
+                version = state.version
+                if changed is None and self._relay_leaderships(goal, broker):
+                    # Two leaderships moved and no data: before any replica is copied in.
+                    pools = self._refreshed(goal, broker, pools, state.changes_since(version))
+                    lead, progress = None, True
+                    continue
             if changed is None:
                 changed = self._pull(goal, broker, need, pools)
             if changed is None:
                 version = state.version
-                if (
-                    self._swap_with_partners(goal, broker, over=False)
-                    or (goal.column == LEADERS and self._trade_leaderships(goal, broker, need, over=False))
-                    or (goal.affects_leadership() and self._relay_leaderships(goal, broker))
+                if self._swap_with_partners(goal, broker, over=False) or (
+                    goal.column == LEADERS and self._trade_leaderships(goal, broker, need, over=False)
                 ):
                     pools = self._refreshed(goal, broker, pools, state.changes_since(version))
                     lead, progress = None, True
