@@ -96,6 +96,12 @@ def run_size(name: str, goal_set: str, out: Any) -> None:
             "moved_over_disk_bound": round(f.bytes_moved / disk_bound, 3) if disk_bound else None,
             "cross_rack_bytes": f.cross_rack_bytes,
             "cross_rack_lower_bound": f.cross_rack_lower_bound,
+            "rack_local_lower_bound": f.rack_local_lower_bound,
+            "moved_and_across_over_rack_local_bound": (
+                round((f.bytes_moved + f.cross_rack_bytes) / f.rack_local_lower_bound, 3)
+                if f.rack_local_lower_bound
+                else None
+            ),
             "replica_moves": f.replica_moves,
             "leader_changes": f.leader_changes,
             "topic_cells_out_before": _topic_cells_out(cluster, ()),

@@ -20,6 +20,7 @@ from kafka_balancer.planner.bound import (
     bound_bands,
     bytes_moved_lower_bound,
     cross_rack_lower_bound,
+    rack_local_lower_bound,
 )
 
 N = 4
@@ -106,11 +107,15 @@ def meets(assignment: tuple[tuple[int, ...], ...], bands: BoundBands, layout: La
 
 
 def least_bytes(
-    bands: BoundBands, layout: Layout = LAYOUT, racks: str = "rrrr", across: bool = False
+    bands: BoundBands,
+    layout: Layout = LAYOUT,
+    racks: str = "rrrr",
+    across: bool = False,
+    plus_across: bool = False,
 ) -> float:
-    """The least bytes (``across``: bytes across racks) of every assignment (replication factor 2
-    kept) that meets ``bands``, and with ``bands.rack_aware`` puts the two replicas of a partition
-    in two racks when there are two."""
+    """The least bytes (``across``: bytes across racks; ``plus_across``: bytes moved plus bytes
+    across racks) of every assignment (replication factor 2 kept) that meets ``bands``, and with
+    ``bands.rack_aware`` puts the two replicas of a partition in two racks when there are two."""
     pairs = list(itertools.combinations(range(N), 2))
     if bands.rack_aware and len(set(racks)) > 1:
         pairs = [(x, y) for x, y in pairs if racks[x] != racks[y]]
@@ -118,7 +123,12 @@ def least_bytes(
     for assignment in itertools.product(pairs, repeat=len(layout)):
         if meets(assignment, bands, layout):
             moved = sum(
-                size * (_across(old, new, racks) if across else len(set(new) - set(old)))
+                size
+                * (
+                    _across(old, new, racks)
+                    if across
+                    else len(set(new) - set(old)) + (_across(old, new, racks) if plus_across else 0)
+                )
                 for (_, size, old), new in zip(layout, assignment, strict=True)
             )
             best = min(best, moved)
@@ -250,3 +260,41 @@ def test_no_replica_crosses_racks_when_each_partition_fills_every_rack() -> None
     bands = BoundBands(disk=SHED_IN_A_FILL_IN_B, rack_aware=True)
     assert cross_rack_lower_bound(state, bands) == 0.0
     assert least_bytes(bands, ONE_PER_RACK, TWO_RACKS, across=True) == 0.0
+
+
+def test_keeping_replicas_in_their_racks_costs_what_the_racks_add_up_to() -> None:
+    # t-2 may change rack (both replicas in rack a): moving it from broker 0 to broker 3 sheds
+    # broker 0's 8 and fills broker 3's 5 at once, 8 bytes moved but 8 across racks. A plan that
+    # keeps every replica in its rack pays rack a's 8 and rack b's 5.
+    layout = (*ONE_PER_RACK[:2], ("t", 8.0, (0, 1)), *ONE_PER_RACK[3:])
+    bands = BoundBands(disk=SHED_IN_A_FILL_IN_B, rack_aware=True)
+    state = WorkingModel(cluster(layout, TWO_RACKS))
+    assert bytes_moved_lower_bound(state, bands) == pytest.approx(8.0)
+    assert rack_local_lower_bound(state, bands) == pytest.approx(13.0)
+    assert least_bytes(bands, layout, TWO_RACKS, plus_across=True) >= 13.0
+    # Where no replica can change rack it is the bytes-moved bound itself.
+    fixed = WorkingModel(cluster(ONE_PER_RACK, TWO_RACKS))
+    assert (
+        rack_local_lower_bound(fixed, bands) == bytes_moved_lower_bound(fixed, bands) == pytest.approx(13.0)
+    )
+
+
+@pytest.mark.parametrize("racks", [TWO_RACKS, THREE_RACKS])
+@pytest.mark.parametrize("case", list(CASES))
+def test_no_assignment_moves_less_plus_across_than_the_rack_local_bound(case: str, racks: str) -> None:
+    bands, _ = CASES[case]
+    state = WorkingModel(cluster(racks=racks))
+    bound = rack_local_lower_bound(state, bands)
+    assert bytes_moved_lower_bound(state, bands) <= bound
+    assert bound <= least_bytes(bands, racks=racks, plus_across=True)
+    assert bound <= least_bytes(replace(bands, rack_aware=True), racks=racks, plus_across=True)
+
+
+def test_the_rack_local_bound_is_above_the_global_one_when_racks_differ() -> None:
+    # "disk only" with racks a = {0, 1}, b = {2, 3}: broker 2 (rack b) sheds 10, broker 0 (rack
+    # a) gains 5. Globally max(10, 5); kept in their racks, rack a adds 5 and rack b sheds 10.
+    bands, _ = CASES["disk only"]
+    state = WorkingModel(cluster(racks=TWO_RACKS))
+    assert bytes_moved_lower_bound(state, bands) == pytest.approx(10.0)
+    assert rack_local_lower_bound(state, bands) == pytest.approx(15.0)
+    assert least_bytes(bands, racks=TWO_RACKS, plus_across=True) >= 15.0

@@ -44,5 +44,8 @@ def test_a_rack_short_of_a_topic_is_filled_with_its_smallest_partitions(
     assert summary["replicaMoves"] == 6
     assert summary["crossRackBytes"] == pytest.approx(21 * GB)
     assert summary["crossRackBytesLowerBound"] == pytest.approx(21 * GB)
+    # Broker by broker in rack c: 2 replicas each, at the least the two smallest (1 + 2 GB); the
+    # brokers of racks a and b need lose nothing.
+    assert summary["rackLocalBytesLowerBound"] == pytest.approx(3 * 3 * GB)
     moved = {p["partition"] for p in run.plan["partitions"]}
     assert moved == set(range(12, 18))

@@ -39,6 +39,7 @@ def report_document(cluster: Cluster, plan: Plan) -> dict[str, Any]:
             "bytesMovedLowerBound": f.bytes_moved_lower_bound,
             "crossRackBytes": f.cross_rack_bytes,
             "crossRackBytesLowerBound": f.cross_rack_lower_bound,
+            "rackLocalBytesLowerBound": f.rack_local_lower_bound,
             # Only for a snapshot with log dirs, so reports of others read as before.
             **(
                 {"intraBrokerBytes": f.intra_broker_bytes} if any(b.log_dirs for b in cluster.brokers) else {}

@@ -40,6 +40,16 @@ the figure is then a bound on the plan's own bytes, and never above them.
    active brokers' bands, and whatever the rack holds beyond (or lacks below) that sum must leave
    (come) across racks. A partition at its rack limit in a rack cannot gain there beyond what it
    loses while RackAware is met; without RackAware any partition may.
+
+6. Keeping replicas in their racks costs bytes, and each byte saved costs one across racks. In
+   rack r a plan removes removed_r ≥ Σ_{b in r} R_b and adds added_r ≥ Σ_{b in r} A_b, and
+   added_r − removed_r is at most the bytes partitions gain in r beyond what they lose there,
+   C_r; Σ_r C_r is the bytes across racks C of (5). So bytes moved = Σ_r removed_r ≥
+   Σ_r max(R_r, A_r − C_r) ≥ Σ_r max(R_r, A_r) − C: bytes moved plus bytes across racks is at
+   least the per-rack sum of (4), with or without RackAware. A plan that copies nothing between
+   racks moves at least that much, and the global max of (1) is reachable only by copying the
+   difference across racks (a cluster grown by brokers in every rack, the racks over and under
+   their bands by different amounts).
 """
 
 from __future__ import annotations
@@ -104,17 +114,28 @@ def _tightest(bands: list[Band]) -> Band | None:
 def bytes_moved_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
     """The least bytes any plan from ``state``'s original assignment that meets ``bands`` and
     empties the draining brokers must move (see the module docstring for the argument)."""
+    if bands.rack_aware and state.racks_fixed():
+        return rack_local_lower_bound(state, bands)
+    removed, added = _forced_per_broker(state, bands)
+    return float(max(removed.sum(), added.sum()))
+
+
+def rack_local_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
+    """The least bytes moved plus bytes copied between racks of any plan that meets ``bands``
+    (fact 6): what a plan that keeps every replica in its rack must move at the least."""
+    removed, added = _forced_per_broker(state, bands)
+    n_r = len(state.rack_names)
+    per_rack = np.maximum(
+        np.bincount(state.rack, weights=removed, minlength=n_r),
+        np.bincount(state.rack, weights=added, minlength=n_r),
+    )
+    return float(per_rack.sum())
+
+
+def _forced_per_broker(state: WorkingModel, bands: BoundBands) -> tuple[FloatArray, FloatArray]:
     replicas = _Replicas.of(state)
     units = _Units(state.n_brokers, replicas.broker, bands.disk, bands.replicas, bands.topic, state.active)
-    removed, added = _forced(state, replicas, units, _on_broker(state))
-    if bands.rack_aware and state.racks_fixed():
-        n_r = len(state.rack_names)
-        per_rack = np.maximum(
-            np.bincount(state.rack, weights=removed, minlength=n_r),
-            np.bincount(state.rack, weights=added, minlength=n_r),
-        )
-        return float(per_rack.sum())
-    return float(max(removed.sum(), added.sum()))
+    return _forced(state, replicas, units, _on_broker(state))
 
 
 def cross_rack_lower_bound(state: WorkingModel, bands: BoundBands) -> float:

@@ -22,7 +22,12 @@ from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.working import WorkingModel
-from kafka_balancer.planner.bound import bound_bands, bytes_moved_lower_bound, cross_rack_lower_bound
+from kafka_balancer.planner.bound import (
+    bound_bands,
+    bytes_moved_lower_bound,
+    cross_rack_lower_bound,
+    rack_local_lower_bound,
+)
 from kafka_balancer.planner.log_dirs import plan_log_dirs
 from kafka_balancer.planner.plan import GoalOutcome, Plan, diff
 from kafka_balancer.planner.prune import prune
@@ -73,6 +78,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
             figures,
             bytes_moved_lower_bound=bytes_moved_lower_bound(state, bands),
             cross_rack_lower_bound=cross_rack_lower_bound(state, bands),
+            rack_local_lower_bound=rack_local_lower_bound(state, bands),
             intra_broker_bytes=log_dirs.intra_broker_bytes,
         ),
         goals=tuple(

@@ -30,6 +30,9 @@ class PlanFigures:
     intra_broker_bytes: float = 0.0
     # The least cross-rack bytes of any plan meeting the bands this one met (planner/bound.py).
     cross_rack_lower_bound: float = 0.0
+    # The least bytes moved plus cross-rack bytes of any plan meeting those bands: what a plan
+    # that keeps every replica in its rack moves at the least (planner/bound.py, fact 6).
+    rack_local_lower_bound: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
