@@ -220,7 +220,9 @@ class Search:
                 break
             allowed = self._allowed(batch, dest)
             if in_rack:
-                allowed &= state.rack[None, :] == state.rack[batch.src][:, None]
+                # A leadership change copies nothing: only a replica's move is kept in its rack.
+                same_rack = state.rack[None, :] == state.rack[batch.src][:, None]
+                allowed &= same_rack | (batch.dst != NO_BROKER)[:, None]
             live = np.nonzero(allowed.any(axis=1))[0]
             if len(live) == 0:
                 continue
@@ -393,9 +395,15 @@ class Search:
     # broker are built once per shed/fill and only the changed partition's rows are refreshed.
 
     def _place_from(
-        self, goal: BandGoal, pool: Pool, need: float, dest: int | None = None, lenient: bool = False
+        self,
+        goal: BandGoal,
+        pool: Pool,
+        need: float,
+        dest: int | None = None,
+        lenient: bool = False,
+        in_rack: bool = False,
     ) -> int | None:
-        return self.place(goal, pool.cands, dest, lenient, pool.ordered(need, CANDIDATE_LIMIT))
+        return self.place(goal, pool.cands, dest, lenient, pool.ordered(need, CANDIDATE_LIMIT), in_rack)
 
     def _pool(self, goal: BandGoal, cands: Candidates) -> Pool:
         return Pool(cands, goal.column, self._norm)
@@ -406,6 +414,18 @@ class Search:
             batches.insert(0, self.state.leadership_away(broker, parts))
         return Candidates.concat(batches)
 
+    def _rack_slack(self, goal: BandGoal, over: bool) -> FloatArray:
+        """``[racks]``: how much more of the goal's quantity each rack's active brokers could
+        take within their target bands (``over``), or give; negative, how much the rack must
+        send to (take from) other racks."""
+        state = self.state
+        lo, hi = goal.band_edges(True)
+        q = state.quantity(goal.column)
+        slack = np.where(state.active, hi - q if over else q - lo, 0.0)
+        return np.asarray(
+            np.bincount(state.rack, weights=slack, minlength=len(state.rack_names)), dtype=np.float64
+        )
+
     def shed_apart(self, goal: BandGoal, brokers: list[int]) -> bool:
         """Move replicas off the over brokers ``brokers`` in rounds, each judged once: every
         broker still above its target band offers the head of its candidates (in its shed's
@@ -413,7 +433,8 @@ class Search:
         unless a move of the round touched that destination or its partition (then it waits for
         the next round). A broker whose head no broker would take leaves the rounds: its shed,
         with deeper batches, exchanges and the lenient last resort, does the rest. Whether
-        anything moved.
+        anything moved. A broker whose rack has room keeps its moves in the rack (the rest of
+        them then go through its shed, which exchanges within the rack before crossing).
 
         A capacity or count goal's shed moves thousands of replicas off a few brokers; one at a
         time, each cost a whole evaluation of vetoes, gain and the goals to come."""
@@ -435,7 +456,8 @@ class Search:
             if not heads:
                 break
             cands = Candidates.concat(heads)
-            applied, refused = self._apart(goal, cands, in_order=True)
+            roomy = self._rack_slack(goal, over=True) > 0
+            applied, refused = self._apart(goal, cands, in_order=True, in_rack=roomy[state.rack[cands.src]])
             if not applied:
                 # The round's first acceptable move is always applied: none was acceptable.
                 break
@@ -456,7 +478,15 @@ class Search:
             if pool is None:
                 pool = self._pool(goal, self._shed_candidates(goal, broker))
             excess = goal.excess(state, broker)
-            changed = self._place_from(goal, pool, excess)
+            # Within the broker's rack first, by a move and then by an exchange, while the rack
+            # has room: a replica sent to another rack would be replaced by one coming back.
+            in_rack = bool(self._rack_slack(goal, over=True)[state.rack[broker]] > 0)
+            changed = self._place_from(goal, pool, excess, in_rack=in_rack)
+            if changed is None and in_rack:
+                if self._swap_with_partners(goal, broker, over=True, in_rack=True):
+                    pool, progress = None, True
+                    continue
+                changed = self._place_from(goal, pool, excess)
             if changed is None:
                 if (
                     self._swap_with_partners(goal, broker, over=True)
@@ -495,7 +525,17 @@ class Search:
                     lead, progress = None, True
                     continue
             if changed is None:
-                changed = self._pull(goal, broker, need, pools)
+                # From the broker's own rack first, by a pull and then by an exchange, while the
+                # rack can spare it (as for a shed).
+                in_rack = bool(self._rack_slack(goal, over=False)[state.rack[broker]] > 0)
+                changed = self._pull(goal, broker, need, pools, in_rack=in_rack)
+                if changed is None and in_rack:
+                    version = state.version
+                    if self._swap_with_partners(goal, broker, over=False, in_rack=True):
+                        pools = self._refreshed(goal, broker, pools, state.changes_since(version))
+                        lead, progress = None, True
+                        continue
+                    changed = self._pull(goal, broker, need, pools)
             if changed is None:
                 version = state.version
                 if self._swap_with_partners(goal, broker, over=False) or (
@@ -719,12 +759,21 @@ class Search:
         self.actions += 2
 
     def _pull(
-        self, goal: BandGoal, broker: int, need: float, pools: dict[int, Pool], lenient: bool = False
+        self,
+        goal: BandGoal,
+        broker: int,
+        need: float,
+        pools: dict[int, Pool],
+        lenient: bool = False,
+        in_rack: bool = False,
     ) -> int | None:
-        """Move one replica onto ``broker``, from its own rack when a broker there can give."""
+        """Move one replica onto ``broker``, from its own rack when a broker there can give
+        (``in_rack``: only from its own rack)."""
         state = self.state
         surplus = goal.surplus(state)
         surplus[broker] = -np.inf
+        if in_rack:
+            surplus[state.rack != state.rack[broker]] = -np.inf
         other_rack = state.rack != state.rack[broker]
         order = np.lexsort((np.arange(state.n_brokers), -surplus, other_rack))
         # Only brokers with something to give: a rack of more than MAX_SOURCES brokers with
@@ -742,11 +791,13 @@ class Search:
 
     # ---- swaps: when a one-way move cannot fit --------------------------------------
 
-    def _swap_with_partners(self, goal: BandGoal, broker: int, over: bool) -> bool:
+    def _swap_with_partners(self, goal: BandGoal, broker: int, over: bool, in_rack: bool = False) -> bool:
+        """``in_rack``: replicas exchanged with brokers of ``broker``'s rack only, and no
+        leadership (a leadership exchange copies nothing, it is tried in any case after)."""
         state = self.state
         relative = state.quantity(goal.column) / goal.scale
         furthest = relative if over else -relative
-        if goal.affects_leadership():
+        if goal.affects_leadership() and not in_rack:
             # A leadership moves no data and leaves every replica in its rack, so the partners
             # are those furthest the other way, whatever their rack: a rack whose brokers all
             # sit at one end of the band (more brokers than its share of replicas fills) has no
@@ -761,10 +812,10 @@ class Search:
         q = state.quantity(goal.column)
         no_room = (q >= hi) if over else (q <= lo)
         other_rack = state.rack != state.rack[broker]
-        for x, y in self._partners(broker, over, np.lexsort((furthest, other_rack, no_room))):
-            if self._exchange_replicas(goal, x, y):
-                return True
-        return False
+        ranked = np.lexsort((furthest, other_rack, no_room))
+        if in_rack:
+            ranked = ranked[~other_rack[ranked]]
+        return any(self._exchange_replicas(goal, x, y) for x, y in self._partners(broker, over, ranked))
 
     def _partners(self, broker: int, over: bool, ranked: IntArray) -> list[tuple[int, int]]:
         """The first ``SWAP_PARTNERS`` active brokers of ``ranked`` but ``broker``, each as (the
