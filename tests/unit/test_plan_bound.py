@@ -298,3 +298,14 @@ def test_the_rack_local_bound_is_above_the_global_one_when_racks_differ() -> Non
     assert bytes_moved_lower_bound(state, bands) == pytest.approx(10.0)
     assert rack_local_lower_bound(state, bands) == pytest.approx(15.0)
     assert least_bytes(bands, racks=TWO_RACKS, plus_across=True) >= 15.0
+
+
+def test_a_partition_over_its_rack_limit_copies_the_difference_across_racks() -> None:
+    # Racks a = brokers 0 and 1: t-0 (1) and t-3 (8) have both replicas there, and with two
+    # replicas on three racks RackAware allows one a rack: each sends one to rack b or c.
+    state = WorkingModel(cluster(racks=THREE_RACKS))
+    rack_aware = BoundBands(rack_aware=True)
+    assert cross_rack_lower_bound(state, rack_aware) == pytest.approx(9.0)
+    assert least_bytes(rack_aware, racks=THREE_RACKS, across=True) == 9.0
+    # Without RackAware nothing has to leave rack a.
+    assert cross_rack_lower_bound(state, BoundBands()) == 0.0

@@ -39,7 +39,9 @@ the figure is then a bound on the plan's own bytes, and never above them.
    racks for brokers: a rack's topic cell, replica count and disk must end within the sum of its
    active brokers' bands, and whatever the rack holds beyond (or lacks below) that sum must leave
    (come) across racks. A partition at its rack limit in a rack cannot gain there beyond what it
-   loses while RackAware is met; without RackAware any partition may.
+   loses while RackAware is met; without RackAware any partition may. A partition holding more
+   than its limit in a rack loses the difference there, and gains it back in no plan that meets
+   RackAware: those bytes leave the rack whatever the bands.
 
 6. Keeping replicas in their racks costs bytes, and each byte saved costs one across racks. In
    rack r a plan removes removed_r ≥ Σ_{b in r} R_b and adds added_r ≥ Σ_{b in r} A_b, and
@@ -163,7 +165,22 @@ def cross_rack_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
         np.ones(n_r, dtype=bool),
     )
     removed, added = _forced(state, replicas, units, _in_rack(state, bands.rack_aware))
+    if bands.rack_aware:
+        removed = np.maximum(removed, _over_rack_limit(state))
     return float(max(removed.sum(), added.sum()))
+
+
+def _over_rack_limit(state: WorkingModel) -> FloatArray:
+    """``[racks]``: the bytes of the replicas a movable partition holds in a rack beyond its rack
+    limit, which leave the rack for good in any plan that meets RackAware."""
+    rows = state.original_replicas
+    held = (rows >= 0) & state.movable[:, None]
+    parts = np.nonzero(held)[0]
+    n_r = len(state.rack_names)
+    counts = np.zeros((len(state.rf), n_r))
+    np.add.at(counts, (parts, state.rack[rows[held]]), 1.0)
+    over = np.maximum(counts - state.rack_limit[:, None], 0.0) * state.disk[:, None]
+    return np.asarray(over.sum(axis=0), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)
