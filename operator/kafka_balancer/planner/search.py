@@ -863,7 +863,9 @@ class Search:
             ok &= (give.delta[:, LEADERS] <= 0)[:, None]
         if state.demoted[x]:
             ok &= (take.delta[:, LEADERS] <= 0)[None, :]
-        for veto in self.vetoes:
+        if self._band_vetoes and ok.any():
+            ok &= self._band_vetoes.pair_allowed(state, give, take, x, y)
+        for veto in self._other_vetoes:
             if not ok.any():
                 return False
             dx, dy = veto.evaluate_pairs(state, give, take, x, y)
