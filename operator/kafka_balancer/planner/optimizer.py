@@ -35,6 +35,8 @@ from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE
 
 MAX_PASSES = 6
+# Times the goals are built again when their bands moved with the replicas of demoted brokers.
+MAX_REBUILDS = 3
 
 
 def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
@@ -43,11 +45,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     state = WorkingModel(cluster)
     # The intra-broker goals act between a broker's log dirs, once the brokers are settled.
     ordered = priority_order(tuple(s for s in specs if not s.type.intra_broker))
-    rack_aware = [i for i, spec in enumerate(ordered) if spec.type is GoalType.RACK_AWARE]
-    goals = [
-        build_goal(spec, state, racks_held=any(ordered[j].hard or j < i for j in rack_aware))
-        for i, spec in enumerate(ordered)
-    ]
+    goals = _build_goals(state, ordered)
     _check_feasible(state, goals)
     before_loads = state.broker_loads()
     before = [g.status(state) for g in goals]
@@ -55,14 +53,18 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     _drain(state, goals)
     _rehome_offline(state, goals)
     _demote(state, goals)
-    _passes(state, goals)
+    _settle(state, goals)
+    # A demoted broker keeps the follower load of the replicas it holds, which the bands of what
+    # leadership carries leave out of the other brokers' mean: a replica moved on or off it
+    # shifts those bands. They are built again from where the plan left the replicas, and the
+    # goals settle again, until they hold still, so that the plan replans to nothing.
+    for _ in range(MAX_REBUILDS if state.demoted.any() else 0):
+        rebuilt = _build_goals(state, ordered)
+        if all(_same_band(old, new) for old, new in zip(goals, rebuilt, strict=True)):
+            break
+        goals = rebuilt
+        _settle(state, goals)
     after = [g.status(state) for g in goals]
-    if prune(state, goals):
-        if not all(status.satisfied for status in after):
-            # A goal still missing its band may gain from what the undos freed; the passes
-            # also end where they find nothing to do, so the plan replans to nothing.
-            _passes(state, goals)
-        after = [g.status(state) for g in goals]
     for goal, status in zip(goals, after, strict=True):
         if goal.hard and not status.satisfied:
             raise InfeasibleError(f"hard goal {goal.spec.label} cannot be satisfied: {status.detail}")
@@ -91,6 +93,30 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
         seconds=time.perf_counter() - started,
         led_by_demoted=tuple(f"{state.names[p][0]}-{state.names[p][1]}" for p in state.demoted_leaders()),
     )
+
+
+def _build_goals(state: WorkingModel, ordered: list[GoalSpec]) -> list[Goal]:
+    rack_aware = [i for i, spec in enumerate(ordered) if spec.type is GoalType.RACK_AWARE]
+    return [
+        build_goal(spec, state, racks_held=any(ordered[j].hard or j < i for j in rack_aware))
+        for i, spec in enumerate(ordered)
+    ]
+
+
+def _same_band(old: Goal, new: Goal) -> bool:
+    if not (isinstance(old, BandGoal) and isinstance(new, BandGoal)):
+        return True
+    return bool(np.array_equal(old.veto_lo, new.veto_lo) and np.array_equal(old.veto_hi, new.veto_hi))
+
+
+def _settle(state: WorkingModel, goals: list[Goal]) -> None:
+    """The goals' passes, then the undos of what they no longer need."""
+    _passes(state, goals)
+    unmet = not all(g.status(state).satisfied for g in goals)
+    if prune(state, goals) and unmet:
+        # A goal still missing its band may gain from what the undos freed; the passes also
+        # end where they find nothing to do, so the plan replans to nothing.
+        _passes(state, goals)
 
 
 def _passes(state: WorkingModel, goals: list[Goal]) -> None:
