@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.registry import build_goal
 from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
@@ -309,3 +310,26 @@ def test_a_partition_over_its_rack_limit_copies_the_difference_across_racks() ->
     assert least_bytes(rack_aware, racks=THREE_RACKS, across=True) == 9.0
     # Without RackAware nothing has to leave rack a.
     assert cross_rack_lower_bound(state, BoundBands()) == 0.0
+
+
+def test_a_missed_band_enters_as_the_band_the_plan_reached() -> None:
+    # DiskDistribution at ± 10 % of the mean (31.5): 28.35 .. 34.65 at every broker, which no
+    # broker is in. Say the plan moved t-1 (2) from broker 2 to broker 1 and stopped there:
+    # 15, 27, 48, 36. The bound is then of the plans that leave no broker further out: broker 2
+    # sheds at least 2 (to 48), broker 1 gains at least 2 (to 27), and moving t-1 does both.
+    state = WorkingModel(cluster())
+    disk = build_goal(GoalSpec.default(GoalType.DISK_DISTRIBUTION), state)
+    assert isinstance(disk, BandGoal)
+    reached_layout = tuple(
+        (topic, size, (0, 1) if (topic, size) == ("t", 2.0) else replicas) for topic, size, replicas in LAYOUT
+    )
+    reached = WorkingModel(cluster(reached_layout))
+    q = np.array([15.0, 27.0, 48.0, 36.0])
+    assert reached.quantity(disk.column) == pytest.approx(q)
+    bands = bound_bands([], missed=[disk], state=reached)
+    assert bands.disk is not None
+    assert bands.disk[0] == pytest.approx(np.minimum(disk.lo, q))
+    assert bands.disk[1] == pytest.approx(np.maximum(disk.hi, q))
+    assert bytes_moved_lower_bound(state, bands) == pytest.approx(2.0) == least_bytes(bands)
+    # Left out, a missed goal gave the bound nothing.
+    assert bound_bands([], missed=[disk]).disk is None

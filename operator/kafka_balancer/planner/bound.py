@@ -87,24 +87,44 @@ class BoundBands:
     rack_aware: bool = False
 
 
-def bound_bands(met: list[Goal], aimed: list[Goal] | None = None) -> BoundBands:
+def bound_bands(
+    met: list[Goal],
+    aimed: list[Goal] | None = None,
+    missed: list[Goal] | None = None,
+    state: WorkingModel | None = None,
+) -> BoundBands:
     """The bands of the goals a plan met that the bytes-moved bound can use: disk and replica
-    count per broker (the tightest of every such goal) and the topic cells; and of the ``aimed``
-    goals, whose contract no plan can meet, the band the plan met instead (``aim_lo .. aim_hi``)."""
+    count per broker (the tightest of every such goal) and the topic cells; of the ``aimed``
+    goals, whose contract no plan can meet, the band the plan met instead (``aim_lo .. aim_hi``);
+    and of the ``missed`` ones the band the plan reached in ``state``: the contract's, each
+    broker's (cell's) edge moved out to where the plan left it. The bound is then of the plans
+    that leave no broker further outside than this one."""
     per_broker: dict[int, list[Band]] = {int(Resource.DISK): [], REPLICAS: []}
     topic: Band | None = None
     rack_aware = False
-    for goal, aim in [(g, False) for g in met] + [(g, True) for g in aimed or []]:
+    kinds = [(g, "met") for g in met] + [(g, "aimed") for g in aimed or []]
+    kinds += [(g, "missed") for g in missed or [] if state is not None]
+    for goal, kind in kinds:
         if isinstance(goal, RackAwareGoal):
-            rack_aware = True
+            rack_aware = rack_aware or kind == "met"
         elif isinstance(goal, TopicReplicaDistributionGoal):
             judged = goal.judged[:, None]
-            lo, hi = (goal.aim_lo, goal.aim_hi) if aim else (goal.lo, goal.hi)
+            lo, hi = (goal.aim_lo, goal.aim_hi) if kind == "aimed" else (goal.lo, goal.hi)
+            if kind == "missed" and state is not None:
+                lo, hi = _reached(lo, hi, state.topic_count)
             topic = (np.where(judged, lo, 0.0), np.where(judged, hi, np.inf))
         elif isinstance(goal, BandGoal) and goal.active and goal.column in per_broker:
-            per_broker[goal.column].append((goal.aim_lo, goal.aim_hi) if aim else (goal.lo, goal.hi))
+            lo, hi = (goal.aim_lo, goal.aim_hi) if kind == "aimed" else (goal.lo, goal.hi)
+            if kind == "missed" and state is not None:
+                lo, hi = _reached(lo, hi, state.quantity(goal.column))
+            per_broker[goal.column].append((lo, hi))
     disk, replicas = (_tightest(per_broker[c]) for c in (int(Resource.DISK), REPLICAS))
     return BoundBands(disk, replicas, topic, rack_aware)
+
+
+def _reached(lo: FloatArray, hi: FloatArray, quantity: FloatArray | IntArray) -> Band:
+    q = np.asarray(quantity, dtype=np.float64)
+    return np.minimum(lo, q), np.maximum(hi, q)
 
 
 def _tightest(bands: list[Band]) -> Band | None:

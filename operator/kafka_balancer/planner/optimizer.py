@@ -73,7 +73,8 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     log_dirs = plan_log_dirs(cluster, reassignments, specs)
     met = [g for g, status in zip(goals, after, strict=True) if status.satisfied]
     aimed = [g for g, status in zip(goals, after, strict=True) if not status.satisfied and _aim_met(g, state)]
-    bands = bound_bands(met, aimed)
+    missed = [g for g, status in zip(goals, after, strict=True) if not status.satisfied and g not in aimed]
+    bands = bound_bands(met, aimed, missed, state)
     return Plan(
         reassignments=log_dirs.reassignments,
         figures=replace(
