@@ -50,15 +50,14 @@ def synthetic_spec(name: str) -> SyntheticSpec:
     from kafka_balancer_dev.synthetic import SyntheticSpec
 
     size = SIZES[name]
-    return SyntheticSpec(
-        brokers=size["brokers"],
-        partitions=size["partitions"],
+    # Partition sizes chosen so that the cluster is about 40 % full on average.
+    return SyntheticSpec.filled(
+        size["brokers"],
+        size["partitions"],
         racks=size["racks"],
         hot_brokers=max(1, size["brokers"] // 20),
         empty_brokers=max(1, size["brokers"] // 25),
         seed=7,
-        # Partition sizes chosen so that the cluster is about 40 % full on average.
-        mean_partition_bytes=0.4 * 4.0e12 * size["brokers"] / (size["partitions"] * 3),
     )
 
 

@@ -8,6 +8,7 @@ so that a generated cluster needs real work to balance.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,15 @@ class SyntheticSpec:
     cpu_capacity: float = 16.0
     mean_partition_bytes: float = 2.0e9
     seed: int = 1
+
+    @classmethod
+    def filled(cls, brokers: int, partitions: int, fill: float = 0.4, **fields: Any) -> SyntheticSpec:
+        """A spec whose brokers' disks are ``fill`` full on average, whatever the number of
+        partitions: the benchmarks' and the planner tests' clusters, with ``fields`` as given."""
+        rf = fields.get("replication_factor", 3)
+        disk = fields.get("disk_capacity", 4.0e12)
+        mean = fill * disk * brokers / (partitions * rf)
+        return cls(brokers=brokers, partitions=partitions, mean_partition_bytes=mean, **fields)
 
 
 def generate(spec: SyntheticSpec) -> Cluster:
@@ -121,14 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
-    spec = SyntheticSpec(
-        brokers=args.brokers,
-        partitions=args.partitions,
+    spec = SyntheticSpec.filled(
+        args.brokers,
+        args.partitions,
         racks=args.racks,
         hot_brokers=args.hot_brokers,
         empty_brokers=args.empty_brokers,
         seed=args.seed,
-        mean_partition_bytes=0.4 * 4.0e12 * args.brokers / (args.partitions * 3),
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(cluster_to_snapshot(generate(spec))))

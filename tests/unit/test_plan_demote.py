@@ -156,14 +156,13 @@ def test_a_plan_with_demoted_brokers_replans_to_nothing(brokers: int, partitions
     # A demoted broker keeps the follower load of its replicas, which the other brokers' network
     # out and cpu bands leave out of their mean; the plan moves replicas off demoted brokers, so
     # those bands moved under it: replanning the planned cluster changed 1 and 2 leaderships.
-    spec = SyntheticSpec(
-        brokers=brokers,
-        partitions=partitions,
+    spec = SyntheticSpec.filled(
+        brokers,
+        partitions,
         racks=6,
         hot_brokers=2,
         empty_brokers=1,
         seed=seed,
-        mean_partition_bytes=0.4 * 4.0e12 * brokers / (partitions * 3),
     )
     cluster = generate(spec)
     cluster = replace(cluster, brokers=tuple(replace(b, demoted=b.id in (1, 5)) for b in cluster.brokers))

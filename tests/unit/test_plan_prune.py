@@ -16,14 +16,13 @@ from kafka_balancer.planner.prune import prune
 from kafka_balancer_dev.synthetic import SyntheticSpec, generate
 
 # The planner benchmark's small cluster: hot and empty brokers, topics crowding a few brokers.
-SPEC = SyntheticSpec(
-    brokers=12,
-    partitions=900,
+SPEC = SyntheticSpec.filled(
+    12,
+    900,
     racks=3,
     hot_brokers=1,
     empty_brokers=1,
     seed=7,
-    mean_partition_bytes=0.4 * 4.0e12 * 12 / (900 * 3),
 )
 
 

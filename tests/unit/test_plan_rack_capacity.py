@@ -31,15 +31,14 @@ def test_a_rack_of_larger_brokers_takes_its_share_and_every_band_is_met(
     # replicas first; the rest of their disk comes by exchanges with other racks, which must
     # offer replicas of partitions the other rack may take (the largest all had one there
     # already, and the disk band was missed by 13 %).
-    spec = SyntheticSpec(
-        brokers=brokers,
-        partitions=partitions,
+    spec = SyntheticSpec.filled(
+        brokers,
+        partitions,
         racks=6,
         replication_factor=3,
         hot_brokers=hot,
         empty_brokers=empty,
         seed=7,
-        mean_partition_bytes=0.4 * 4.0e12 * brokers / (partitions * 3),
     )
     cluster = generate(spec)
     # Rack b (brokers 1, 7, 13, ...) has twice the capacity of every other.
@@ -57,14 +56,13 @@ def test_a_rack_that_cannot_hold_its_share_is_filled_as_far_as_rack_awareness_le
     # rack, so rack b holds at most a third of the data, against the 2/5 its doubled capacity
     # asks. Its brokers are aimed at that third (each within ± range of it), the other racks'
     # at the rest: the disk band is missed by 1/6 of rack b's mean and ± range, not more.
-    spec = SyntheticSpec(
-        brokers=48,
-        partitions=4000,
+    spec = SyntheticSpec.filled(
+        48,
+        4000,
         racks=4,
         replication_factor=3,
         hot_brokers=2,
         seed=7,
-        mean_partition_bytes=0.4 * 4.0e12 * 48 / (4000 * 3),
     )
     cluster = generate(spec)
     doubled = tuple(replace(b, capacity=_twice(b.capacity)) if b.id % 4 == 1 else b for b in cluster.brokers)
@@ -94,15 +92,14 @@ def test_brokers_of_two_sizes_in_every_rack_balance_within_their_racks(seed: int
     # a broker with room for both; each rack then took as much back from other racks. While the
     # rack has room it exchanges within it instead (``before``: the GB that crossed racks then,
     # against a bound of 8.1 and 4.9 GB; now 142 and 161).
-    spec = SyntheticSpec(
-        brokers=24,
-        partitions=2000,
+    spec = SyntheticSpec.filled(
+        24,
+        2000,
         racks=6,
         replication_factor=3,
         hot_brokers=2,
         empty_brokers=1,
         seed=seed,
-        mean_partition_bytes=0.4 * 4.0e12 * 24 / (2000 * 3),
     )
     cluster = generate(spec)
     mixed = tuple(replace(b, capacity=_twice(b.capacity)) if b.id % 4 < 2 else b for b in cluster.brokers)
@@ -112,5 +109,21 @@ def test_brokers_of_two_sizes_in_every_rack_balance_within_their_racks(seed: int
     f = result.figures
     assert f.cross_rack_bytes <= 0.35 * before * 1e9
     assert f.bytes_moved <= 1.10 * f.bytes_moved_lower_bound
+    again = plan(apply_reassignments(cluster, result.reassignments), default_goal_set())
+    assert len(again.reassignments) == 0
+
+
+def test_half_the_racks_at_twice_the_capacity_meet_every_band() -> None:
+    # The planner benchmark's mid cluster (200 brokers, 6 racks) with racks b, d and f at twice
+    # the capacity: the other racks send two thirds of their share across. A small broker at its
+    # replica-count floor and over its bytes-in band can only exchange, and only with a broker
+    # of a larger rack; its exchange partners were its own rack's brokers with room, none of
+    # which could take what it gave, and the band was missed by 0.1 %.
+    spec = SyntheticSpec.filled(200, 40_000, racks=6, hot_brokers=10, empty_brokers=8, seed=7)
+    cluster = generate(spec)
+    doubled = tuple(replace(b, capacity=_twice(b.capacity)) if b.id % 2 == 1 else b for b in cluster.brokers)
+    cluster = replace(cluster, brokers=doubled)
+    result = plan(cluster, default_goal_set())
+    assert [g.label for g in result.goals if not g.after.satisfied] == []
     again = plan(apply_reassignments(cluster, result.reassignments), default_goal_set())
     assert len(again.reassignments) == 0

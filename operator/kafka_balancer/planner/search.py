@@ -815,7 +815,14 @@ class Search:
         ranked = np.lexsort((furthest, other_rack, no_room))
         if in_rack:
             ranked = ranked[~other_rack[ranked]]
-        return any(self._exchange_replicas(goal, x, y) for x, y in self._partners(broker, over, ranked))
+        pairs = self._partners(broker, over, ranked)
+        if not in_rack:
+            # Then the other racks' first partners: the brokers of a rack with room may all be
+            # unable to take what this broker gives (at its replica-count floor, a small broker
+            # of a rack that must send load to larger ones can only exchange with them).
+            across = self._partners(broker, over, ranked[other_rack[ranked]])
+            pairs += [pair for pair in across if pair not in pairs]
+        return any(self._exchange_replicas(goal, x, y) for x, y in pairs)
 
     def _partners(self, broker: int, over: bool, ranked: IntArray) -> list[tuple[int, int]]:
         """The first ``SWAP_PARTNERS`` active brokers of ``ranked`` but ``broker``, each as (the
