@@ -133,19 +133,44 @@ def _tightest(bands: list[Band]) -> Band | None:
     return np.max([lo for lo, _ in bands], axis=0), np.min([hi for _, hi in bands], axis=0)
 
 
+@dataclass(frozen=True, slots=True)
+class LowerBounds:
+    """A plan's three bounds: bytes moved, bytes copied between racks, and the two together."""
+
+    bytes_moved: float
+    cross_rack: float
+    rack_local: float
+
+
+def lower_bounds(state: WorkingModel, bands: BoundBands) -> LowerBounds:
+    """The three bounds, each broker's forced bytes (a sort of every replica) counted once."""
+    forced = _forced_per_broker(state, bands)
+    return LowerBounds(
+        _bytes_moved(state, bands, forced), cross_rack_lower_bound(state, bands), _rack_local(state, forced)
+    )
+
+
 def bytes_moved_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
     """The least bytes any plan from ``state``'s original assignment that meets ``bands`` and
     empties the draining brokers must move (see the module docstring for the argument)."""
-    if bands.rack_aware and state.racks_fixed():
-        return rack_local_lower_bound(state, bands)
-    removed, added = _forced_per_broker(state, bands)
-    return float(max(removed.sum(), added.sum()))
+    return _bytes_moved(state, bands, _forced_per_broker(state, bands))
 
 
 def rack_local_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
     """The least bytes moved plus bytes copied between racks of any plan that meets ``bands``
     (fact 6): what a plan that keeps every replica in its rack must move at the least."""
-    removed, added = _forced_per_broker(state, bands)
+    return _rack_local(state, _forced_per_broker(state, bands))
+
+
+def _bytes_moved(state: WorkingModel, bands: BoundBands, forced: tuple[FloatArray, FloatArray]) -> float:
+    if bands.rack_aware and state.racks_fixed():
+        return _rack_local(state, forced)
+    removed, added = forced
+    return float(max(removed.sum(), added.sum()))
+
+
+def _rack_local(state: WorkingModel, forced: tuple[FloatArray, FloatArray]) -> float:
+    removed, added = forced
     n_r = len(state.rack_names)
     per_rack = np.maximum(
         np.bincount(state.rack, weights=removed, minlength=n_r),

@@ -22,12 +22,7 @@ from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.working import WorkingModel
-from kafka_balancer.planner.bound import (
-    bound_bands,
-    bytes_moved_lower_bound,
-    cross_rack_lower_bound,
-    rack_local_lower_bound,
-)
+from kafka_balancer.planner.bound import bound_bands, lower_bounds
 from kafka_balancer.planner.log_dirs import plan_log_dirs
 from kafka_balancer.planner.plan import GoalOutcome, Plan, diff
 from kafka_balancer.planner.prune import prune
@@ -74,14 +69,14 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     met = [g for g, status in zip(goals, after, strict=True) if status.satisfied]
     aimed = [g for g, status in zip(goals, after, strict=True) if not status.satisfied and _aim_met(g, state)]
     missed = [g for g, status in zip(goals, after, strict=True) if not status.satisfied and g not in aimed]
-    bands = bound_bands(met, aimed, missed, state)
+    bounds = lower_bounds(state, bound_bands(met, aimed, missed, state))
     return Plan(
         reassignments=log_dirs.reassignments,
         figures=replace(
             figures,
-            bytes_moved_lower_bound=bytes_moved_lower_bound(state, bands),
-            cross_rack_lower_bound=cross_rack_lower_bound(state, bands),
-            rack_local_lower_bound=rack_local_lower_bound(state, bands),
+            bytes_moved_lower_bound=bounds.bytes_moved,
+            cross_rack_lower_bound=bounds.cross_rack,
+            rack_local_lower_bound=bounds.rack_local,
             intra_broker_bytes=log_dirs.intra_broker_bytes,
         ),
         goals=tuple(
