@@ -91,6 +91,21 @@ CASES = {
     ),
     # Broker 3 (2 replicas) needs 3: the smallest partition it lacks, t-0.
     "replica count floor": (BoundBands(replicas=per_broker([0.0, 0.0, 0.0, 3.0], [INF] * N)), 1.0),
+    # Broker 0 (disk 15, at most 20) must gain u-0 (16), so it must also shed 11; broker 2 sheds
+    # 10: 21 removed, where the disk and topic bands one by one gave max(10, 16).
+    "topic cell floor at a broker near its disk ceiling": (
+        BoundBands(
+            disk=per_broker([0.0] * N, [20.0, INF, 40.0, INF]),
+            topic=topic_band(OPEN, per_broker([1.0, 0.0, 0.0, 0.0], [INF] * N)),
+        ),
+        21.0,
+    ),
+    # Broker 0 (disk 15, at least 14) sheds t-0 and t-1 (3), so it must gain 2; broker 3 (36, at
+    # least 38) gains 2: 4 added, where one by one gave max(3, 2).
+    "topic cell ceiling at a broker near its disk floor": (
+        BoundBands(disk=per_broker([14.0, 0.0, 0.0, 38.0], [INF] * N), topic=T_AT_MOST_2),
+        4.0,
+    ),
 }
 
 

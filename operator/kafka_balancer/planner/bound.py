@@ -21,8 +21,9 @@ may move less. They are built from these facts.
    outside G; these number Σ(s_t − e_t) ≥ k − |G| and weigh at least the k − |G| smallest outside G.
 
 Per broker the bound takes the larger of (3) and the disk requirement (both are valid, their sum
-need not be), and sums over brokers (disjoint by (1)). A band enters only if the plan meets it:
-the figure is then a bound on the plan's own bytes, and never above them.
+need not be; (7) below couples them), and sums over brokers (disjoint by (1)). A band enters
+only if the plan meets it: the figure is then a bound on the plan's own bytes, and never above
+them.
 
 4. When RackAware is met and every movable partition fills every rack to its limit (replication
    factor 3 on 3 racks: one replica per rack), no replica can change rack: a partition holds
@@ -52,6 +53,14 @@ the figure is then a bound on the plan's own bytes, and never above them.
    racks moves at least that much, and the global max of (1) is reachable only by copying the
    difference across racks (a cluster grown by brokers in every rack, the racks over and under
    their bands by different amounts).
+
+7. A unit's disk after is disk_b − R_b + A_b, so its disk band couples its removals and
+   additions: disk after ≤ hi forces R_b ≥ disk_b + A_b − hi_b ≥ disk_b + a_b − hi_b, and disk
+   after ≥ lo forces A_b ≥ lo_b − disk_b + r_b, where r_b and a_b are the least removals and
+   additions of (2) and (3). A broker near the top of its disk band that must gain replicas of
+   topics it lacks must make room for them; one near the bottom that must give away replicas
+   of topics it holds too many of must take as many bytes back. Once is enough: with the
+   tightened r_b, a_b's requirement grows by lo_b − hi_b ≤ 0 beyond what r_b gave it.
 """
 
 from __future__ import annotations
@@ -293,9 +302,12 @@ def _forced(
     cells = (
         np.bincount(replicas.topic * n_u + units.of, minlength=n_t * n_u).reshape(n_t, n_u).astype(np.float64)
     )
-    removed = np.where(units.active, _removed(replicas, units, disk_on, count_on, cells), disk_on)
-    added = np.where(units.active, _added(state, units, held, disk_on, count_on, cells), 0.0)
-    return removed, added
+    removed = _removed(replicas, units, disk_on, count_on, cells)
+    added = _added(state, units, held, disk_on, count_on, cells)
+    if units.disk is not None:
+        lo, hi = units.disk
+        removed, added = np.maximum(removed, disk_on + added - hi), np.maximum(added, lo - disk_on + removed)
+    return np.where(units.active, removed, disk_on), np.where(units.active, added, 0.0)
 
 
 def _removed(
