@@ -439,6 +439,21 @@ class WorkingModel:
         else:
             self.leader_slot[p] = slot
 
+    def undo(self, version: int) -> bool:
+        """Take back every action applied since ``version``, newest first (each as an action of
+        its own); False, with nothing taken back, when the journal no longer reaches it."""
+        changes = self.changes_since(version)
+        if changes is None:
+            return False
+        for p, src, dest in reversed(changes):
+            one = np.array([p], dtype=np.int64)
+            if (self.replicas[p] == src).any():
+                # The source still holds the partition: the action handed over its leadership.
+                self.apply(self.leader_changes(one, np.array([src], dtype=np.int64)), 0, src)
+            else:
+                self.apply(self.slot_moves(one, self.slot_of(one, dest)), 0, src)
+        return True
+
     # ---- the plan ---------------------------------------------------------------------
 
     def changed_partitions(self) -> IntArray:

@@ -5,7 +5,9 @@ Rules every applied action obeys:
   worse on no broker;
 * the current goal strictly improves on one end and gets no worse on the other (an exchange of
   two replicas or a leadership trade is one action; a trade, which leaves the leader counts
-  as they were, is kept only together with the leadership it makes room for);
+  as they were, is kept only together with the leadership it makes room for; a heavy
+  leadership handed over to a follower it takes above the band is kept only together with the
+  follower's shed and the broker's fill, when they leave the goal nearer its band in all);
 * a plan is a diff: a replica moved twice while planning moves once when executed;
 * a demoted broker is never given a leadership.
 """
@@ -33,6 +35,8 @@ SWAP_PARTNERS = 4
 SWAP_SIDE = 48
 # Candidates each broker offers per round of sheds apart: its first choice is usually taken.
 APART_HEAD = 1
+# A broker's heaviest leaderships handed over, one at a time, when nothing else sheds it.
+HAND_OVER_TRIES = 2
 # Followers asked to trade a heavy leadership for a light one (the lightest brokers first).
 TRADE_PARTNERS = 8
 # What a leader carries and a follower does not: the room a trade of leaderships makes.
@@ -132,6 +136,8 @@ class Search:
     vetoes: list[Goal] = field(default_factory=list)
     later: list[Goal] = field(default_factory=list)
     actions: int = 0
+    # The partition whose leadership ``_hand_over_heaviest`` handed over, while it completes.
+    _handed_over: int | None = None
 
     def __post_init__(self) -> None:
         n = self.state.n_brokers
@@ -406,6 +412,8 @@ class Search:
         return self.place(goal, pool.cands, dest, lenient, pool.ordered(need, CANDIDATE_LIMIT), in_rack)
 
     def _pool(self, goal: BandGoal, cands: Candidates) -> Pool:
+        if self._handed_over is not None:
+            cands = cands.take(np.nonzero(cands.part != self._handed_over)[0])
         return Pool(cands, goal.column, self._norm)
 
     def _shed_candidates(self, goal: BandGoal, broker: int, parts: IntArray | None = None) -> Candidates:
@@ -499,6 +507,9 @@ class Search:
                 # above its target band, within the goal's band.
                 changed = self._place_from(goal, pool, excess, lenient=True)
                 if changed is None:
+                    if self._hand_over_heaviest(goal, broker):
+                        pool, progress = None, True
+                        continue
                     return progress
             pool.retire(changed)
             if changed in state.partitions_on[broker]:
@@ -651,6 +662,46 @@ class Search:
                 )
                 state.apply(undo, 0, leader)
         return self._relay_trade(goal, broker, need, over)
+
+    def _hand_over_heaviest(self, goal: BandGoal, broker: int) -> bool:
+        """Hand one of ``broker``'s heaviest leaderships to its follower even though that takes
+        the follower above the goal's band, then shed the follower and fill ``broker`` back up;
+        kept only when the goal's brokers end nearer its band in all, else undone.
+
+        A broker filled from empty may take a single leadership heavier than the band of what
+        leadership carries is wide (the leader replica of a busy partition, moved in for its
+        bytes): no broker can take it alone, and the broker can then take no other leadership.
+        Its follower, a full broker, can make room by handing lighter leaderships to others."""
+        state = self.state
+        if self._handed_over is not None or goal.column == LEADERS or not goal.affects_leadership():
+            return False
+        away = state.leadership_away(broker)
+        heaviest = np.argsort(-away.delta[:, goal.column], kind="stable")[:HAND_OVER_TRIES]
+        allowed = self._allowed(away.take(heaviest), None)
+        for row, k in enumerate(heaviest.tolist()):
+            follower = int(away.dst[k])
+            if not allowed[row, follower]:
+                continue
+            version, actions = state.version, self.actions
+            before = float(goal.needs_fix(state).sum())
+            state.apply(away, k, follower)
+            # Neither the follower's shed nor the broker's fill may hand it straight back.
+            self._handed_over = int(away.part[k])
+            try:
+                self.shed(goal, follower)
+                if goal.deficit(state, broker) > 0:
+                    self.fill(goal, broker)
+            finally:
+                self._handed_over = None
+            if float(goal.needs_fix(state).sum()) < before - EPSILON:
+                self.actions += 1
+                return True
+            if not state.undo(version):
+                # Too many actions to take back: kept, as every one obeyed the vetoes.
+                self.actions += 1
+                return True
+            self.actions = actions
+        return False
 
     def _one_more(self, goal: BandGoal, broker: int, need: float, over: bool) -> bool:
         """Hand over (``over``) or take one leadership; whether one moved."""
