@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kafka_balancer.goals.band import GoalBand, goal_band, goal_column
+from kafka_balancer.goals.band import TARGET_RANGE, GoalBand, goal_band, goal_column
 from kafka_balancer.goals.base import EPSILON, Goal, GoalStatus
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec
 from kafka_balancer.model import math
@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 # Floating-point safety: planned brokers stay this far (relative to scale) inside a band.
 MARGIN = 1e-6
+# A rack that cannot meet a resource goal's contract has its brokers aimed at the rack's own
+# mean, within this fraction of the goal's range. Within the whole range a broker could end the
+# rack's shortfall plus the whole range off the contract's mean (25 % where the rack's mean is
+# 16.7 % off and the range is 10 %); an exact split would chase bytes with ever smaller moves.
+SHORT_RACK_RANGE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,8 +329,9 @@ def rack_aim(
     shares as their limits allow (``rack_totals``), and a rack whose total lies outside the sum
     of its brokers' bands has the contract's expected quantities scaled by that total over their
     sum: the split with the least worst deviation the racks allow. A count is aimed at that
-    split exactly (floor .. ceil), which whole replicas reach; a resource within ± range of it,
-    as partitions of uneven sizes would chase a split to the byte with ever smaller moves. None
+    split exactly (floor .. ceil), which whole replicas reach; a resource within half the
+    range of it (``SHORT_RACK_RANGE``), as partitions of uneven sizes would chase a split to
+    the byte with ever smaller moves. None
     when every rack can meet the contract."""
     lo, hi = band.lo.copy(), band.hi.copy()
     target_lo, target_hi = band.target_lo.copy(), band.target_hi.copy()
@@ -351,9 +357,11 @@ def rack_aim(
             target_lo[members], target_hi[members] = lo[members], hi[members]
         else:
             # Resource bands are the mean times each broker's share: linear in the mean.
-            lo[members], hi[members] = band.lo[members] * factor, band.hi[members] * factor
-            target_lo[members] = band.target_lo[members] * factor
-            target_hi[members] = band.target_hi[members] * factor
+            centre = band.expected[members] * factor
+            half = (band.hi[members] - band.lo[members]) / 2 * factor * SHORT_RACK_RANGE
+            lo[members], hi[members] = centre - half, centre + half
+            target_lo[members] = centre - half * TARGET_RANGE
+            target_hi[members] = centre + half * TARGET_RANGE
     if not short:
         return None
     aimed = replace(band, lo=lo, hi=hi, target_lo=target_lo, target_hi=target_hi)
