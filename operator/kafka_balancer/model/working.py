@@ -123,6 +123,8 @@ class WorkingModel:
         # (partition, source, destination) of the latest actions, oldest first: what was built a
         # few actions ago is brought up to date from them instead of rebuilt.
         self._journal: deque[tuple[int, int, int]] = deque(maxlen=JOURNAL)
+        # The same, of every action since ``begin`` while a compound action may still be undone.
+        self._undo_log: list[tuple[int, int, int]] | None = None
         self._quantities_key = -1
         self._quantities: FloatArray = np.zeros((0, N_QUANTITIES))
         self._parts_on: dict[int, IntArray] = {}
@@ -418,6 +420,8 @@ class WorkingModel:
         delta = cands.delta[k]
         self.version += 1
         self._journal.append((p, src, dest))
+        if self._undo_log is not None:
+            self._undo_log.append((p, src, dest))
         self.load[src] -= delta[:4]
         self.load[dest] += delta[:4]
         self.leader_count[src] -= int(delta[LEADERS])
@@ -439,12 +443,18 @@ class WorkingModel:
         else:
             self.leader_slot[p] = slot
 
-    def undo(self, version: int) -> bool:
-        """Take back every action applied since ``version``, newest first (each as an action of
-        its own); False, with nothing taken back, when the journal no longer reaches it."""
-        changes = self.changes_since(version)
-        if changes is None:
-            return False
+    def begin(self) -> None:
+        """Start recording actions, so that ``undo`` can take them back."""
+        self._undo_log = []
+
+    def commit(self) -> None:
+        """Keep the actions since ``begin``."""
+        self._undo_log = None
+
+    def undo(self) -> None:
+        """Take back every action applied since ``begin``, newest first (each as an action of
+        its own)."""
+        changes, self._undo_log = self._undo_log or [], None
         for p, src, dest in reversed(changes):
             one = np.array([p], dtype=np.int64)
             if (self.replicas[p] == src).any():
@@ -452,7 +462,6 @@ class WorkingModel:
                 self.apply(self.leader_changes(one, np.array([src], dtype=np.int64)), 0, src)
             else:
                 self.apply(self.slot_moves(one, self.slot_of(one, dest)), 0, src)
-        return True
 
     # ---- the plan ---------------------------------------------------------------------
 

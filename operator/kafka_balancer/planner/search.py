@@ -7,7 +7,8 @@ Rules every applied action obeys:
   two replicas or a leadership trade is one action; a trade, which leaves the leader counts
   as they were, is kept only together with the leadership it makes room for; a heavy
   leadership handed over to a follower it takes above the band is kept only together with the
-  follower's shed and the broker's fill, when they leave the goal nearer its band in all);
+  follower's shed and the broker's fill, when they leave the goal nearer its band in all (and,
+  for a leader count, no vetoing band further away at any broker));
 * a plan is a diff: a replica moved twice while planning moves once when executed;
 * a demoted broker is never given a leadership.
 """
@@ -37,6 +38,9 @@ SWAP_SIDE = 48
 APART_HEAD = 1
 # A broker's heaviest leaderships handed over, one at a time, when nothing else sheds it.
 HAND_OVER_TRIES = 2
+# A broker short of leaderships at its network-out top tries this many of its heaviest: the
+# heaviest often has no follower that can shed what it adds, a lighter one does.
+ROOM_TRIES = 8
 # Followers asked to trade a heavy leadership for a light one (the lightest brokers first).
 TRADE_PARTNERS = 8
 # What a leader carries and a follower does not: the room a trade of leaderships makes.
@@ -562,6 +566,9 @@ class Search:
                 if changed is None:
                     changed = self._pull(goal, broker, need, pools, lenient=True)
                 if changed is None:
+                    if self._room_for_leaderships(goal, broker):
+                        pools, lead, progress = {}, None, True
+                        continue
                     return progress
             for pool in pools.values():
                 pool.retire(changed)
@@ -682,8 +689,9 @@ class Search:
             follower = int(away.dst[k])
             if not allowed[row, follower]:
                 continue
-            version, actions = state.version, self.actions
+            actions = self.actions
             before = float(goal.needs_fix(state).sum())
+            state.begin()
             state.apply(away, k, follower)
             # Neither the follower's shed nor the broker's fill may hand it straight back.
             self._handed_over = int(away.part[k])
@@ -694,13 +702,52 @@ class Search:
             finally:
                 self._handed_over = None
             if float(goal.needs_fix(state).sum()) < before - EPSILON:
+                state.commit()
                 self.actions += 1
                 return True
-            if not state.undo(version):
-                # Too many actions to take back: kept, as every one obeyed the vetoes.
-                self.actions += 1
-                return True
+            state.undo()
             self.actions = actions
+        return False
+
+    def _room_for_leaderships(self, goal: BandGoal, broker: int) -> bool:
+        """A broker short of leaderships at the top of a vetoing band of what leadership carries
+        hands its heaviest leadership in it to the follower, which sheds lighter ones to others
+        within that band, and takes light ones in the room made; kept only when the leader counts
+        end nearer their band in all and no vetoing band is further away at any broker, else
+        undone. Trading one heavy leadership for one light one with a single follower stops
+        when no follower leads a light partition the broker follows."""
+        state = self.state
+        if self._handed_over is not None or goal.column != LEADERS or state.demoted[broker]:
+            return False
+        bands = [g for g in self.vetoes if isinstance(g, BandGoal)]
+        full = [g for g in bands if g.column in LEADERSHIP_RESOURCES and g.excess(state, broker) > -EPSILON]
+        for veto in full:
+            away = state.leadership_away(broker)
+            heaviest = np.argsort(-away.delta[:, veto.column], kind="stable")[:ROOM_TRIES]
+            for k in heaviest.tolist():
+                actions = self.actions
+                leaders_before = float(goal.needs_fix(state).sum())
+                vetoes_before = [g.needs_fix(state) for g in bands]
+                follower = int(away.dst[k])
+                state.begin()
+                state.apply(away, k, follower)
+                self._handed_over = int(away.part[k])
+                try:
+                    self.shed(veto, follower)
+                    self.fill(goal, broker)
+                finally:
+                    self._handed_over = None
+                kept = all(
+                    (g.needs_fix(state) <= before + EPSILON).all()
+                    for g, before in zip(bands, vetoes_before, strict=True)
+                )
+                if kept and float(goal.needs_fix(state).sum()) < leaders_before - EPSILON:
+                    state.commit()
+                    self.actions += 1
+                    return True
+                state.undo()
+                self.actions = actions
+                away = state.leadership_away(broker)
         return False
 
     def _one_more(self, goal: BandGoal, broker: int, need: float, over: bool) -> bool:
