@@ -725,10 +725,13 @@ class Search:
             away = state.leadership_away(broker)
             heaviest = np.argsort(-away.delta[:, veto.column], kind="stable")[:ROOM_TRIES]
             for k in heaviest.tolist():
+                follower = int(away.dst[k])
+                if state.demoted[follower]:
+                    # A demoted broker takes no leadership, and its open bands would not tell.
+                    continue
                 actions = self.actions
                 leaders_before = float(goal.needs_fix(state).sum())
                 vetoes_before = [g.needs_fix(state) for g in bands]
-                follower = int(away.dst[k])
                 state.begin()
                 state.apply(away, k, follower)
                 self._handed_over = int(away.part[k])
@@ -747,7 +750,6 @@ class Search:
                     return True
                 state.undo()
                 self.actions = actions
-                away = state.leadership_away(broker)
         return False
 
     def _one_more(self, goal: BandGoal, broker: int, need: float, over: bool) -> bool:
