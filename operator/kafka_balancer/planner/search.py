@@ -41,10 +41,15 @@ HAND_OVER_TRIES = 2
 # A broker short of leaderships at its network-out top tries this many of its heaviest: the
 # heaviest often has no follower that can shed what it adds, a lighter one does.
 ROOM_TRIES = 8
+# Exchanges of a light leader replica for a heavy one a broker with too many leaderships makes
+# before it can hand one over.
+HEAVIER_TRIES = 12
 # Followers asked to trade a heavy leadership for a light one (the lightest brokers first).
 TRADE_PARTNERS = 8
 # What a leader carries and a follower does not: the room a trade of leaderships makes.
 LEADERSHIP_RESOURCES = (int(Resource.NETWORK_OUT), int(Resource.CPU))
+# What a follower carries as much as its leader.
+CARRIED = np.array([int(Resource.DISK), int(Resource.NETWORK_IN)], dtype=np.int64)
 
 
 def preference(
@@ -511,7 +516,9 @@ class Search:
                 # above its target band, within the goal's band.
                 changed = self._place_from(goal, pool, excess, lenient=True)
                 if changed is None:
-                    if self._hand_over_heaviest(goal, broker):
+                    if self._hand_over_heaviest(goal, broker) or self._heavier_leaderships(
+                        goal, broker, excess
+                    ):
                         pool, progress = None, True
                         continue
                     return progress
@@ -752,6 +759,79 @@ class Search:
                 self.actions = actions
         return False
 
+    def _heavier_leaderships(self, goal: BandGoal, broker: int, need: float) -> bool:
+        """A broker with too many leaderships at the bottom of a vetoing band of what leadership
+        carries exchanges light leader replicas for heavy ones (of about their size) with the
+        brokers leading the heaviest partitions, up to ``HEAVIER_TRIES`` of them, until it can
+        hand over one more leadership in the room made; undone when it cannot. Each exchange
+        keeps both leader counts and every veto.
+
+        An empty broker filled to its replica count with light replicas, then to its network-out
+        band with their leaderships, follows too few partitions to trade leaderships with."""
+        state = self.state
+        if goal.column != LEADERS or state.demoted[broker]:
+            return False
+        low = [
+            g
+            for g in self.vetoes
+            if isinstance(g, BandGoal)
+            and g.column in LEADERSHIP_RESOURCES
+            and g.deficit(state, broker) > -EPSILON
+        ]
+        if not low:
+            return False
+        actions = self.actions
+        state.begin()
+        for _ in range(HEAVIER_TRIES):
+            if not self._exchange_for_heavier(broker, np.array([g.column for g in low], dtype=np.int64)):
+                break
+            if self._one_more(goal, broker, need, over=True):
+                state.commit()
+                return True
+        state.undo()
+        self.actions = actions
+        return False
+
+    def _exchange_for_heavier(self, broker: int, columns: IntArray) -> bool:
+        """Exchange one of ``broker``'s lightest leader replicas for the leader replica of a
+        partition heavier in ``columns`` (what leadership carries that ``broker`` lacks), with
+        the first broker of those leading the heaviest partitions that has a pair every veto
+        allows: the pair relieving most."""
+        state = self.state
+        norm = self._norm[columns]
+
+        def led(b: int) -> tuple[Candidates, FloatArray]:
+            moves = state.replica_moves(b)
+            moves = moves.take(np.nonzero(moves.delta[:, LEADERS] > 0)[0])
+            return moves, (moves.delta[:, columns] / norm).sum(axis=1)
+
+        mine, weight = led(broker)
+        give = mine.take(np.argsort(weight, kind="stable")[:SWAP_SIDE])
+        heaviness = (state.load[:, columns] / norm).sum(axis=1)
+        heaviness[broker] = -np.inf
+        partners = [
+            int(y) for y in np.argsort(-heaviness, kind="stable") if state.active[y] and not state.demoted[y]
+        ]
+        for y in partners[:TRADE_PARTNERS]:
+            theirs, weight = led(y)
+            # The heaviest for what every replica carries (disk, network in): a leadership much
+            # heavier than the light one given, of a partition about as large and as busy, keeps
+            # both brokers within those bands.
+            carried = (theirs.delta[:, CARRIED] / self._norm[CARRIED]).sum(axis=1)
+            take = theirs.take(np.argsort(-weight / np.maximum(carried, EPSILON), kind="stable")[:SWAP_SIDE])
+            if len(give) == 0 or len(take) == 0:
+                continue
+            relief = ((take.delta[None, :, columns] - give.delta[:, None, columns]) / norm).sum(axis=2)
+            ok = self._pairs_allowed(give, take, broker, y, relief > EPSILON)
+            if not ok.any():
+                continue
+            i, j = np.unravel_index(int(np.argmax(np.where(ok, relief, -np.inf))), ok.shape)
+            state.apply(give, int(i), y)
+            state.apply(take, int(j), broker)
+            self.actions += 2
+            return True
+        return False
+
     def _one_more(self, goal: BandGoal, broker: int, need: float, over: bool) -> bool:
         """Hand over (``over``) or take one leadership; whether one moved."""
         if over:
@@ -960,23 +1040,7 @@ class Search:
         state = self.state
         if len(give) == 0 or len(take) == 0:
             return False
-        ok = np.ones((len(give), len(take)), dtype=bool)
-        moves = give.dst == NO_BROKER
-        if moves.all():
-            give_ok = ~state.holds(give.part)[:, y] & state.rack_allowed(give.part, give.slot)[:, y]
-            take_ok = ~state.holds(take.part)[:, x] & state.rack_allowed(take.part, take.slot)[:, x]
-            ok &= give_ok[:, None] & take_ok[None, :]
-        if state.demoted[y]:
-            ok &= (give.delta[:, LEADERS] <= 0)[:, None]
-        if state.demoted[x]:
-            ok &= (take.delta[:, LEADERS] <= 0)[None, :]
-        if self._band_vetoes and ok.any():
-            ok &= self._band_vetoes.pair_allowed(state, give, take, x, y)
-        for veto in self._other_vetoes:
-            if not ok.any():
-                return False
-            dx, dy = veto.evaluate_pairs(state, give, take, x, y)
-            ok &= (dx <= TOLERANCE) & (dy <= TOLERANCE)
+        ok = self._pairs_allowed(give, take, x, y, np.ones((len(give), len(take)), dtype=bool))
         if not ok.any():
             return False
         dx, dy = goal.evaluate_pairs(state, give, take, x, y, target=True)
@@ -991,3 +1055,24 @@ class Search:
         state.apply(take, int(j[best]), x)
         self.actions += 2
         return True
+
+    def _pairs_allowed(self, give: Candidates, take: Candidates, x: int, y: int, ok: BoolArray) -> BoolArray:
+        """``[I, J]``: of the pairs ``ok`` names, those where ``give[i]`` going from x to y and
+        ``take[j]`` from y to x together break no rule and worsen no veto at x or at y."""
+        state = self.state
+        if (give.dst == NO_BROKER).all():
+            give_ok = ~state.holds(give.part)[:, y] & state.rack_allowed(give.part, give.slot)[:, y]
+            take_ok = ~state.holds(take.part)[:, x] & state.rack_allowed(take.part, take.slot)[:, x]
+            ok = ok & give_ok[:, None] & take_ok[None, :]
+        if state.demoted[y]:
+            ok &= (give.delta[:, LEADERS] <= 0)[:, None]
+        if state.demoted[x]:
+            ok &= (take.delta[:, LEADERS] <= 0)[None, :]
+        if self._band_vetoes and ok.any():
+            ok &= self._band_vetoes.pair_allowed(state, give, take, x, y)
+        for veto in self._other_vetoes:
+            if not ok.any():
+                break
+            dx, dy = veto.evaluate_pairs(state, give, take, x, y)
+            ok &= (dx <= TOLERANCE) & (dy <= TOLERANCE)
+        return ok
