@@ -15,7 +15,9 @@ Rules every applied action obeys:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -145,8 +147,10 @@ class Search:
     vetoes: list[Goal] = field(default_factory=list)
     later: list[Goal] = field(default_factory=list)
     actions: int = 0
-    # The partition whose leadership ``_hand_over_heaviest`` handed over, while it completes.
+    # The partition whose leadership a compound handed over, while it completes.
     _handed_over: int | None = None
+    # A compound is being applied (``_compound``): one is never nested in another.
+    _compounding: bool = False
 
     def __post_init__(self) -> None:
         n = self.state.n_brokers
@@ -687,34 +691,35 @@ class Search:
         bytes): no broker can take it alone, and the broker can then take no other leadership.
         Its follower, a full broker, can make room by handing lighter leaderships to others."""
         state = self.state
-        if self._handed_over is not None or goal.column == LEADERS or not goal.affects_leadership():
+        if self._compounding or goal.column == LEADERS or not goal.affects_leadership():
             return False
         away = state.leadership_away(broker)
         heaviest = np.argsort(-away.delta[:, goal.column], kind="stable")[:HAND_OVER_TRIES]
         allowed = self._allowed(away.take(heaviest), None)
         for row, k in enumerate(heaviest.tolist()):
-            follower = int(away.dst[k])
-            if not allowed[row, follower]:
-                continue
-            actions = self.actions
-            before = float(goal.needs_fix(state).sum())
-            state.begin()
-            state.apply(away, k, follower)
-            # Neither the follower's shed nor the broker's fill may hand it straight back.
-            self._handed_over = int(away.part[k])
-            try:
-                self.shed(goal, follower)
-                if goal.deficit(state, broker) > 0:
-                    self.fill(goal, broker)
-            finally:
-                self._handed_over = None
-            if float(goal.needs_fix(state).sum()) < before - EPSILON:
-                state.commit()
-                self.actions += 1
+            if allowed[row, away.dst[k]] and self._compound(
+                partial(self._hand_over_and_refill, goal, away, k)
+            ):
                 return True
-            state.undo()
-            self.actions = actions
         return False
+
+    def _hand_over_and_refill(self, goal: BandGoal, away: Candidates, k: int) -> bool:
+        """``_hand_over_heaviest``'s compound: whether to keep it."""
+        state = self.state
+        broker, follower = int(away.src[k]), int(away.dst[k])
+        before = float(goal.needs_fix(state).sum())
+        self._hand_over_one(away, k)
+        self.shed(goal, follower)
+        if goal.deficit(state, broker) > 0:
+            self.fill(goal, broker)
+        return float(goal.needs_fix(state).sum()) < before - EPSILON
+
+    def _hand_over_one(self, away: Candidates, k: int) -> None:
+        """Hand over leadership ``k`` of ``away``; neither the follower's shed nor the broker's
+        fill that follow in a compound may hand it straight back."""
+        self.state.apply(away, k, int(away.dst[k]))
+        self.actions += 1
+        self._handed_over = int(away.part[k])
 
     def _room_for_leaderships(self, goal: BandGoal, broker: int) -> bool:
         """A broker short of leaderships at the top of a vetoing band of what leadership carries
@@ -724,7 +729,7 @@ class Search:
         undone. Trading one heavy leadership for one light one with a single follower stops
         when no follower leads a light partition the broker follows."""
         state = self.state
-        if self._handed_over is not None or goal.column != LEADERS or state.demoted[broker]:
+        if self._compounding or goal.column != LEADERS or state.demoted[broker]:
             return False
         bands = [g for g in self.vetoes if isinstance(g, BandGoal)]
         full = [g for g in bands if g.column in LEADERSHIP_RESOURCES and g.excess(state, broker) > -EPSILON]
@@ -736,28 +741,25 @@ class Search:
                 if state.demoted[follower]:
                     # A demoted broker takes no leadership, and its open bands would not tell.
                     continue
-                actions = self.actions
-                leaders_before = float(goal.needs_fix(state).sum())
-                vetoes_before = [g.needs_fix(state) for g in bands]
-                state.begin()
-                state.apply(away, k, follower)
-                self._handed_over = int(away.part[k])
-                try:
-                    self.shed(veto, follower)
-                    self.fill(goal, broker)
-                finally:
-                    self._handed_over = None
-                kept = all(
-                    (g.needs_fix(state) <= before + EPSILON).all()
-                    for g, before in zip(bands, vetoes_before, strict=True)
-                )
-                if kept and float(goal.needs_fix(state).sum()) < leaders_before - EPSILON:
-                    state.commit()
-                    self.actions += 1
+                if self._compound(partial(self._make_room, goal, veto, bands, away, k)):
                     return True
-                state.undo()
-                self.actions = actions
         return False
+
+    def _make_room(
+        self, goal: BandGoal, veto: BandGoal, bands: list[BandGoal], away: Candidates, k: int
+    ) -> bool:
+        """``_room_for_leaderships``' compound: whether to keep it."""
+        state = self.state
+        leaders_before = float(goal.needs_fix(state).sum())
+        vetoes_before = [g.needs_fix(state) for g in bands]
+        self._hand_over_one(away, k)
+        self.shed(veto, int(away.dst[k]))
+        self.fill(goal, int(away.src[k]))
+        kept = all(
+            (g.needs_fix(state) <= before + EPSILON).all()
+            for g, before in zip(bands, vetoes_before, strict=True)
+        )
+        return kept and float(goal.needs_fix(state).sum()) < leaders_before - EPSILON
 
     def _heavier_leaderships(self, goal: BandGoal, broker: int, need: float) -> bool:
         """A broker with too many leaderships at the bottom of a vetoing band of what leadership
@@ -769,7 +771,7 @@ class Search:
         An empty broker filled to its replica count with light replicas, then to its network-out
         band with their leaderships, follows too few partitions to trade leaderships with."""
         state = self.state
-        if goal.column != LEADERS or state.demoted[broker]:
+        if self._compounding or goal.column != LEADERS or state.demoted[broker]:
             return False
         low = [
             g
@@ -780,16 +782,33 @@ class Search:
         ]
         if not low:
             return False
-        actions = self.actions
-        state.begin()
+        columns = np.array([g.column for g in low], dtype=np.int64)
+        return self._compound(partial(self._exchanges_for_heavier, goal, broker, need, columns))
+
+    def _exchanges_for_heavier(self, goal: BandGoal, broker: int, need: float, columns: IntArray) -> bool:
+        """``_heavier_leaderships``' compound: whether to keep it."""
         for _ in range(HEAVIER_TRIES):
-            if not self._exchange_for_heavier(broker, np.array([g.column for g in low], dtype=np.int64)):
-                break
+            if not self._exchange_for_heavier(broker, columns):
+                return False
             if self._one_more(goal, broker, need, over=True):
-                state.commit()
                 return True
-        state.undo()
-        self.actions = actions
+        return False
+
+    def _compound(self, actions: Callable[[], bool]) -> bool:
+        """Apply ``actions`` (which say whether what they did is to be kept) as one: kept whole or
+        undone whole, the count of applied actions with them."""
+        count = self.actions
+        self.state.begin()
+        self._compounding = True
+        try:
+            keep = actions()
+        finally:
+            self._compounding, self._handed_over = False, None
+        if keep:
+            self.state.commit()
+            return True
+        self.state.undo()
+        self.actions = count
         return False
 
     def _exchange_for_heavier(self, broker: int, columns: IntArray) -> bool:
