@@ -62,7 +62,66 @@ def prune(state: WorkingModel, goals: list[Goal]) -> int:
         swept = _sweep(state, search, bands, others)
         undone += swept
         if swept == 0 or before - _bytes_moved(state) < LEAST_YIELD * before:
-            return undone
+            return undone + _back_in_rack(state, search)
+
+
+def _back_in_rack(state: WorkingModel, search: Search) -> int:
+    """Bring back into its rack each replica the plan copies across racks, the largest first, in
+    exchange for a replica of the same topic less than half its size sent across instead, from a
+    broker of that rack that takes the first in its place; returns how many exchanges.
+
+    The topic cells and the replica counts stay as they are, the loads are checked at both
+    brokers. The exchange copies the smaller replica in addition (when the plan did not move
+    it), and across racks instead of the larger: less than half the size, it saves more bytes
+    across racks than it adds to the bytes moved. A topic cell over full in a rack whose brokers
+    cannot hold all of its replicas sends one across, and the over-full broker's is rarely its
+    rack's smallest (mid: 13 GB across where 3.4 GB would do)."""
+    original = np.zeros_like(state.rack_count)
+    held = state.original_replicas >= 0
+    np.add.at(original, (np.nonzero(held)[0], state.rack[state.original_replicas[held]]), 1)
+    parts, slots = np.nonzero(state.moved)
+    into = state.rack[state.replicas[parts, slots]]
+    out_of = state.rack[state.original_replicas[parts, slots]]
+    # Gained in its new rack beyond what it lost there, and lost in its home rack. An exchange
+    # changes the racks of its two partitions only: this one, and one the plan did not move.
+    across = (state.rack_count[parts, into] > original[parts, into]) & (
+        state.rack_count[parts, out_of] < original[parts, out_of]
+    )
+    parts, slots, out_of = parts[across], slots[across], out_of[across]
+    exchanged = 0
+    for k in np.lexsort((slots, parts, -state.disk[parts])).tolist():
+        p = int(parts[k])
+        exchanged += _exchange_into_rack(state, search, p, int(state.replicas[p, slots[k]]), int(out_of[k]))
+    return exchanged
+
+
+def _exchange_into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int) -> int:
+    """Exchange ``p``'s replica on ``z`` for the smallest replica of its topic, less than half
+    its size and not moved by the plan, on a broker of ``rack`` that can take ``p``'s: 1 if one
+    was found."""
+    same = np.nonzero((state.topic == state.topic[p]) & (state.disk < state.disk[p] / 2))[0]
+    if len(same) == 0:
+        return 0
+    rows = state.replicas[same]
+    mine = (rows >= 0) & ~state.moved[same]
+    mine[mine] = state.rack[rows[mine]] == rack
+    k, s = np.nonzero(mine)
+    give = state.replica_moves(z, np.array([p], dtype=np.int64))
+    best: tuple[float, int, int, Candidates] | None = None
+    for y in np.unique(rows[k, s]).tolist():
+        if not state.active[y]:
+            continue
+        take = state.replica_moves(y, same[k[rows[k, s] == y]])
+        sizes = np.where(search.pairs_allowed(give, take, z, y)[0], state.disk[take.part], np.inf)
+        j = int(np.lexsort((take.part, sizes))[0])
+        if sizes[j] < np.inf and (best is None or sizes[j] < best[0]):
+            best = (float(sizes[j]), j, y, take)
+    if best is None:
+        return 0
+    _, j, y, take = best
+    state.apply(give, 0, y)
+    state.apply(take, j, z)
+    return 1
 
 
 def _sweep(state: WorkingModel, search: Search, bands: StackedBands, others: list[Goal]) -> int:

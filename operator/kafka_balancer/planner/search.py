@@ -1059,7 +1059,7 @@ class Search:
         state = self.state
         if len(give) == 0 or len(take) == 0:
             return False
-        ok = self._pairs_allowed(give, take, x, y, np.ones((len(give), len(take)), dtype=bool))
+        ok = self.pairs_allowed(give, take, x, y)
         if not ok.any():
             return False
         dx, dy = goal.evaluate_pairs(state, give, take, x, y, target=True)
@@ -1074,6 +1074,11 @@ class Search:
         state.apply(take, int(j[best]), x)
         self.actions += 2
         return True
+
+    def pairs_allowed(self, give: Candidates, take: Candidates, x: int, y: int) -> BoolArray:
+        """``[I, J]``: whether ``give[i]`` going from x to y and ``take[j]`` from y to x together
+        break no rule and worsen no veto at x or at y."""
+        return self._pairs_allowed(give, take, x, y, np.ones((len(give), len(take)), dtype=bool))
 
     def _pairs_allowed(self, give: Candidates, take: Candidates, x: int, y: int, ok: BoolArray) -> BoolArray:
         """``[I, J]``: of the pairs ``ok`` names, those where ``give[i]`` going from x to y and
