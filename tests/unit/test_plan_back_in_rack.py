@@ -19,21 +19,27 @@ RACK = {0: "a", 1: "a", 2: "b"}
 
 
 def planned(
-    layout: tuple[tuple[str, float, int], ...], room_on_1: float = 100.0
+    layout: tuple[tuple[str, float, int], ...], room_on_1: float = 100.0, drained: bool = False
 ) -> tuple[WorkingModel, list[Goal]]:
     """``layout``: (topic, bytes, broker) of single-replica partitions, the first p on broker 0.
     Broker 0 (rack a) holds no more than 5 bytes, so p (8 bytes) can neither stay nor come home;
     broker 1 (rack a) holds ``room_on_1``, broker 2 (rack b) 100. The plan sends p to broker 2,
-    across racks."""
+    across racks. ``drained``: broker 0 is draining, and the partitions are of topics the plan
+    may not move (only a drain moves them)."""
     capacity = {0: 5.0, 1: room_on_1, 2: 100.0}
-    brokers = tuple(Broker(b, RACK[b], BrokerState.ACTIVE, (capacity[b], 1e3, 1e3, 1.0)) for b in range(3))
+    states = {
+        0: BrokerState.DRAINING if drained else BrokerState.ACTIVE,
+        1: BrokerState.ACTIVE,
+        2: BrokerState.ACTIVE,
+    }
+    brokers = tuple(Broker(b, RACK[b], states[b], (capacity[b], 1e3, 1e3, 1.0)) for b in range(3))
     parts = tuple(
-        Partition(topic, i, (b,), b, PartitionLoad(disk, 0.0, 0.0, 0.0))
+        Partition(topic, i, (b,), b, PartitionLoad(disk, 0.0, 0.0, 0.0), movable=not drained)
         for i, (topic, disk, b) in enumerate(layout)
     )
     state = WorkingModel(Cluster(brokers, parts))
     goals = [build_goal(GoalSpec.default(GoalType.DISK_CAPACITY, threshold_percent=100), state)]
-    state.apply(state.replica_moves(0, np.array([0])), 0, 2)
+    state.apply(state.replica_moves(0, np.array([0]), every=True), 0, 2)
     assert goals[0].status(state).satisfied
     return state, goals
 
@@ -68,3 +74,12 @@ def test_a_trade_the_bands_refuse_is_not_made() -> None:
     prune(state, goals)
 
     assert [int(state.replicas[p, 0]) for p in range(3)] == [2, 1, 1]
+
+
+def test_a_replica_the_plan_may_not_move_stays_where_a_drain_sent_it() -> None:
+    # Of a topic the plan leaves alone: only the drain of broker 0 moves it (here across racks).
+    state, goals = planned((("t", 8.0, 0), ("t", 1.0, 1)), drained=True)
+
+    prune(state, goals)
+
+    assert [int(state.replicas[p, 0]) for p in range(2)] == [2, 1]

@@ -107,11 +107,16 @@ def _exchange_into_rack(state: WorkingModel, search: Search, p: int, z: int, rac
     mine[mine] = state.rack[rows[mine]] == rack
     k, s = np.nonzero(mine)
     give = state.replica_moves(z, np.array([p], dtype=np.int64))
+    if len(give) == 0:
+        # A replica of a topic the plan may not move, moved only off a draining broker.
+        return 0
     best: tuple[float, int, int, Candidates] | None = None
     for y in np.unique(rows[k, s]).tolist():
         if not state.active[y]:
             continue
         take = state.replica_moves(y, same[k[rows[k, s] == y]])
+        if len(take) == 0:
+            continue
         sizes = np.where(search.pairs_allowed(give, take, z, y)[0], state.disk[take.part], np.inf)
         j = int(np.lexsort((take.part, sizes))[0])
         if sizes[j] < np.inf and (best is None or sizes[j] < best[0]):
