@@ -59,8 +59,11 @@ def generate(spec: SyntheticSpec) -> Cluster:
     weights = np.ones(placeable)
     hot = rng.choice(placeable, size=min(spec.hot_brokers, placeable), replace=False)
     weights[hot] = spec.hot_weight
+    # A rack whose every broker is empty holds no replica: it is left out of the draw.
     by_rack: dict[int, np.ndarray] = {
-        r: np.array([b for b in range(placeable) if b % spec.racks == r]) for r in range(spec.racks)
+        r: np.array([b for b in range(placeable) if b % spec.racks == r])
+        for r in range(spec.racks)
+        if r < placeable
     }
     n_topics = spec.topics or max(1, spec.partitions // 200)
     topic_of = np.sort(rng.integers(0, n_topics, size=spec.partitions))
@@ -97,19 +100,20 @@ def _place(
     """``[partitions, RF]`` broker ids: each replica in a different rack while racks last,
     brokers within a rack drawn by weight (hot brokers get more)."""
     n, rf = spec.partitions, spec.replication_factor
-    rack_order = np.argsort(rng.random((n, spec.racks)), axis=1)
+    live = np.array(list(by_rack))
+    rack_order = live[np.argsort(rng.random((n, len(live))), axis=1)]
     out = np.full((n, rf), -1, dtype=np.int64)
     for slot in range(rf):
-        racks = rack_order[:, slot % spec.racks]
+        racks = rack_order[:, slot % len(live)]
         for r, pool in by_rack.items():
             rows = np.nonzero(racks == r)[0]
-            if len(rows) == 0 or len(pool) == 0:
+            if len(rows) == 0:
                 continue
             cdf = np.cumsum(weights[pool]) / weights[pool].sum()
             picks = pool[np.minimum(np.searchsorted(cdf, rng.random(len(rows))), len(pool) - 1)]
             out[rows, slot] = picks
     # Where racks repeat (RF > racks) a draw can hit the same broker twice: redraw those rows.
-    for i in np.nonzero([len(set(row)) < rf for row in out])[0] if rf > spec.racks else []:
+    for i in np.nonzero([len(set(row)) < rf for row in out])[0] if rf > len(live) else []:
         out[i] = rng.choice(np.concatenate(list(by_rack.values())), size=rf, replace=False)
     return out
 
