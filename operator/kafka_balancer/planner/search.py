@@ -437,10 +437,15 @@ class Search:
 
     def _rack_slack(self, goal: BandGoal, over: bool) -> FloatArray:
         """``[racks]``: how much more of the goal's quantity each rack's active brokers could
-        take within their target bands (``over``), or give; negative, how much the rack must
-        send to (take from) other racks."""
+        take within their bands (``over``), or give; negative, how much the rack must send to
+        (take from) other racks.
+
+        The bands, not the narrower target bands: a rack whose total fits its brokers' bands
+        sends nothing across in the plan the bound counts, and one judged by the target bands
+        sent whole replicas across for the last tenth of each band (a rack of brokers warming
+        up at 30 %: 1,031 GB across racks where 435 GB are forced, 715 GB now)."""
         state = self.state
-        lo, hi = goal.band_edges(True)
+        lo, hi = goal.band_edges(False)
         q = state.quantity(goal.column)
         slack = np.where(state.active, hi - q if over else q - lo, 0.0)
         return np.asarray(
