@@ -14,6 +14,12 @@ going the other way. Those pair checks are offered only where a pair can help (t
 refused the return alone, or the topic cells did and a cheaper replica of the same topic is on
 the home broker), as they cost most of pruning when every moved replica was offered every
 partner.
+
+Last, a replica the plan copies across racks comes back into its rack in exchange for a smaller
+replica of its topic going across instead: the one step of pruning that may add to the bytes
+moved (the smaller replica's, when the plan did not move it), to cut the bytes across racks by
+more. A replica of an excluded topic that had to move (off a draining broker or an offline log
+dir) is never taken back.
 """
 
 from __future__ import annotations
@@ -188,7 +194,9 @@ def _undoable(
     parts, slots = np.nonzero(state.moved)
     home = state.original_replicas[parts, slots]
     now = state.replicas[parts, slots]
-    keep = state.active[home] & (brokers[home] | brokers[now])
+    # A replica of an excluded topic moved only because it had to (off a draining broker or an
+    # offline log dir): it stays where that put it.
+    keep = state.active[home] & state.movable[parts] & (brokers[home] | brokers[now])
     parts, slots, home, now = parts[keep], slots[keep], home[keep], now[keep]
     by_now, rows_of = [], []
     for broker in np.unique(now).tolist():
