@@ -84,9 +84,16 @@ class Pool:
     """The candidates of one shed or fill: built once, ordered on demand for the remaining need;
     rows of a partition an action changed are retired in place (no copying per action)."""
 
-    def __init__(self, cands: Candidates, column: int, norm: FloatArray) -> None:
+    def __init__(
+        self, cands: Candidates, column: int, norm: FloatArray, leaving: FloatArray | None = None
+    ) -> None:
         keep = np.nonzero(cands.delta[:, column] > 0)[0]
         self.cands = cands.take(keep)
+        # Bytes across racks a candidate adds if it leaves its rack: a move to another rack is
+        # ranked by them with the bytes it copies (a replica the plan moved within its rack
+        # costs no more bytes to send on, but every one of them across).
+        self.leaving = leaving[keep] if leaving is not None else np.zeros(len(keep))
+        self.crossing = self.cands.cost + self.leaving
         self.column, self.norm = column, norm
         self.benefit = self.cands.delta[:, column]
         # Side effect: the candidate's resource deltas relative to the mean broker load.
@@ -96,38 +103,49 @@ class Pool:
         # from a pool built now.
         self.changed: set[int] = set()
         self._most = float(self.benefit.max()) if len(self.cands) else 0.0
-        self._whole: IntArray | None = None
-        # Where in ``_whole`` the first live row may be: every row before it is retired.
-        self._first = 0
+        self._whole: dict[bool, IntArray] = {}
+        # Where in each ``_whole`` the first live row may be: every row before it is retired.
+        self._first = {False: 0, True: 0}
 
-    def ordered(self, need: float, limit: int) -> IntArray:
-        """Rows of ``cands`` in order of preference; the search takes them batch by batch, so
-        the rows after the first acceptable one are never copied."""
+    def ordered(self, need: float, limit: int, across: bool = False) -> IntArray:
+        """Rows of ``cands`` in order of preference (``across``: for a move to another rack);
+        the search takes them batch by batch, so the rows after the first acceptable one are
+        never copied."""
         c = self.cands
+        cost = self.crossing if across else c.cost
         if len(c) and need >= self._most:
             # Every candidate's benefit is wholly useful, so the order does not depend on the
             # need: sorted once, then only the retired rows are dropped.
-            if self._whole is None:
-                self._whole = preference(self.benefit, c.cost, need, c.part, self.side, self.alive, len(c))
-            whole, alive = self._whole, self.alive
-            while self._first < len(whole) and not alive[whole[self._first]]:
-                self._first += 1
+            if across not in self._whole:
+                self._whole[across] = preference(
+                    self.benefit, cost, need, c.part, self.side, self.alive, len(c)
+                )
+            whole, alive = self._whole[across], self.alive
+            first = self._first[across]
+            while first < len(whole) and not alive[whole[first]]:
+                first += 1
+            self._first[across] = first
             # Retired rows are few ahead of the live ones (a shed takes its best first): a
             # window of the next rows usually holds ``limit`` live ones.
-            rest = whole[self._first :]
+            rest = whole[first:]
             window = rest[: 4 * limit]
             live = window[alive[window]]
             if len(live) < limit and len(window) < len(rest):
                 live = rest[alive[rest]]
             return live[:limit]
-        return preference(self.benefit, c.cost, need, c.part, self.side, self.alive, limit)
+        return preference(self.benefit, cost, need, c.part, self.side, self.alive, limit)
 
     def retire(self, part: int) -> None:
         self.alive &= self.cands.part != part
         self.changed.add(part)
 
-    def extended(self, more: Candidates) -> Pool:
-        grown = Pool(Candidates.concat([self.cands, more]), self.column, self.norm)
+    def extended(self, more: Candidates, leaving: FloatArray) -> Pool:
+        grown = Pool(
+            Candidates.concat([self.cands, more]),
+            self.column,
+            self.norm,
+            np.concatenate([self.leaving, leaving]),
+        )
         grown.alive[: len(self.alive)] = self.alive
         return grown
 
@@ -422,12 +440,27 @@ class Search:
         lenient: bool = False,
         in_rack: bool = False,
     ) -> int | None:
-        return self.place(goal, pool.cands, dest, lenient, pool.ordered(need, CANDIDATE_LIMIT), in_rack)
+        across = not in_rack and (
+            dest is None or bool((self.state.rack[pool.cands.src] != self.state.rack[dest]).any())
+        )
+        return self.place(
+            goal, pool.cands, dest, lenient, pool.ordered(need, CANDIDATE_LIMIT, across), in_rack
+        )
 
     def _pool(self, goal: BandGoal, cands: Candidates) -> Pool:
         if self._handed_over is not None:
             cands = cands.take(np.nonzero(cands.part != self._handed_over)[0])
-        return Pool(cands, goal.column, self._norm)
+        return Pool(cands, goal.column, self._norm, self._leaving(cands))
+
+    def _leaving(self, cands: Candidates) -> FloatArray:
+        """Per candidate move, the bytes across racks it adds if it leaves its rack: its size when
+        its partition holds no more replicas in that rack than it did before the plan."""
+        state = self.state
+        rack = state.rack[cands.src]
+        rows = state.original_replicas[cands.part]
+        before = ((rows >= 0) & (state.rack[np.where(rows >= 0, rows, 0)] == rack[:, None])).sum(axis=1)
+        replica = cands.dst == NO_BROKER
+        return np.where(replica & (state.rack_count[cands.part, rack] <= before), state.disk[cands.part], 0.0)
 
     def _shed_candidates(self, goal: BandGoal, broker: int, parts: IntArray | None = None) -> Candidates:
         batches = [self.state.replica_moves(broker, parts)]
@@ -469,12 +502,13 @@ class Search:
         progress = False
         while pools:
             heads = []
+            roomy = self._rack_slack(goal, over=True) > 0
             for b in list(pools):
                 if not (goal.excess(state, b) > 0 and goal.needs_fix_at(state, b) > EPSILON):
                     del pools[b]
                     continue
                 pool = pools[b]
-                head = pool.ordered(goal.excess(state, b), APART_HEAD)
+                head = pool.ordered(goal.excess(state, b), APART_HEAD, not roomy[state.rack[b]])
                 if len(head) == 0:
                     del pools[b]
                     continue
@@ -482,7 +516,6 @@ class Search:
             if not heads:
                 break
             cands = Candidates.concat(heads)
-            roomy = self._rack_slack(goal, over=True) > 0
             applied, refused = self._apart(goal, cands, in_order=True, in_rack=roomy[state.rack[cands.src]])
             if not applied:
                 # The round's first acceptable move is always applied: none was acceptable.
@@ -533,7 +566,8 @@ class Search:
                     return progress
             pool.retire(changed)
             if changed in state.partitions_on[broker]:
-                pool = pool.extended(self._shed_candidates(goal, broker, np.array([changed])))
+                more = self._shed_candidates(goal, broker, np.array([changed]))
+                pool = pool.extended(more, self._leaving(more))
             progress = True
         return progress
 
