@@ -475,8 +475,8 @@ class Search:
 
         The bands, not the narrower target bands: a rack whose total fits its brokers' bands
         sends nothing across in the plan the bound counts, and one judged by the target bands
-        sent whole replicas across for the last tenth of each band (a rack of brokers warming
-        up at 30 %: 1,031 GB across racks where 435 GB are forced, 715 GB now)."""
+        sent whole replicas across for the last tenth of each band (racks of brokers warming
+        up at 30 %: 1,031 GB across racks where 435 GB are forced, then 715 GB)."""
         state = self.state
         lo, hi = goal.band_edges(False)
         q = state.quantity(goal.column)
