@@ -2,7 +2,9 @@
 excluded topics, failed and demoted brokers, brokers warming up, log dirs gone offline.
 
 A plan either comes back or says why it cannot be made (InfeasibleError): an excluded topic's
-replica on an offline log dir once made pruning raise an IndexError."""
+replica on an offline log dir once made pruning raise an IndexError. A partition with no readable
+replica is left as it is and named: drained off a failed broker, it was once moved with nothing to
+copy from."""
 
 from __future__ import annotations
 
@@ -60,9 +62,18 @@ def clusters(draw: st.DrawFn) -> Cluster:
     return Cluster(tuple(brokers), tuple(parts))
 
 
-def _readable(cluster: Cluster, broker: int, log_dir: str | None) -> bool:
+def _stays(cluster: Cluster, broker: int, log_dir: str | None) -> bool:
+    """Whether a replica may stay where it is: on an active broker, on a log dir that is online."""
     b = cluster.broker(broker)
     return b.active and (log_dir is None or any(d.path == log_dir and d.online for d in b.log_dirs))
+
+
+def _readable(cluster: Cluster, broker: int, log_dir: str | None) -> bool:
+    """Whether Kafka can copy a new replica from this one: a live broker (a draining one too), an
+    online log dir."""
+    b = cluster.broker(broker)
+    live = b.state is not BrokerState.FAILED
+    return live and (log_dir is None or any(d.path == log_dir and d.online for d in b.log_dirs))
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -79,16 +90,19 @@ def test_every_plan_keeps_the_invariants_of_what_the_operator_sets(cluster: Clus
         after = entry.replicas if entry is not None else p.replicas
         assert len(after) == len(p.replicas) and len(set(after)) == len(after)
         dirs = p.log_dirs or (None,) * len(p.replicas)
-        kept = [b for b, d in zip(p.replicas, dirs, strict=True) if _readable(cluster, b, d)]
-        if kept or not p.log_dirs:
-            # A partition with a readable replica is made whole on brokers that stay, and none of
-            # its replicas is left on a log dir gone offline (Kafka never brings one back).
-            assert all(cluster.broker(b).active for b in after), (p.name, after)
-            lost = {b for b, d in zip(p.replicas, dirs, strict=True) if not _readable(cluster, b, d)}
-            assert not lost & set(after), (p.name, p.replicas, p.log_dirs, after)
+        if not any(_readable(cluster, b, d) for b, d in zip(p.replicas, dirs, strict=True)):
+            # Nothing to copy a new replica from: a move would never finish, so it is named instead.
+            assert entry is None and p.name in planned.stranded, (p.name, p.replicas, p.log_dirs)
+            continue
+        assert p.name not in planned.stranded
+        # Made whole on brokers that stay, and none of its replicas is left on a log dir gone
+        # offline (Kafka never brings one back).
+        assert all(cluster.broker(b).active for b in after), (p.name, after)
+        kept = [b for b, d in zip(p.replicas, dirs, strict=True) if _stays(cluster, b, d)]
+        assert set(after) & set(p.replicas) <= set(kept), (p.name, p.replicas, p.log_dirs, after)
         if not p.movable:
-            # An excluded topic's readable replicas stay where they are.
+            # An excluded topic's replicas that may stay do.
             assert set(kept) <= set(after), (p.name, p.replicas, after)
         if entry is not None and entry.log_dirs:
             for b, d in zip(after, entry.log_dirs, strict=True):
-                assert d == ANY_LOG_DIR or _readable(cluster, b, d), (p.name, b, d)
+                assert d == ANY_LOG_DIR or _stays(cluster, b, d), (p.name, b, d)

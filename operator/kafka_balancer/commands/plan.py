@@ -48,6 +48,12 @@ def summary(plan: Plan) -> str:
             f"; {len(plan.led_by_demoted)} partition(s) keep a demoted leader "
             f"(every replica demoted): {shown}"
         )
+    if plan.stranded:
+        shown = ", ".join(plan.stranded[:5]) + (", ..." if len(plan.stranded) > 5 else "")
+        kept += (
+            f"; {len(plan.stranded)} partition(s) have no readable replica and stay as they are "
+            f"(lost unless a failed broker or log dir returns): {shown}"
+        )
     intra = f", {f.intra_broker_bytes:.4g} bytes between log dirs" if f.intra_broker_bytes else ""
     return (
         f"plan: {len(plan.reassignments)} partition(s) changed, {f.replica_moves} replica move(s), "

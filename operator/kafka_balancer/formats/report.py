@@ -45,6 +45,8 @@ def report_document(cluster: Cluster, plan: Plan) -> dict[str, Any]:
                 {"intraBrokerBytes": f.intra_broker_bytes} if any(b.log_dirs for b in cluster.brokers) else {}
             ),
             "planningSeconds": round(plan.seconds, 3),
+            # Only when some partition has no readable replica: the plan leaves those as they are.
+            **({"stranded": list(plan.stranded)} if plan.stranded else {}),
         },
         "goals": [
             {

@@ -75,6 +75,23 @@ class Cluster:
     brokers: tuple[Broker, ...]
     partitions: tuple[Partition, ...]
 
+    def stranded(self) -> tuple[Partition, ...]:
+        """The partitions with no readable replica: each on a failed broker or an offline log dir.
+        A reassignment copies from a readable replica, so none of theirs would ever finish; they
+        are lost unless a broker or a disk comes back."""
+        failed = {b.id for b in self.brokers if b.state is BrokerState.FAILED}
+        offline = {(b.id, d.path) for b in self.brokers for d in b.log_dirs if not d.online}
+        if not (failed or offline):
+            return ()
+        return tuple(
+            p
+            for p in self.partitions
+            if all(
+                b in failed or (b, path) in offline
+                for b, path in zip(p.replicas, p.log_dirs or (None,) * len(p.replicas), strict=True)
+            )
+        )
+
     def broker(self, broker_id: int) -> Broker:
         for broker in self.brokers:
             if broker.id == broker_id:

@@ -84,7 +84,8 @@ class WorkingModel:
         # (AlterReplicaLogDirs answers KAFKA_STORAGE_ERROR), so only a new replica elsewhere
         # restores the partition. (partition, broker index, dir); the partition never returns there.
         # A partition with every replica on an offline dir has no copy left to restore from: a move
-        # would never finish, so it stays as it is.
+        # would never finish, so it stays as it is (the optimizer leaves every partition with no
+        # readable replica out of the plan: ``Cluster.stranded``).
         self.offline_replicas: list[tuple[int, int, str]] = [
             (i, self.index_of[b], path)
             for i, p in enumerate(parts)

@@ -37,6 +37,14 @@ MAX_REBUILDS = 3
 def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     """Plan the moves that satisfy ``specs``; InfeasibleError if the hard goals cannot all hold."""
     started = time.perf_counter()
+    # Left out of the plan and reported: no move can restore them, and the dead broker or disk
+    # their replicas sit on serves no load that a live broker could take over.
+    stranded = cluster.stranded()
+    if stranded:
+        out = {(p.topic, p.partition) for p in stranded}
+        cluster = replace(
+            cluster, partitions=tuple(p for p in cluster.partitions if (p.topic, p.partition) not in out)
+        )
     state = WorkingModel(cluster)
     # The intra-broker goals act between a broker's log dirs, once the brokers are settled.
     ordered = priority_order(tuple(s for s in specs if not s.type.intra_broker))
@@ -88,6 +96,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
         brokers_after=state.broker_loads(),
         seconds=time.perf_counter() - started,
         led_by_demoted=tuple(f"{state.names[p][0]}-{state.names[p][1]}" for p in state.demoted_leaders()),
+        stranded=tuple(p.name for p in stranded),
     )
 
 

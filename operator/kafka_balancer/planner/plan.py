@@ -47,6 +47,9 @@ class Plan:
     seconds: float
     # Partitions a demoted broker still leads after the plan: every replica of theirs is demoted.
     led_by_demoted: tuple[str, ...] = ()
+    # Partitions with no readable replica (on failed brokers or offline log dirs): left as they
+    # are, since a reassignment copies from a readable replica and would never finish.
+    stranded: tuple[str, ...] = ()
 
 
 def diff(state: WorkingModel) -> tuple[ReassignmentPlan, PlanFigures]:
