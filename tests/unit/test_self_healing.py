@@ -163,6 +163,21 @@ def test_a_broker_back_after_it_failed_is_a_new_broker_that_warms_up() -> None:
     assert "new broker and warms up" in events(late)["BrokerReturned"]
 
 
+def test_a_partition_whose_only_replica_was_on_the_failed_broker_is_left_as_it_is_and_named() -> None:
+    # Replication factor 1 on broker 4: Kafka lists it leaderless, and nothing is left to copy from.
+    lone = (*ORDERS, PartitionMeta("logs", 0, (4,), -1))
+    *_, failed = passes(
+        (metadata(4, partitions=lone), T0 + 10), (metadata(4, partitions=lone), T0 + 10 + TIMEOUT)
+    )
+
+    plan = failed.new_plan
+    assert plan is not None and plan.moves == 4
+    assert {r.topic for r in plan.reassignments} == {"orders"}
+    assert failed.decision.action is Action.EXECUTE
+    assert "no readable replica" in events(failed)["PartitionsStranded"]
+    assert events(failed)["PartitionsStranded"].endswith("unless a broker or disk returns: logs-0.")
+
+
 def test_once_its_replicas_are_re_homed_a_failed_broker_is_healed_and_forgotten() -> None:
     *_, done = passes(
         (metadata(4), T0 + 10),

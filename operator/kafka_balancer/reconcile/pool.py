@@ -534,6 +534,8 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
             f"{binary_quantity(new_plan.bytes_to_move)} ({new_plan.bytes_to_move} bytes)."
         )
         events = (Event("Normal", "PlanReady", ready_message),)
+        if plan.stranded:
+            events += (stranded_event(plan.stranded),)
     if changed or inp.spec.mode == "Auto" or new_plan.repairs is not None:
         decision = decide_new_plan(inp, new_plan)
     if growth:
@@ -549,6 +551,17 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
     return _Planned(
         conditions, events, decision, True, True, new_plan if changed else None, report, results, growth
     )
+
+
+def stranded_event(stranded: Sequence[str]) -> Event:
+    """The partitions a plan leaves as they are: no replica of theirs is readable, so a move would
+    never finish."""
+    shown = ", ".join(stranded[:10]) + (", ..." if len(stranded) > 10 else "")
+    text = (
+        f"{len(stranded)} partition(s) have no readable replica (each on a failed broker or an offline "
+        f"log dir) and are left as they are, lost unless a broker or disk returns: {shown}"
+    )
+    return Event("Warning", "PartitionsStranded", sentence(text))
 
 
 def new_partitions_event(
