@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from kafka_balancer.goals.base import GoalStatus
 from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
 from kafka_balancer.model.working import BrokerLoad, WorkingModel
@@ -55,30 +57,40 @@ class Plan:
 def diff(state: WorkingModel) -> tuple[ReassignmentPlan, PlanFigures]:
     """Reassignments for every changed partition and the data they move."""
     changed = state.changed_partitions()
+    before, after = state.original_replicas[changed], state.replicas[changed]
+    held = after >= 0
+    # A broker of the new list that was not in the old one receives a copy.
+    added = held & (after[:, :, None] != before[:, None, :]).all(axis=2)
+    removed = (before >= 0) & (before[:, :, None] != after[:, None, :]).all(axis=2)
+    disk = state.disk[changed]
+    # Per partition and rack, the copies it gains there beyond the replicas it loses there cross
+    # racks: (row, rack) keys, +1 for each replica added, -1 for each removed, summed per key.
+    n_racks = len(state.rack_names)
+    rows_added, slots_added = np.nonzero(added)
+    rows_removed, slots_removed = np.nonzero(removed)
+    keys = np.concatenate(
+        [
+            rows_added * n_racks + state.rack[after[rows_added, slots_added]],
+            rows_removed * n_racks + state.rack[before[rows_removed, slots_removed]],
+        ]
+    )
+    signs = np.concatenate([np.ones(len(rows_added)), -np.ones(len(rows_removed))])
+    cells, inverse = np.unique(keys, return_inverse=True)
+    gained = np.maximum(np.bincount(inverse, weights=signs, minlength=len(cells)), 0.0)
+    cross_rack = float(gained @ disk[cells // n_racks]) if len(cells) else 0.0
+    rows = np.arange(len(changed))
+    leader_changes = int(
+        (before[rows, state.original_leader_slot[changed]] != after[rows, state.leader_slot[changed]]).sum()
+    )
+    # Broker ids leader first, the followers in their slots' order, the empty slots last.
+    slot = np.arange(after.shape[1])[None, :]
+    key = np.where(slot == state.leader_slot[changed][:, None], -1, np.where(held, slot, after.shape[1]))
+    ordered = np.take_along_axis(after, np.argsort(key, axis=1, kind="stable"), axis=1)
+    ids = np.where(ordered >= 0, state.broker_ids[ordered], -1).tolist()
     reassignments = []
-    moves = 0
-    bytes_moved = 0.0
-    cross_rack = 0.0
-    leader_changes = 0
-    for p in changed:
-        p = int(p)
+    for p, rf, row in zip(changed.tolist(), state.rf[changed].tolist(), ids, strict=True):
         topic, number = state.names[p]
-        reassignments.append(Reassignment(topic, number, tuple(state.assignment(p))))
-        before = [int(b) for b in state.original_replicas[p, : state.rf[p]]]
-        after = [int(b) for b in state.replicas[p, : state.rf[p]]]
-        added = [b for b in after if b not in before]
-        removed_racks = [int(state.rack[b]) for b in before if b not in after]
-        moves += len(added)
-        bytes_moved += len(added) * float(state.disk[p])
-        for b in added:
-            if int(state.rack[b]) in removed_racks:
-                removed_racks.remove(int(state.rack[b]))
-            else:
-                cross_rack += float(state.disk[p])
-        if (
-            state.original_replicas[p, state.original_leader_slot[p]]
-            != state.replicas[p, state.leader_slot[p]]
-        ):
-            leader_changes += 1
-    figures = PlanFigures(moves, leader_changes, bytes_moved, 0.0, cross_rack)
+        reassignments.append(Reassignment(topic, number, tuple(row[:rf])))
+    moves = int(added.sum())
+    figures = PlanFigures(moves, leader_changes, float(added.sum(axis=1) @ disk), 0.0, cross_rack)
     return ReassignmentPlan(tuple(reassignments)), figures
