@@ -266,14 +266,14 @@ class _Units:
     active: BoolArray
 
 
-# ``held(parts, unit)``: which of ``parts`` can gain no replica at ``unit`` that it did not lose
-# there; at most as many of a topic's partitions as the unit holds replicas of that topic.
-Held = Callable[[IntArray, int], BoolArray]
+# ``held(parts, units)``: which ``parts[k]`` can gain no replica at ``units[k]`` that it did not
+# lose there; at most as many of a topic's partitions as the unit holds replicas of that topic.
+Held = Callable[[IntArray, IntArray], BoolArray]
 
 
 def _on_broker(state: WorkingModel) -> Held:
-    def held(parts: IntArray, broker: int) -> BoolArray:
-        return np.asarray((state.original_replicas[parts] == broker).any(axis=1), dtype=bool)
+    def held(parts: IntArray, brokers: IntArray) -> BoolArray:
+        return np.asarray((state.original_replicas[parts] == brokers[:, None]).any(axis=1), dtype=bool)
 
     return held
 
@@ -282,11 +282,11 @@ def _in_rack(state: WorkingModel, rack_aware: bool) -> Held:
     """A partition at its rack limit gains no replica in that rack it did not lose there, when
     RackAware is met; without it, any partition may."""
 
-    def held(parts: IntArray, rack: int) -> BoolArray:
+    def held(parts: IntArray, racks: IntArray) -> BoolArray:
         if not rack_aware:
             return np.zeros(len(parts), dtype=bool)
         rows = state.original_replicas[parts]
-        counts = ((rows >= 0) & (state.rack[np.where(rows >= 0, rows, 0)] == rack)).sum(axis=1)
+        counts = ((rows >= 0) & (state.rack[np.where(rows >= 0, rows, 0)] == racks[:, None])).sum(axis=1)
         return np.asarray(counts >= state.rack_limit[parts], dtype=bool)
 
     return held
@@ -347,27 +347,39 @@ def _added(
 ) -> FloatArray:
     """Per unit, the least bytes that must come to it."""
     n_u = units.n
-    taken: list[set[int]] = [set() for _ in range(n_u)]
     forced = np.zeros(n_u)
+    # The partitions each unit must gain for its topic cells, grouped by unit.
+    taken = np.zeros(0, dtype=np.int64)
+    taken_by = np.zeros(n_u + 1, dtype=np.int64)
     if units.topic is not None:
         short = np.maximum(units.topic[0] - cells, 0.0) * units.active[None, :]
         by_topic = np.lexsort((np.arange(len(state.topic)), state.disk, state.topic))
         starts = np.searchsorted(state.topic[by_topic], np.arange(state.n_topics + 1))
-        for t, u in zip(*np.nonzero(short), strict=True):
-            # The smallest partitions of t that can gain at u: among the first short + count of t's.
-            head = by_topic[starts[t] : min(starts[t + 1], starts[t] + int(short[t, u] + cells[t, u]))]
-            head = head[~held(head, int(u))][: int(short[t, u])]
-            taken[u].update(head.tolist())
-            forced[u] += float(state.disk[head].sum())
+        # Per short cell (t, u), the smallest partitions of t that can gain at u: among the
+        # first short + count of t's (at most count of them are held at u).
+        ts, us = np.nonzero(short)
+        need = short[ts, us].astype(np.int64)
+        window = np.minimum(starts[ts + 1] - starts[ts], need + cells[ts, us].astype(np.int64))
+        cell = np.repeat(np.arange(len(ts)), window)
+        offset = np.arange(len(cell)) - np.repeat(np.cumsum(window) - window, window)
+        head = by_topic[starts[ts][cell] + offset]
+        free = np.nonzero(~held(head, us[cell]))[0]
+        kept = free[_rank_in_group(cell[free]) < need[cell[free]]]
+        unit_of = us[cell[kept]]
+        forced += np.bincount(unit_of, weights=state.disk[head[kept]], minlength=n_u)
+        order = np.argsort(unit_of, kind="stable")
+        taken = head[kept][order]
+        taken_by = np.searchsorted(unit_of[order], np.arange(n_u + 1))
     if units.replicas is not None:
-        need = np.maximum(units.replicas[0] - count_on, 0.0) * units.active
+        need_u = np.maximum(units.replicas[0] - count_on, 0.0) * units.active
         by_size = np.lexsort((np.arange(len(state.disk)), state.disk))
-        for u in np.nonzero(need > np.array([len(s) for s in taken]))[0]:
-            more = int(need[u]) - len(taken[u])
-            head = by_size[: more + int(count_on[u]) + len(taken[u])]
-            free = ~held(head, int(u))
-            free &= ~np.isin(head, np.fromiter(taken[u], dtype=np.int64, count=len(taken[u])))
-            forced[u] += float(state.disk[head[free][:more]].sum())
+        n_taken = np.diff(taken_by)
+        for u in np.nonzero(need_u > n_taken)[0]:
+            more = int(need_u[u]) - int(n_taken[u])
+            top = by_size[: more + int(count_on[u]) + int(n_taken[u])]
+            ok = ~held(top, np.full(len(top), u, dtype=np.int64))
+            ok &= ~np.isin(top, taken[taken_by[u] : taken_by[u + 1]])
+            forced[u] += float(state.disk[top[ok][:more]].sum())
     if units.disk is not None:
         forced = np.maximum(forced, units.disk[0] - disk_on)
     return forced
