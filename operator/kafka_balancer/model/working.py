@@ -487,9 +487,3 @@ class WorkingModel:
 
     def leader_of(self, p: int) -> int:
         return int(self.replicas[p, self.leader_slot[p]])
-
-    def assignment(self, p: int) -> list[int]:
-        """Broker ids of partition p, leader first, followers in their current order."""
-        row = [int(b) for b in self.replicas[p, : self.rf[p]]]
-        lead = row.pop(int(self.leader_slot[p]))
-        return [int(self.broker_ids[b]) for b in [lead, *row]]
