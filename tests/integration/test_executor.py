@@ -138,12 +138,15 @@ def test_one_replica_at_a_time_never_copies_two_replicas_of_a_partition_at_once(
 ) -> None:
     topic = create_topic(kafka_bed, "steps", [[1, 2]])
     writer = Writer(kafka_bed, topic)
+    # About 4 MB. Kafka's replication quota averages over its ~11 s window, so up to ~2.8 MB of a
+    # step passes at once at 250 kB/s and the rest takes over 5 s: at 500 kB/s a whole step could
+    # pass in that burst, between two samples (CI saw [1, 2] then [1, 3], never the union).
     writer.write(8_000, 500)
     plan = write_plan(tmp_path / "plan.json", topic, {0: [3, 4]})
     with writing_and_sampling(writer, lambda: partitions(kafka_bed, topic)[0][0], 0.2) as seen:
         code = main(
             ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
-             "--state", str(tmp_path / "state.json"), "--throttle", "500000", "--replicas-at-a-time", "1",
+             "--state", str(tmp_path / "state.json"), "--throttle", "250000", "--replicas-at-a-time", "1",
              "--poll-interval", "0.3"]
         )  # fmt: skip
     assert code == 0
