@@ -129,6 +129,8 @@ class WorkingModel:
         self._quantities_key = -1
         self._quantities: FloatArray = np.zeros((0, N_QUANTITIES))
         self._parts_on: dict[int, IntArray] = {}
+        # Partitions moved on or off a broker since its array above was built.
+        self._touched: dict[int, set[int]] = {}
         self._racks_fixed: bool | None = None
         self._recount()
 
@@ -320,15 +322,28 @@ class WorkingModel:
     # ---- candidates -------------------------------------------------------------------
 
     def parts_on(self, broker: int) -> IntArray:
-        """The partitions with a replica on ``broker``, in partition order; kept until a replica
-        moves on or off it (a shed asks for its broker's thousands again after every exchange),
-        so callers must not write to it."""
+        """The partitions with a replica on ``broker``, in partition order; kept, and patched when
+        replicas moved on or off it (a shed asks for its broker's thousands again after every
+        exchange), so callers must not write to it."""
         parts = self._parts_on.get(broker)
-        if parts is None:
-            on = self.partitions_on[broker]
+        touched = self._touched.pop(broker, None)
+        on = self.partitions_on[broker]
+        if parts is None or (touched is not None and 8 * len(touched) > len(parts)):
             parts = np.sort(np.fromiter(on, dtype=np.int64, count=len(on)))
-            parts.flags.writeable = False
-            self._parts_on[broker] = parts
+        elif touched is not None:
+            # A few moved: patched in place of a rebuild, as the set holds thousands at a million
+            # replicas and turning it into a sorted array again costs a millisecond.
+            changed = np.array(sorted(touched), dtype=np.int64)
+            now_on = np.fromiter((p in on for p in changed.tolist()), dtype=bool, count=len(changed))
+            at = np.searchsorted(parts, changed)
+            was_on = parts[np.minimum(at, len(parts) - 1)] == changed
+            kept = np.delete(parts, at[was_on & ~now_on])
+            added = changed[now_on & ~was_on]
+            parts = np.insert(kept, np.searchsorted(kept, added), added)
+        else:
+            return parts
+        parts.flags.writeable = False
+        self._parts_on[broker] = parts
         return parts
 
     def replica_moves(self, broker: int, parts: IntArray | None = None, *, every: bool = False) -> Candidates:
@@ -435,8 +450,8 @@ class WorkingModel:
             self.topic_count[t, dest] += 1
             self.partitions_on[src].discard(p)
             self.partitions_on[dest].add(p)
-            self._parts_on.pop(src, None)
-            self._parts_on.pop(dest, None)
+            self._touched.setdefault(src, set()).add(p)
+            self._touched.setdefault(dest, set()).add(p)
             self.rack_count[p, self.rack[src]] -= 1
             self.rack_count[p, self.rack[dest]] += 1
             self.replicas[p, slot] = dest

@@ -39,6 +39,8 @@ class StackedBands:
         self._rooms_key = -1
         self._most = np.zeros(shape[::-1])
         self._least = np.zeros(shape[::-1])
+        self._most_anywhere = np.zeros(len(active))
+        self._least_anywhere = np.zeros(len(active))
 
     def __bool__(self) -> bool:
         return len(self.columns) > 0
@@ -63,6 +65,8 @@ class StackedBands:
             q, before = self._current(state)
             self._most = np.ascontiguousarray((self.hi - q + before + self.slack).T)
             self._least = np.ascontiguousarray((self.lo - q - before - self.slack).T)
+            self._most_anywhere = self._most.min(axis=1)
+            self._least_anywhere = self._least.max(axis=1)
             self._rooms_key = state.version
         return self._least, self._most
 
@@ -75,6 +79,13 @@ class StackedBands:
         # The source takes −d: least ≤ −d ≤ most there.
         src_ok = np.asarray(((d <= -least[:, src]) & (d >= -most[:, src])).all(axis=0), dtype=bool)
         n = self.lo.shape[0]
+        # A goal whose every candidate fits the rooms of every broker refuses none: only the others
+        # are compared broker by broker (the capacity goals' rooms are wide, and most changes small).
+        if d.shape[1] == 0:
+            return np.zeros((0, n), dtype=bool)
+        tight = (d.max(axis=1) > self._most_anywhere) | (d.min(axis=1) < self._least_anywhere)
+        if not tight.all():
+            d, least, most = d[tight], least[tight], most[tight]
         d3 = d[:, :, None]
         if open_to is None or 2 * int(open_to.sum()) > n:
             # Most brokers are open: comparing them all beats gathering the open ones.
