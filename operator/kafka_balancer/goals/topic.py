@@ -228,22 +228,28 @@ class TopicReplicaDistributionGoal(Goal):
         order = np.lexsort((slots, parts, state.slot_moves(parts, slots).cost, -excess))
         parts, slots = parts[order], slots[order]
         limit = APART_PER_BROKER * state.n_brokers
-        while len(parts):
-            # Only the head is checked for cells no longer over full: the tail is checked when
-            # it comes up, instead of a million replicas every round.
-            head = min(len(parts), APART_WINDOW * limit)
-            brokers, topics = state.replicas[parts[:head], slots[:head]], state.topic[parts[:head]]
+        # The queue is a head, what earlier rounds kept of theirs, then the rest of the order from
+        # ``cursor`` on: only the head is checked for cells no longer over full and only it is
+        # copied, instead of a million replicas every round.
+        head_parts, head_slots = parts[:0], slots[:0]
+        cursor = 0
+        while len(head_parts) or cursor < len(parts):
+            more = max(0, APART_WINDOW * limit - len(head_parts))
+            head_parts = np.concatenate([head_parts, parts[cursor : cursor + more]])
+            head_slots = np.concatenate([head_slots, slots[cursor : cursor + more]])
+            cursor = min(len(parts), cursor + more)
+            brokers, topics = state.replicas[head_parts, head_slots], state.topic[head_parts]
             still = np.nonzero(state.topic_count[topics, brokers] > self.aim_hi[topics, brokers])[0]
             take = still[:limit]
             in_rack = self._rack_keeps(state, topics[take], brokers[take])
-            applied, refused = search.place_apart(self, state.slot_moves(parts[take], slots[take]), in_rack)
-            if applied == 0 and len(take) == len(still) and head == len(parts):
+            cands = state.slot_moves(head_parts[take], head_slots[take])
+            applied, refused = search.place_apart(self, cands, in_rack)
+            if applied == 0 and len(take) == len(still) and cursor == len(parts):
                 return
-            keep = np.ones(len(parts), dtype=bool)
-            keep[:head] = False
+            keep = np.zeros(len(head_parts), dtype=bool)
             keep[still] = True
             keep[take[refused]] = False
-            parts, slots = parts[keep], slots[keep]
+            head_parts, head_slots = head_parts[keep], head_slots[keep]
 
     def _rack_keeps(self, state: WorkingModel, topics: IntArray, brokers: IntArray) -> BoolArray:
         """Whether the rack of each of ``brokers`` has room within its brokers' bands for every
