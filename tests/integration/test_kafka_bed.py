@@ -181,6 +181,7 @@ def test_a_bed_that_cannot_start_names_the_component_and_its_log(
     message = str(failure.value)
     output = bed.run_dir / "controller-100" / "stdout.log"
     assert "Kafka controller-100 exited" in message
+    assert "(Error occurred during initialization of VM)" in message
     assert str(output) in message
     assert "Error occurred during initialization of VM" in output.read_text()
     assert not (bed.run_dir / "kafka-bed.json").exists()

@@ -7,6 +7,7 @@ Every process is started in its own session, so signals reach only it, and is st
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -17,6 +18,12 @@ from typing import TypeVar
 from kafka_balancer_dev.errors import BedError
 
 T = TypeVar("T")
+
+# A line saying why a process died: a Java throwable with its message, the JVM's own refusal, a Go
+# program's fatal log or panic.
+_CAUSE = re.compile(r"(?:Exception|Error)\b:|Error occurred|\bfatal\b|\bpanic\b", re.IGNORECASE)
+_CAUSE_TAIL_BYTES = 256 * 1024
+_CAUSE_CHARS = 300
 
 
 class ManagedProcess:
@@ -57,11 +64,15 @@ class ManagedProcess:
         return self._popen.poll()
 
     def ensure_running(self, hint: Path | None = None) -> None:
-        """Raise :class:`BedError` naming the process and its logs (``hint``, its output) if it exited."""
+        """Raise :class:`BedError` naming the process, why it died (the last such line of its logs:
+        ``hint``, then its output) and where to read more, if it exited."""
         code = self.exit_code()
         if code is not None:
-            logs = " and ".join(str(p) for p in (hint, self.log_path) if p is not None)
-            raise BedError(f"{self.name} exited with code {code} while starting; see {logs}")
+            paths = [p for p in (hint, self.log_path) if p is not None]
+            logs = " and ".join(str(p) for p in paths)
+            cause = last_cause(paths)
+            said = f" ({cause})" if cause else ""
+            raise BedError(f"{self.name} exited with code {code} while starting{said}; see {logs}")
 
     def stop(self, grace_s: float = 30.0) -> None:
         """SIGTERM, wait up to ``grace_s``, then SIGKILL; reaps the child."""
@@ -78,6 +89,23 @@ class ManagedProcess:
         """Send SIGTERM without waiting (to stop several processes in parallel)."""
         if self._popen.poll() is None:
             self._popen.send_signal(signal.SIGTERM)
+
+
+def last_cause(logs: Sequence[Path]) -> str | None:
+    """The last line of the first log that has one saying why a process died (see ``_CAUSE``), cut
+    to a few hundred characters; a stack frame never counts."""
+    for log in logs:
+        try:
+            with log.open("rb") as file:
+                file.seek(max(0, file.seek(0, os.SEEK_END) - _CAUSE_TAIL_BYTES))
+                lines = file.read().decode(errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in reversed(lines):
+            text = line.strip()
+            if _CAUSE.search(text) and not text.startswith("at "):
+                return text[:_CAUSE_CHARS]
+    return None
 
 
 def pid_alive(pid: int) -> bool:
