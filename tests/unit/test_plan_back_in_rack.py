@@ -1,11 +1,13 @@
-"""A replica the plan copies across racks comes back into its rack in exchange for a replica of
-its topic less than half its size going across instead, the smallest that fits: fewer bytes
-across racks, fewer bytes moved and across together, the topic cells and every band as they
+"""A replica the plan copies across racks comes back into its rack: alone when a broker of the rack
+may take it (the same bytes moved, none across), else in exchange for a replica of its topic less
+than half its size going across instead, the smallest that fits, or making way for one: fewer
+bytes across racks, fewer bytes moved and across together, the topic cells and every band as they
 were."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from kafka_balancer.goals.base import Goal
 from kafka_balancer.goals.registry import build_goal
@@ -18,14 +20,25 @@ from kafka_balancer.planner.prune import prune
 RACK = {0: "a", 1: "a", 2: "b"}
 
 
+def _counted(spec_count: int, state: WorkingModel) -> Goal:
+    """A ReplicaCapacity of ``spec_count`` replicas a broker."""
+    spec = GoalSpec.default(GoalType.REPLICA_CAPACITY, max_replicas_per_broker=spec_count)
+    return build_goal(spec, state)
+
+
 def planned(
-    layout: tuple[tuple[str, float, int], ...], room_on_1: float = 100.0, drained: bool = False
+    layout: tuple[tuple[str, float, int], ...],
+    room_on_1: float = 100.0,
+    drained: bool = False,
+    full_count: bool = True,
 ) -> tuple[WorkingModel, list[Goal]]:
     """``layout``: (topic, bytes, broker) of single-replica partitions, the first p on broker 0.
     Broker 0 (rack a) holds no more than 5 bytes, so p (8 bytes) can neither stay nor come home;
     broker 1 (rack a) holds ``room_on_1``, broker 2 (rack b) 100. The plan sends p to broker 2,
-    across racks. ``drained``: broker 0 is draining, and the partitions are of topics the plan
-    may not move (only a drain moves them)."""
+    across racks. ``full_count``: a broker holds no more replicas than broker 1 has, so p comes
+    into rack a only in exchange (as a full topic cell keeps it out in a real plan).
+    ``drained``: broker 0 is draining, and the partitions are of topics the plan may not move
+    (only a drain moves them)."""
     capacity = {0: 5.0, 1: room_on_1, 2: 100.0}
     states = {
         0: BrokerState.DRAINING if drained else BrokerState.ACTIVE,
@@ -39,8 +52,10 @@ def planned(
     )
     state = WorkingModel(Cluster(brokers, parts))
     goals = [build_goal(GoalSpec.default(GoalType.DISK_CAPACITY, threshold_percent=100), state)]
+    if full_count:
+        goals.append(_counted(sum(1 for _, _, b in layout if b == 1), state))
     state.apply(state.replica_moves(0, np.array([0]), every=True), 0, 2)
-    assert goals[0].status(state).satisfied
+    assert all(goal.status(state).satisfied for goal in goals)
     return state, goals
 
 
@@ -51,7 +66,7 @@ def test_a_replica_copied_across_racks_trades_places_with_the_smallest_of_its_to
 
     prune(state, goals)
 
-    assert goals[0].status(state).satisfied
+    assert all(goal.status(state).satisfied for goal in goals)
     assert [int(state.replicas[p, 0]) for p in range(5)] == [1, 1, 2, 1, 1]
     figures = diff(state)[1]
     assert figures.cross_rack_bytes == 1.5
@@ -83,3 +98,79 @@ def test_a_replica_the_plan_may_not_move_stays_where_a_drain_sent_it() -> None:
     prune(state, goals)
 
     assert [int(state.replicas[p, 0]) for p in range(2)] == [2, 1]
+
+
+def test_a_replica_a_broker_of_its_rack_may_take_comes_back_alone() -> None:
+    # Broker 1 may hold any number of replicas: p goes there, copied as far but not across.
+    state, goals = planned((("t", 8.0, 0), ("t", 3.0, 1), ("u", 1.0, 1)), full_count=False)
+
+    prune(state, goals)
+
+    assert all(goal.status(state).satisfied for goal in goals)
+    assert [int(state.replicas[p, 0]) for p in range(3)] == [1, 1, 1]
+    figures = diff(state)[1]
+    assert figures.cross_rack_bytes == 0.0
+    assert figures.bytes_moved == 8.0
+
+
+def relayed(room_on_3: float, room_on_1: float = 100.0) -> tuple[WorkingModel, list[Goal]]:
+    """p (8 bytes, topic t) on broker 0 (rack a, room for 2) must leave; the plan sends it to
+    broker 2 (rack b). q (3 bytes, t) has replicas on broker 1 (rack a, room for ``room_on_1``)
+    and on broker 2, so the exchange of p and q between 1 and 2 is refused (2 holds q already).
+    Broker 3 (rack c) holds ``room_on_3``; u (1 byte, topic v) stays on broker 1. A broker holds
+    two replicas at most, so p comes into rack a only in place of one."""
+    racks = {0: "a", 1: "a", 2: "b", 3: "c"}
+    capacity = {0: 2.0, 1: room_on_1, 2: 100.0, 3: room_on_3}
+    brokers = tuple(Broker(b, racks[b], BrokerState.ACTIVE, (capacity[b], 1e3, 1e3, 1.0)) for b in range(4))
+    layout = (("t", 8.0, (0,)), ("t", 3.0, (1, 2)), ("v", 1.0, (1,)))
+    parts = tuple(
+        Partition(topic, i, replicas, replicas[0], PartitionLoad(disk, 0.0, 0.0, 0.0))
+        for i, (topic, disk, replicas) in enumerate(layout)
+    )
+    state = WorkingModel(Cluster(brokers, parts))
+    goals = [build_goal(GoalSpec.default(GoalType.DISK_CAPACITY, threshold_percent=100), state)]
+    goals.append(_counted(2, state))
+    state.apply(state.replica_moves(0, np.array([0])), 0, 2)
+    assert all(goal.status(state).satisfied for goal in goals)
+    return state, goals
+
+
+def _brokers_of(state: WorkingModel, p: int) -> set[int]:
+    return {int(b) for b in state.replicas[p] if b >= 0}
+
+
+def test_when_no_exchange_is_allowed_the_small_replica_goes_to_a_third_rack_and_p_comes_home() -> None:
+    state, goals = relayed(room_on_3=100.0)
+    assert diff(state)[1].cross_rack_bytes == 8.0
+
+    prune(state, goals)
+
+    assert all(goal.status(state).satisfied for goal in goals)
+    assert _brokers_of(state, 0) == {1}
+    assert _brokers_of(state, 1) == {2, 3}
+    assert _brokers_of(state, 2) == {1}
+    figures = diff(state)[1]
+    assert figures.cross_rack_bytes == 3.0
+    assert figures.bytes_moved == 11.0
+
+
+@pytest.mark.parametrize(
+    ("room_on_3", "room_on_1"),
+    [
+        (2.0, 100.0),  # q (3 bytes) fits nowhere but where it is
+        (100.0, 8.0),  # q can go to broker 3, but p (8) and u (1) would not fit in broker 1's 8
+    ],
+)
+def test_a_relay_that_cannot_be_completed_leaves_everything_as_it_was(
+    room_on_3: float, room_on_1: float
+) -> None:
+    state, goals = relayed(room_on_3, room_on_1)
+    before = state.replicas.copy(), state.leader_slot.copy()
+
+    prune(state, goals)
+
+    assert all(goal.status(state).satisfied for goal in goals)
+    assert np.array_equal(state.replicas, before[0])
+    assert np.array_equal(state.leader_slot, before[1])
+    assert not state.moved[1:].any()
+    assert diff(state)[1].cross_rack_bytes == 8.0

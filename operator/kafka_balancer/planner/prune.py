@@ -15,11 +15,12 @@ refused the return alone, or the topic cells did and a cheaper replica of the sa
 the home broker), as they cost most of pruning when every moved replica was offered every
 partner.
 
-Last, a replica the plan copies across racks comes back into its rack in exchange for a smaller
-replica of its topic going across instead: the one step of pruning that may add to the bytes
-moved (the smaller replica's, when the plan did not move it), to cut the bytes across racks by
-more. A replica of an excluded topic that had to move (off a draining broker or an offline log
-dir) is never taken back.
+Last, a replica the plan copies across racks comes back into its rack: alone, to another broker
+of the rack than the one it left (the same bytes moved), or in exchange for a smaller replica of
+its topic going across instead, or making way for one: the one step of pruning that may add to
+the bytes moved (the smaller replica's, when the plan did not move it), to cut the bytes across
+racks by more. A replica of an excluded topic that had to move (off a draining broker or an
+offline log dir) is never taken back.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ EXCHANGE_SIDE = 48
 # the next ones are (all at once, the pair checks cost 3× as much at large once moves stayed in
 # their rack and a home broker's replicas gathered on a few brokers).
 GIVE_SIDE = 32
+# The small replicas of one broker tried in a relay into a rack (``_relay_into_rack``).
+RELAY_TRIES = 3
 
 
 def prune(state: WorkingModel, goals: list[Goal]) -> int:
@@ -72,16 +75,16 @@ def prune(state: WorkingModel, goals: list[Goal]) -> int:
 
 
 def _back_in_rack(state: WorkingModel, search: Search) -> int:
-    """Bring back into its rack each replica the plan copies across racks, the largest first, in
-    exchange for a replica of the same topic less than half its size sent across instead, from a
-    broker of that rack that takes the first in its place; returns how many exchanges.
+    """Bring back into its rack each replica the plan copies across racks, the largest first
+    (see ``_into_rack``); returns how many came back.
 
-    The topic cells and the replica counts stay as they are, the loads are checked at both
-    brokers. The exchange copies the smaller replica in addition (when the plan did not move
-    it), and across racks instead of the larger: less than half the size, it saves more bytes
-    across racks than it adds to the bytes moved. A topic cell over full in a rack whose brokers
-    cannot hold all of its replicas sends one across, and the over-full broker's is rarely its
-    rack's smallest (mid: 13 GB across where 3.4 GB would do)."""
+    Alone, the replica moves as many bytes as before and none across racks. Otherwise a replica
+    of the same topic less than half its size goes across instead, from a broker of that rack
+    that takes the first in its place: it is copied in addition (when the plan did not move it),
+    and across racks instead of the larger, saving more bytes across racks than it adds to the
+    bytes moved. A topic cell over full in a rack whose brokers cannot hold all of its replicas
+    sends one across, and the over-full broker's is rarely its rack's smallest (mid: 13 GB across
+    where 3.4 GB would do)."""
     original = np.zeros_like(state.rack_count)
     held = state.original_replicas >= 0
     np.add.at(original, (np.nonzero(held)[0], state.rack[state.original_replicas[held]]), 1)
@@ -94,17 +97,26 @@ def _back_in_rack(state: WorkingModel, search: Search) -> int:
         state.rack_count[parts, out_of] < original[parts, out_of]
     )
     parts, slots, out_of = parts[across], slots[across], out_of[across]
-    exchanged = 0
+    returned = 0
     for k in np.lexsort((slots, parts, -state.disk[parts])).tolist():
         p = int(parts[k])
-        exchanged += _exchange_into_rack(state, search, p, int(state.replicas[p, slots[k]]), int(out_of[k]))
-    return exchanged
+        returned += _into_rack(state, search, p, int(state.replicas[p, slots[k]]), int(out_of[k]))
+    return returned
 
 
-def _exchange_into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int) -> int:
-    """Exchange ``p``'s replica on ``z`` for the smallest replica of its topic, less than half
-    its size and not moved by the plan, on a broker of ``rack`` that can take ``p``'s: 1 if one
-    was found."""
+def _into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int) -> int:
+    """Move ``p``'s replica on ``z`` into ``rack``: alone to the lowest-numbered broker of the
+    rack the goals let it go to, or else in exchange for the smallest replica of its topic, less
+    than half its size and not moved by the plan, on a broker of ``rack`` that can take ``p``'s,
+    or else by a relay (``_relay_into_rack``): 1 if it came back."""
+    give = state.replica_moves(z, np.array([p], dtype=np.int64))
+    if len(give) == 0:
+        # A replica of a topic the plan may not move, moved only off a draining broker.
+        return 0
+    alone = np.nonzero(search.allowed(give)[0] & (state.rack == rack))[0]
+    if len(alone):
+        state.apply(give, 0, int(alone[0]))
+        return 1
     same = np.nonzero((state.topic == state.topic[p]) & (state.disk < state.disk[p] / 2))[0]
     if len(same) == 0:
         return 0
@@ -112,27 +124,60 @@ def _exchange_into_rack(state: WorkingModel, search: Search, p: int, z: int, rac
     mine = (rows >= 0) & ~state.moved[same]
     mine[mine] = state.rack[rows[mine]] == rack
     k, s = np.nonzero(mine)
-    give = state.replica_moves(z, np.array([p], dtype=np.int64))
-    if len(give) == 0:
-        # A replica of a topic the plan may not move, moved only off a draining broker.
-        return 0
     best: tuple[float, int, int, Candidates] | None = None
+    offered: list[tuple[int, Candidates]] = []
     for y in np.unique(rows[k, s]).tolist():
         if not state.active[y]:
             continue
         take = state.replica_moves(y, same[k[rows[k, s] == y]])
         if len(take) == 0:
             continue
+        offered.append((y, take))
         sizes = np.where(search.pairs_allowed(give, take, z, y)[0], state.disk[take.part], np.inf)
         j = int(np.lexsort((take.part, sizes))[0])
         if sizes[j] < np.inf and (best is None or sizes[j] < best[0]):
             best = (float(sizes[j]), j, y, take)
     if best is None:
-        return 0
+        return _relay_into_rack(state, search, p, z, offered)
     _, j, y, take = best
     state.apply(give, 0, y)
     state.apply(take, j, z)
     return 1
+
+
+def _relay_into_rack(
+    state: WorkingModel, search: Search, p: int, z: int, offered: list[tuple[int, Candidates]]
+) -> int:
+    """When no exchange with ``z`` is allowed: a replica ``q`` of ``offered`` (brokers of ``p``'s
+    rack, each with its replicas of ``p``'s topic less than half ``p``'s size) leaves its broker
+    y for any other broker, into y's rack first, then ``p`` comes from ``z`` to y in its place;
+    each move alone worsens no goal at any broker (so the two together do not). 1 if one did.
+
+    The exchange fails mostly where z's rack already holds every small replica's partition (a
+    rack-aware placement refuses them there); another rack takes one instead. The smallest
+    replicas are tried first, ``RELAY_TRIES`` at most per broker, as each try applies a move."""
+    rack = state.rack
+    for y, take in sorted(offered, key=lambda found: float(state.disk[found[1].part].min())):
+        ok = search.allowed(take)
+        tried = 0
+        for j in np.lexsort((take.part, state.disk[take.part])).tolist():
+            dests = np.nonzero(ok[j])[0]
+            if len(dests) == 0:
+                continue
+            if tried == RELAY_TRIES:
+                break
+            tried += 1
+            # Into y's rack if allowed (q crosses no rack then), else the lowest id: deterministic.
+            home = dests[rack[dests] == rack[y]]
+            w = int(home[0] if len(home) else dests[0])
+            q = int(take.part[j])
+            state.apply(take, j, w)
+            give = state.replica_moves(z, np.array([p], dtype=np.int64))
+            if search.allowed(give, y)[0, y]:
+                state.apply(give, 0, y)
+                return 1
+            state.apply(state.replica_moves(w, np.array([q], dtype=np.int64)), 0, y)
+    return 0
 
 
 def _sweep(state: WorkingModel, search: Search, bands: StackedBands, others: list[Goal]) -> int:
