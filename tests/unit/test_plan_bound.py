@@ -259,6 +259,24 @@ def test_cross_rack_bound_is_the_hand_figure_and_no_assignment_moves_less_across
     assert bound <= least_bytes(replace(bands, rack_aware=True), racks=THREE_RACKS, across=True)
 
 
+def test_one_topics_leavers_do_not_stand_for_anothers_arrivals_across_racks() -> None:
+    # Rack a (brokers 0 and 1, at most 3 + 2 of t) holds 6 of t: t-0 (1) leaves it at the least.
+    # Broker 3 (rack c) must hold 2 of u and holds u-1: u-0 (16) comes. Rack a's leaver is of t,
+    # rack c's arrival of u: no one replica is both, so 1 + 16, not the larger of the two.
+    bands = BoundBands(
+        topic=topic_band(
+            per_broker([0.0] * N, [3.0, 2.0, INF, INF]), per_broker([0.0, 0.0, 0.0, 2.0], [INF] * N)
+        )
+    )
+    state = WorkingModel(cluster(racks=THREE_RACKS))
+    assert cross_rack_lower_bound(state, bands) == pytest.approx(17.0)
+    assert least_bytes(bands, racks=THREE_RACKS, across=True) == 17.0
+    rack_aware = replace(bands, rack_aware=True)
+    assert cross_rack_lower_bound(state, rack_aware) <= least_bytes(
+        rack_aware, racks=THREE_RACKS, across=True
+    )
+
+
 def test_cross_rack_bound_with_rack_awareness_takes_only_partitions_a_rack_can_gain() -> None:
     # Broker 3 (rack c) must hold all three of t: t-0 and t-1 are there already, so t-2 (9) must
     # come. Without RackAware the rack alone cannot tell t-0 (1) from a partition it may gain.
