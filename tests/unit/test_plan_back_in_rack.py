@@ -113,23 +113,32 @@ def test_a_replica_a_broker_of_its_rack_may_take_comes_back_alone() -> None:
     assert figures.bytes_moved == 8.0
 
 
-def relayed(room_on_3: float, room_on_1: float = 100.0) -> tuple[WorkingModel, list[Goal]]:
+def relayed(
+    room_on_3: float, room_on_1: float = 100.0, partner: float | None = None
+) -> tuple[WorkingModel, list[Goal]]:
     """p (8 bytes, topic t) on broker 0 (rack a, room for 2) must leave; the plan sends it to
     broker 2 (rack b). q (3 bytes, t) has replicas on broker 1 (rack a, room for ``room_on_1``)
     and on broker 2, so the exchange of p and q between 1 and 2 is refused (2 holds q already).
     Broker 3 (rack c) holds ``room_on_3``; u (1 byte, topic v) stays on broker 1. A broker holds
-    two replicas at most, so p comes into rack a only in place of one."""
+    as many replicas as broker 1 has at most, so p comes into rack a only in place of one.
+    ``partner``: broker 1 also holds s, a replica of t of that size, which may be exchanged."""
     racks = {0: "a", 1: "a", 2: "b", 3: "c"}
     capacity = {0: 2.0, 1: room_on_1, 2: 100.0, 3: room_on_3}
     brokers = tuple(Broker(b, racks[b], BrokerState.ACTIVE, (capacity[b], 1e3, 1e3, 1.0)) for b in range(4))
-    layout = (("t", 8.0, (0,)), ("t", 3.0, (1, 2)), ("v", 1.0, (1,)))
+    layout: tuple[tuple[str, float, tuple[int, ...]], ...] = (
+        ("t", 8.0, (0,)),
+        ("t", 3.0, (1, 2)),
+        ("v", 1.0, (1,)),
+    )
+    if partner is not None:
+        layout = (*layout, ("t", partner, (1,)))
     parts = tuple(
         Partition(topic, i, replicas, replicas[0], PartitionLoad(disk, 0.0, 0.0, 0.0))
         for i, (topic, disk, replicas) in enumerate(layout)
     )
     state = WorkingModel(Cluster(brokers, parts))
     goals = [build_goal(GoalSpec.default(GoalType.DISK_CAPACITY, threshold_percent=100), state)]
-    goals.append(_counted(2, state))
+    goals.append(_counted(len(layout) - 1, state))
     state.apply(state.replica_moves(0, np.array([0])), 0, 2)
     assert all(goal.status(state).satisfied for goal in goals)
     return state, goals
@@ -149,6 +158,21 @@ def test_when_no_exchange_is_allowed_the_small_replica_goes_to_a_third_rack_and_
     assert _brokers_of(state, 0) == {1}
     assert _brokers_of(state, 1) == {2, 3}
     assert _brokers_of(state, 2) == {1}
+    figures = diff(state)[1]
+    assert figures.cross_rack_bytes == 3.0
+    assert figures.bytes_moved == 11.0
+
+
+def test_a_relay_with_a_smaller_replica_beats_an_exchange_with_a_larger_one() -> None:
+    # s (3.5 bytes) could trade places with p; q (3) cannot (broker 2 holds q), but can make way.
+    state, goals = relayed(room_on_3=100.0, partner=3.5)
+
+    prune(state, goals)
+
+    assert all(goal.status(state).satisfied for goal in goals)
+    assert _brokers_of(state, 0) == {1}
+    assert _brokers_of(state, 1) == {2, 3}
+    assert _brokers_of(state, 3) == {1}
     figures = diff(state)[1]
     assert figures.cross_rack_bytes == 3.0
     assert figures.bytes_moved == 11.0

@@ -137,8 +137,10 @@ def _into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int) -
         j = int(np.lexsort((take.part, sizes))[0])
         if sizes[j] < np.inf and (best is None or sizes[j] < best[0]):
             best = (float(sizes[j]), j, y, take)
+    if _relay_into_rack(state, search, p, z, offered, np.inf if best is None else best[0]):
+        return 1
     if best is None:
-        return _relay_into_rack(state, search, p, z, offered)
+        return 0
     _, j, y, take = best
     state.apply(give, 0, y)
     state.apply(take, j, z)
@@ -146,19 +148,29 @@ def _into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int) -
 
 
 def _relay_into_rack(
-    state: WorkingModel, search: Search, p: int, z: int, offered: list[tuple[int, Candidates]]
+    state: WorkingModel,
+    search: Search,
+    p: int,
+    z: int,
+    offered: list[tuple[int, Candidates]],
+    below: float,
 ) -> int:
-    """When no exchange with ``z`` is allowed: a replica ``q`` of ``offered`` (brokers of ``p``'s
-    rack, each with its replicas of ``p``'s topic less than half ``p``'s size) leaves its broker
-    y for any other broker, into y's rack first, then ``p`` comes from ``z`` to y in its place;
-    each move alone worsens no goal at any broker (so the two together do not). 1 if one did.
+    """A replica ``q`` of ``offered`` (brokers of ``p``'s rack, each with its replicas of ``p``'s
+    topic less than half ``p``'s size), smaller than ``below`` (the best exchange's), leaves its
+    broker y for any other broker, into y's rack first, then ``p`` comes from ``z`` to y in its
+    place; each move alone worsens no goal at any broker (so the two together do not). 1 if one
+    did.
 
-    The exchange fails mostly where z's rack already holds every small replica's partition (a
-    rack-aware placement refuses them there); another rack takes one instead. The smallest
-    replicas are tried first, ``RELAY_TRIES`` at most per broker, as each try applies a move."""
+    An exchange fails where z's rack already holds every small replica's partition (a rack-aware
+    placement refuses them there), or finds only a larger partner than the rack's smallest;
+    another rack takes one instead. The smallest replicas are tried first, ``RELAY_TRIES`` at
+    most per broker, as each try applies a move."""
     rack = state.rack
     for y, take in sorted(offered, key=lambda found: float(state.disk[found[1].part].min())):
+        if state.disk[take.part].min() >= below:
+            break
         ok = search.allowed(take)
+        ok[state.disk[take.part] >= below] = False
         tried = 0
         for j in np.lexsort((take.part, state.disk[take.part])).tolist():
             dests = np.nonzero(ok[j])[0]
