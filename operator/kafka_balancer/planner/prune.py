@@ -106,9 +106,10 @@ def _back_in_rack(state: WorkingModel, search: Search) -> int:
 
 def _into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int) -> int:
     """Move ``p``'s replica on ``z`` into ``rack``: alone to the lowest-numbered broker of the
-    rack the goals let it go to, or else in exchange for the smallest replica of its topic, less
-    than half its size and not moved by the plan, on a broker of ``rack`` that can take ``p``'s,
-    or else by a relay (``_relay_into_rack``): 1 if it came back."""
+    rack the goals let it go to; or else for the smallest replica of its topic, less than half
+    its size and not moved by the plan, that leaves a broker of ``rack`` in its place: by a relay
+    (``_relay_into_rack``) when that one is smaller than the best exchange's partner, else in
+    exchange with ``z``. 1 if it came back."""
     give = state.replica_moves(z, np.array([p], dtype=np.int64))
     if len(give) == 0:
         # A replica of a topic the plan may not move, moved only off a draining broker.
