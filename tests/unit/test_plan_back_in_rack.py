@@ -31,15 +31,18 @@ def planned(
     room_on_1: float = 100.0,
     drained: bool = False,
     full_count: bool = True,
+    room_on_0: float = 5.0,
+    in_rack: int | None = None,
 ) -> tuple[WorkingModel, list[Goal]]:
     """``layout``: (topic, bytes, broker) of single-replica partitions, the first p on broker 0.
-    Broker 0 (rack a) holds no more than 5 bytes, so p (8 bytes) can neither stay nor come home;
+    Broker 0 (rack a) holds ``room_on_0`` (5 bytes), so p (8 bytes) can neither stay nor come home;
     broker 1 (rack a) holds ``room_on_1``, broker 2 (rack b) 100. The plan sends p to broker 2,
     across racks. ``full_count``: a broker holds no more replicas than broker 1 has, so p comes
     into rack a only in exchange (as a full topic cell keeps it out in a real plan).
     ``drained``: broker 0 is draining, and the partitions are of topics the plan may not move
-    (only a drain moves them)."""
-    capacity = {0: 5.0, 1: room_on_1, 2: 100.0}
+    (only a drain moves them). ``in_rack``: the plan also moves that partition from broker 0 to
+    broker 1, and a broker holds one more replica than broker 1 had."""
+    capacity = {0: room_on_0, 1: room_on_1, 2: 100.0}
     states = {
         0: BrokerState.DRAINING if drained else BrokerState.ACTIVE,
         1: BrokerState.ACTIVE,
@@ -53,8 +56,10 @@ def planned(
     state = WorkingModel(Cluster(brokers, parts))
     goals = [build_goal(GoalSpec.default(GoalType.DISK_CAPACITY, threshold_percent=100), state)]
     if full_count:
-        goals.append(_counted(sum(1 for _, _, b in layout if b == 1), state))
+        goals.append(_counted(sum(1 for _, _, b in layout if b == 1) + (in_rack is not None), state))
     state.apply(state.replica_moves(0, np.array([0]), every=True), 0, 2)
+    if in_rack is not None:
+        state.apply(state.replica_moves(0, np.array([in_rack])), 0, 1)
     assert all(goal.status(state).satisfied for goal in goals)
     return state, goals
 
@@ -71,6 +76,22 @@ def test_a_replica_copied_across_racks_trades_places_with_the_smallest_of_its_to
     figures = diff(state)[1]
     assert figures.cross_rack_bytes == 1.5
     assert figures.bytes_moved == 9.5
+
+
+def test_a_replica_the_plan_moved_within_the_rack_may_go_across_instead() -> None:
+    # Broker 0 holds 2 bytes: q (3) must leave it too, and the plan sends q to broker 1, in rack
+    # a. Broker 1 holds two replicas at most (u and q), so p comes back only in q's place.
+    state, goals = planned((("t", 8.0, 0), ("t", 3.0, 0), ("u", 1.0, 1)), room_on_0=2.0, in_rack=1)
+    assert diff(state)[1].bytes_moved == 11.0
+    assert diff(state)[1].cross_rack_bytes == 8.0
+
+    prune(state, goals)
+
+    assert all(goal.status(state).satisfied for goal in goals)
+    assert [int(state.replicas[p, 0]) for p in range(2)] == [1, 2]
+    figures = diff(state)[1]
+    assert figures.cross_rack_bytes == 3.0
+    assert figures.bytes_moved == 11.0
 
 
 def test_no_replica_of_its_topic_half_its_size_leaves_it_across() -> None:

@@ -80,11 +80,11 @@ def _back_in_rack(state: WorkingModel, search: Search) -> int:
 
     Alone, the replica moves as many bytes as before and none across racks. Otherwise a replica
     of the same topic less than half its size goes across instead, from a broker of that rack
-    that takes the first in its place: it is copied in addition (when the plan did not move it),
-    and across racks instead of the larger, saving more bytes across racks than it adds to the
-    bytes moved. A topic cell over full in a rack whose brokers cannot hold all of its replicas
-    sends one across, and the over-full broker's is rarely its rack's smallest (mid: 13 GB across
-    where 3.4 GB would do)."""
+    that takes the first in its place: it is copied in addition (when the plan did not move it;
+    one the plan moved within the rack is copied as far as before), and across racks instead of
+    the larger, saving more bytes across racks than it adds to the bytes moved. A topic cell over
+    full in a rack whose brokers cannot hold all of its replicas sends one across, and the
+    over-full broker's is rarely its rack's smallest (mid: 13 GB across where 3.4 GB would do)."""
     original = np.zeros_like(state.rack_count)
     held = state.original_replicas >= 0
     np.add.at(original, (np.nonzero(held)[0], state.rack[state.original_replicas[held]]), 1)
@@ -92,22 +92,26 @@ def _back_in_rack(state: WorkingModel, search: Search) -> int:
     into = state.rack[state.replicas[parts, slots]]
     out_of = state.rack[state.original_replicas[parts, slots]]
     # Gained in its new rack beyond what it lost there, and lost in its home rack. An exchange
-    # changes the racks of its two partitions only: this one, and one the plan did not move.
+    # changes the racks of its two partitions only: this one, and a partner none of whose
+    # replicas is in this list.
     across = (state.rack_count[parts, into] > original[parts, into]) & (
         state.rack_count[parts, out_of] < original[parts, out_of]
     )
     parts, slots, out_of = parts[across], slots[across], out_of[across]
+    crossing = np.zeros(len(state.rf), dtype=bool)
+    crossing[parts] = True
     returned = 0
     for k in np.lexsort((slots, parts, -state.disk[parts])).tolist():
         p = int(parts[k])
-        returned += _into_rack(state, search, p, int(state.replicas[p, slots[k]]), int(out_of[k]))
+        returned += _into_rack(state, search, p, int(state.replicas[p, slots[k]]), int(out_of[k]), crossing)
     return returned
 
 
-def _into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int) -> int:
+def _into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int, crossing: BoolArray) -> int:
     """Move ``p``'s replica on ``z`` into ``rack``: alone to the lowest-numbered broker of the
     rack the goals let it go to; or else for the smallest replica of its topic, less than half
-    its size and not moved by the plan, that leaves a broker of ``rack`` in its place: by a relay
+    its size, in ``rack`` from the start (not moved by the plan, or moved within the rack) and of
+    a partition not ``crossing`` racks, that leaves a broker of ``rack`` in its place: by a relay
     (``_relay_into_rack``) when that one is smaller than the best exchange's partner, else in
     exchange with ``z``. 1 if it came back."""
     give = state.replica_moves(z, np.array([p], dtype=np.int64))
@@ -122,7 +126,9 @@ def _into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int) -
     if len(same) == 0:
         return 0
     rows = state.replicas[same]
-    mine = (rows >= 0) & ~state.moved[same]
+    home = state.original_replicas[same]
+    mine = (rows >= 0) & (~state.moved[same] | (state.rack[np.where(home >= 0, home, 0)] == rack))
+    mine &= ~crossing[same][:, None]
     mine[mine] = state.rack[rows[mine]] == rack
     k, s = np.nonzero(mine)
     best: tuple[float, int, int, Candidates] | None = None
