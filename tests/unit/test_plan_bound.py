@@ -12,7 +12,7 @@ import pytest
 
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.registry import build_goal
-from kafka_balancer.goals.spec import GoalSpec, GoalType
+from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
 from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.bound import (
@@ -23,6 +23,8 @@ from kafka_balancer.planner.bound import (
     cross_rack_lower_bound,
     rack_local_lower_bound,
 )
+from kafka_balancer.planner.optimizer import plan
+from kafka_balancer_dev.synthetic import SyntheticSpec, generate
 
 N = 4
 # Topic t crowds broker 0 (4 of its 8 replicas); broker 2 holds the most disk (50 of 126).
@@ -366,3 +368,22 @@ def test_a_missed_band_enters_as_the_band_the_plan_reached() -> None:
     assert bytes_moved_lower_bound(state, bands) == pytest.approx(2.0) == least_bytes(bands)
     # Left out, a missed goal gave the bound nothing.
     assert bound_bands([], missed=[disk]).disk is None
+
+
+def test_a_plan_carries_the_bands_its_bounds_rely_on() -> None:
+    """``Plan.bound_bands`` are what a benchmark judges the plan by beside its own figures: from
+    the cluster as it was, they give the plan's three bounds again."""
+    grown = generate(
+        SyntheticSpec.filled(
+            12, 300, fill=0.4, racks=4, replication_factor=2, hot_brokers=1, empty_brokers=2, seed=5
+        )
+    )
+    result = plan(grown, default_goal_set())
+    bands, f = result.bound_bands, result.figures
+    assert bands.disk is not None and bands.replicas is not None and bands.topic is not None
+    assert bands.rack_aware
+    state = WorkingModel(grown)
+    assert f.bytes_moved_lower_bound > 0
+    assert bytes_moved_lower_bound(state, bands) == pytest.approx(f.bytes_moved_lower_bound)
+    assert cross_rack_lower_bound(state, bands) == pytest.approx(f.cross_rack_lower_bound)
+    assert rack_local_lower_bound(state, bands) == pytest.approx(f.rack_local_lower_bound)

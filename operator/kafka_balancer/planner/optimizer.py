@@ -77,7 +77,8 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     met = [g for g, status in zip(goals, after, strict=True) if status.satisfied]
     aimed = [g for g, status in zip(goals, after, strict=True) if not status.satisfied and _aim_met(g, state)]
     missed = [g for g, status in zip(goals, after, strict=True) if not status.satisfied and g not in aimed]
-    bounds = lower_bounds(state, bound_bands(met, aimed, missed, state))
+    judged_by = bound_bands(met, aimed, missed, state)
+    bounds = lower_bounds(state, judged_by)
     return Plan(
         reassignments=log_dirs.reassignments,
         figures=replace(
@@ -97,6 +98,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
         seconds=time.perf_counter() - started,
         led_by_demoted=tuple(f"{state.names[p][0]}-{state.names[p][1]}" for p in state.demoted_leaders()),
         stranded=tuple(p.name for p in stranded),
+        bound_bands=judged_by,
     )
 
 

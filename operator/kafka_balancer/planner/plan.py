@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from kafka_balancer.goals.base import GoalStatus
 from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
 from kafka_balancer.model.working import BrokerLoad, WorkingModel
+from kafka_balancer.planner.bound import BoundBands
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,9 @@ class Plan:
     # Partitions with no readable replica (on failed brokers or offline log dirs): left as they
     # are, since a reassignment copies from a readable replica and would never finish.
     stranded: tuple[str, ...] = ()
+    # The bands the lower bounds of ``figures`` rely on (the goals the plan met, the bands it
+    # reached of the others): a benchmark judges the plan against other bounds of the same bands.
+    bound_bands: BoundBands = field(default_factory=BoundBands)
 
 
 def diff(state: WorkingModel) -> tuple[ReassignmentPlan, PlanFigures]:
