@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sparse
 from scipy.optimize import linprog
 
-from bench_planner_shapes import CHANGES, SHAPES, changed
+from bench_planner_shapes import CHANGES, SHAPES, shaped
 
 if TYPE_CHECKING:
     from kafka_balancer.model.math import FloatArray
@@ -161,20 +161,9 @@ def run(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Outc
     from kafka_balancer.goals.spec import default_goal_set
     from kafka_balancer.model.working import WorkingModel
     from kafka_balancer.planner.optimizer import plan
-    from kafka_balancer_dev.synthetic import SyntheticSpec, generate
 
-    brokers, partitions, racks, rf, fill = shape
-    spec = SyntheticSpec.filled(
-        brokers,
-        partitions,
-        fill=fill,
-        racks=racks,
-        replication_factor=rf,
-        hot_brokers=max(1, brokers // 20),
-        empty_brokers=max(1, brokers // 25),
-        seed=seed,
-    )
-    cluster = changed(generate(spec), change, seed)
+    brokers, _, racks, _, _ = shape
+    cluster = shaped(shape, change, seed)
     result = plan(cluster, default_goal_set())
     state = WorkingModel(cluster)
     lp, seconds = lp_bound(state, result.bound_bands, across=False)

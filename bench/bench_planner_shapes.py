@@ -77,10 +77,8 @@ def _doubled(capacity: tuple[float, float, float, float]) -> tuple[float, float,
     return (2 * disk, 2 * network_in, 2 * network_out, 2 * cpu)
 
 
-def run(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Outcome:
-    from kafka_balancer.goals.spec import default_goal_set
-    from kafka_balancer.model.reassign import apply_reassignments
-    from kafka_balancer.planner.optimizer import plan
+def shaped(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Cluster:
+    """The cluster of one shape, change and seed."""
     from kafka_balancer_dev.synthetic import SyntheticSpec, generate
 
     brokers, partitions, racks, rf, fill = shape
@@ -94,7 +92,16 @@ def run(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Outc
         empty_brokers=max(1, brokers // 25),
         seed=seed,
     )
-    cluster = changed(generate(spec), change, seed)
+    return changed(generate(spec), change, seed)
+
+
+def run(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Outcome:
+    from kafka_balancer.goals.spec import default_goal_set
+    from kafka_balancer.model.reassign import apply_reassignments
+    from kafka_balancer.planner.optimizer import plan
+
+    brokers, partitions, racks, rf, fill = shape
+    cluster = shaped(shape, change, seed)
     goals = default_goal_set()
     cpu_started = time.process_time()
     result = plan(cluster, goals)
