@@ -11,11 +11,14 @@ x[p, b] in 0..1 per movable partition and active broker (a replica of p on b), e
 its replication factor in replicas, no rack over its limit when RackAware holds, each broker's
 disk and replica count and each topic cell within their bands, minimising Σ disk[p] x[p, b] over
 the brokers that did not hold p. Every plan that meets those bands is one of its points, so the
-optimum is a lower bound on the plan's bytes; the bands it leaves out (network, cpu, leaders,
-bans) only lower it further, which keeps it valid. HiGHS solves it (scipy, a dev dependency).
+optimum is a lower bound on the plan's bytes; what it leaves out (network, cpu, leaders, bans,
+the drain contract's same rack first) only lowers it further, which keeps it valid. A second LP
+adds the bytes across racks and bounds moved + across, as the rack-local bound does. HiGHS solves
+both (scipy, a dev dependency).
 
-Per cluster it prints a JSON line: bytes moved, the plan's bound, the LP bound, moved ÷ each,
-and the seconds the LP took. Then the medians and how many plans are above 1.10 × the larger.
+Per cluster it prints a JSON line: bytes moved and across racks, the plan's bounds, the LP
+bounds, the ratios, and ``judged``: min(moved ÷ the larger bytes-moved bound, (moved + across) ÷
+the larger rack-local bound). Then the medians and how many shapes are judged above 1.10.
 """
 
 from __future__ import annotations
