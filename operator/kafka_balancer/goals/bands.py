@@ -27,6 +27,11 @@ MARGIN = 1e-6
 # rack's shortfall plus the whole range off the contract's mean (25 % where the rack's mean is
 # 16.7 % off and the range is 10 %); an exact split would chase bytes with ever smaller moves.
 SHORT_RACK_RANGE = 0.5
+# A rack's brokers are filled before any broker sheds when at least this share of what they lack
+# below their bands must come from other racks (a new rack: all of it). A rack only a little
+# short fills mostly from inside: filled first, its brokers took replicas other than those the
+# over brokers of their own rack would have shed to them (two drain shapes moved 4 % more).
+FED_FROM_OTHER_RACKS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +215,9 @@ class BandGoal(Goal):
             if not todo:
                 return
             progress = False
+            # Not for a leadership, which copies no data wherever it comes from.
+            for b in [] if self.affects_leadership() else self._fed_from_other_racks(state, todo):
+                progress |= search.fill(self, b)
             over = [b for b in todo if state.quantity(self.column)[b] > self.aim_hi[b]]
             if over and not self.affects_leadership():
                 # Moves of replicas only: many over brokers' sheds go together, in rounds.
@@ -222,6 +230,23 @@ class BandGoal(Goal):
                     progress |= search.fill(self, b)
             if not progress:
                 return
+
+    def _fed_from_other_racks(self, state: WorkingModel, todo: list[int]) -> list[int]:
+        """The brokers of ``todo`` below their band in a rack whose brokers hold less than their
+        bands' floors add up to (a new rack, a rack of larger brokers). What they lack must
+        cross from other racks anyway, so they are filled before any over broker sheds: from the
+        brokers with most to give. Filled after, they found the hot brokers' excess spread over
+        those brokers' own racks, and took other replicas: each byte they gained was copied
+        twice."""
+        q = state.quantity(self.column)
+        lo, _ = self.band_edges(False)
+        n = len(state.rack_names)
+        room = np.bincount(state.rack, weights=np.where(state.active, q - lo, 0.0), minlength=n)
+        lack = np.bincount(
+            state.rack, weights=np.where(state.active, np.maximum(lo - q, 0.0), 0.0), minlength=n
+        )
+        short = -room >= FED_FROM_OTHER_RACKS * lack
+        return [b for b in todo if short[state.rack[b]] and q[b] < self.aim_lo[b]]
 
     # Sizing for the search: how far a broker is from its target band, and what it can spare.
     def excess(self, state: WorkingModel, broker: int) -> float:
