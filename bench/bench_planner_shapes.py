@@ -14,6 +14,12 @@ how many reassignments the planned state replans to, bytes moved ÷ the plan's l
 racks moves more bytes than the first bound allows where the racks are unevenly loaded (each
 byte kept in its rack costs one byte moved, ``planner/bound.py`` fact 6), so the second figure
 is the one such a plan is judged by. Then a summary line: the medians and the worst of both.
+
+``--edges`` plans instead clusters at the edges of what the planner was built for, one per name
+in ``EDGES`` and seed: one rack, two racks at replication factor 3, uneven racks, replication
+factors 1 and 4 and a mix, excluded topics, a new rack (at once or warming up), a whole rack
+draining, a failed broker, and a few large partitions per broker (whose network and leader bands
+no plan can meet).
 """
 
 from __future__ import annotations
@@ -95,13 +101,58 @@ def shaped(shape: tuple[int, int, int, int, float], change: str, seed: int) -> C
     return changed(generate(spec), change, seed)
 
 
+# name: the shape it starts from, and what is changed
+EDGES: dict[str, tuple[tuple[int, int, int, int, float], str]] = {
+    "one-rack": ((24, 2000, 1, 3, 0.4), "none"),
+    "two-racks-rf3": ((24, 2000, 2, 3, 0.4), "none"),
+    "uneven-racks": ((31, 2500, 4, 3, 0.4), "none"),
+    "rf1": ((20, 1500, 3, 1, 0.4), "none"),
+    "rf4": ((30, 2000, 3, 4, 0.4), "none"),
+    "mixed-rf": ((30, 2000, 3, 3, 0.4), "odd topics at replication factor 2"),
+    "excluded-topics": ((30, 2000, 3, 3, 0.4), "every seventh topic excluded"),
+    "new-rack": ((30, 2000, 3, 3, 0.4), "4 brokers in a new rack"),
+    "new-rack-warming": ((30, 2000, 3, 3, 0.4), "4 brokers in a new rack, warming up at 50 %"),
+    "rack-draining": ((32, 2500, 4, 3, 0.4), "every broker of the last rack draining"),
+    "failed": ((30, 2000, 3, 3, 0.4), "broker 7 failed"),
+    "few-partitions": ((20, 200, 4, 3, 0.5), "none"),
+}
+
+
+def edge(name: str, seed: int) -> Cluster:
+    """The cluster of one edge case and seed."""
+    from kafka_balancer.model.cluster import BrokerState
+
+    shape, _ = EDGES[name]
+    cluster = shaped(shape, "none", seed)
+    brokers, parts = list(cluster.brokers), list(cluster.partitions)
+    if name == "mixed-rf":
+        parts = [replace(p, replicas=p.replicas[:2]) if int(p.topic[-5:]) % 2 else p for p in parts]
+        parts = [p if p.leader in p.replicas else replace(p, leader=p.replicas[0]) for p in parts]
+    elif name == "excluded-topics":
+        parts = [replace(p, movable=False) if int(p.topic[-5:]) % 7 == 0 else p for p in parts]
+    elif name.startswith("new-rack"):
+        share = 0.5 if name == "new-rack-warming" else 1.0
+        top = len(brokers)
+        brokers += [replace(brokers[0], id=top + i, rack="new", warm_up_share=share) for i in range(4)]
+    elif name == "rack-draining":
+        last = brokers[-1].rack
+        brokers = [replace(b, state=BrokerState.DRAINING) if b.rack == last else b for b in brokers]
+    elif name == "failed":
+        brokers = [replace(b, state=BrokerState.FAILED) if b.id == 7 else b for b in brokers]
+    return replace(cluster, brokers=tuple(brokers), partitions=tuple(parts))
+
+
 def run(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Outcome:
+    return judged(shape, change, seed, shaped(shape, change, seed))
+
+
+def judged(shape: tuple[int, int, int, int, float], change: str, seed: int, cluster: Cluster) -> Outcome:
+    """The plan of ``cluster`` (the one of ``shape``, ``change`` and ``seed``), measured."""
     from kafka_balancer.goals.spec import default_goal_set
     from kafka_balancer.model.reassign import apply_reassignments
     from kafka_balancer.planner.optimizer import plan
 
     brokers, partitions, racks, rf, fill = shape
-    cluster = shaped(shape, change, seed)
     goals = default_goal_set()
     cpu_started = time.process_time()
     result = plan(cluster, goals)
@@ -135,11 +186,16 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", default="11,12")
+    parser.add_argument("--edges", action="store_true", help="plan the clusters of EDGES instead")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
-    for shape, change, seed in itertools.product(SHAPES, CHANGES, seeds):
-        row = run(shape, change, seed)
+    for shape, change, seed in (
+        ((EDGES[name][0], name, seed) for name, seed in itertools.product(EDGES, seeds))
+        if args.edges
+        else itertools.product(SHAPES, CHANGES, seeds)
+    ):
+        row = judged(shape, change, seed, edge(change, seed)) if args.edges else run(shape, change, seed)
         rows.append(row)
         print(json.dumps(asdict(row)), flush=True)
     moved = [r.moved_over_bound for r in rows]
