@@ -2,6 +2,7 @@
 ``bench_planner_shapes.py``.
 
     .venv/bin/python bench/bench_planner_lp.py [--seeds 11,12] [--shapes 0,1,2,3] [--changes hetero,drain]
+    .venv/bin/python bench/bench_planner_lp.py --edges rf4,new-rack [--seeds 11,12]
 
 ``planner/bound.py`` counts, broker by broker, the cheapest replicas each band forces to move; it
 never asks whether those replicas can all be the ones that move. When it says the plan moves
@@ -19,6 +20,7 @@ both (scipy, a dev dependency).
 Per cluster it prints a JSON line: bytes moved and across racks, the plan's bounds, the LP
 bounds, the ratios, and ``judged``: min(moved ÷ the larger bytes-moved bound, (moved + across) ÷
 the larger rack-local bound). Then the medians and how many shapes are judged above 1.10.
+``--edges`` takes the named clusters of ``bench_planner_shapes.EDGES`` instead.
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ import numpy as np
 import scipy.sparse as sparse
 from scipy.optimize import linprog
 
-from bench_planner_shapes import CHANGES, SHAPES, shaped
+from bench_planner_shapes import CHANGES, EDGES, SHAPES, edge, shaped
 
 if TYPE_CHECKING:
+    from kafka_balancer.model.cluster import Cluster
     from kafka_balancer.model.math import FloatArray
     from kafka_balancer.model.working import WorkingModel
     from kafka_balancer.planner.bound import BoundBands
@@ -160,13 +163,13 @@ def lp_bound(state: WorkingModel, bands: BoundBands, across: bool) -> tuple[floa
     return float(result.fun) * GB, time.perf_counter() - started
 
 
-def run(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Outcome:
+def run(shape: tuple[int, int, int, int, float], change: str, seed: int, cluster: Cluster) -> Outcome:
+    """The plan of ``cluster`` (the one of ``shape``, ``change`` and ``seed``) against both LPs."""
     from kafka_balancer.goals.spec import default_goal_set
     from kafka_balancer.model.working import WorkingModel
     from kafka_balancer.planner.optimizer import plan
 
     brokers, _, racks, _, _ = shape
-    cluster = shaped(shape, change, seed)
     result = plan(cluster, default_goal_set())
     state = WorkingModel(cluster)
     lp, seconds = lp_bound(state, result.bound_bands, across=False)
@@ -205,12 +208,24 @@ def main() -> None:
     parser.add_argument("--seeds", default="11,12")
     parser.add_argument("--shapes", default=",".join(str(i) for i in range(len(SHAPES))))
     parser.add_argument("--changes", default=",".join(CHANGES))
+    parser.add_argument("--edges", default="", help="names of bench_planner_shapes.EDGES, instead")
     args = parser.parse_args()
     shapes = [SHAPES[int(i)] for i in args.shapes.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
-    for shape, change, seed in itertools.product(shapes, args.changes.split(","), seeds):
-        row = run(shape, change, seed)
+    clusters = (
+        (
+            (EDGES[name][0], name, seed, edge(name, seed))
+            for name, seed in itertools.product(args.edges.split(","), seeds)
+        )
+        if args.edges
+        else (
+            (shape, change, seed, shaped(shape, change, seed))
+            for shape, change, seed in itertools.product(shapes, args.changes.split(","), seeds)
+        )
+    )
+    for shape, change, seed, cluster in clusters:
+        row = run(shape, change, seed, cluster)
         rows.append(row)
         print(json.dumps(asdict(row)), flush=True)
     over_lp = [r.moved_over_lp_bound for r in rows]
