@@ -12,8 +12,11 @@ x[p, b] in 0..1 per movable partition and active broker (a replica of p on b), e
 its replication factor in replicas, no rack over its limit when RackAware holds, each broker's
 disk and replica count and each topic cell within their bands, minimising Σ disk[p] x[p, b] over
 the brokers that did not hold p. Every plan that meets those bands is one of its points, so the
-optimum is a lower bound on the plan's bytes; what it leaves out (network, cpu, leaders, bans,
-the drain contract's same rack first) only lowers it further, which keeps it valid. A second LP
+optimum is a lower bound on the plan's bytes; what it leaves out (network, cpu, leaders, bans)
+only lowers it further, which keeps it valid. Of DESIGN.md's drain contract (a drained replica
+goes to a broker of its own rack when one can take it) it keeps what the plan kept: each
+partition holds at least as many replicas in a rack as it had on that rack's draining brokers,
+where the plan does so; every such plan is still a point. A second LP
 adds the bytes across racks and bounds moved + across, as the rack-local bound does. HiGHS solves
 both (scipy, a dev dependency).
 
@@ -41,7 +44,7 @@ from bench_planner_shapes import CHANGES, EDGES, SHAPES, edge, shaped
 
 if TYPE_CHECKING:
     from kafka_balancer.model.cluster import Cluster
-    from kafka_balancer.model.math import FloatArray
+    from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
     from kafka_balancer.model.working import WorkingModel
     from kafka_balancer.planner.bound import BoundBands
 
@@ -70,11 +73,36 @@ class Outcome:
     lp_seconds: float
 
 
-def lp_bound(state: WorkingModel, bands: BoundBands, across: bool) -> tuple[float, float]:
+def drained_home(state: WorkingModel, after: WorkingModel, draining: BoolArray) -> IntArray:
+    """``[P, racks]``: per partition and rack, how many of its replicas sat on ``draining``
+    brokers of that rack, where the plan (``after``) kept at least as many in that rack; 0
+    elsewhere.
+
+    DESIGN.md's drain contract sends a drained replica to a broker of its own rack when one can
+    take it; the plan's bytes are judged against the plans that do the same where it did."""
+    rows = state.original_replicas
+    held = rows >= 0
+    on = np.where(held, rows, 0)
+    drained_from = held & draining[on]
+    n_r = len(state.rack_names)
+    drained = np.zeros((len(state.rf), n_r), dtype=np.int64)
+    p_idx, s_idx = np.nonzero(drained_from)
+    np.add.at(drained, (p_idx, state.rack[on[p_idx, s_idx]]), 1)
+    now = np.zeros_like(drained)
+    placed = after.replicas >= 0
+    p_idx, s_idx = np.nonzero(placed)
+    np.add.at(now, (p_idx, after.rack[after.replicas[p_idx, s_idx]]), 1)
+    return np.where(now >= drained, drained, 0)
+
+
+def lp_bound(
+    state: WorkingModel, bands: BoundBands, across: bool, home: IntArray | None = None
+) -> tuple[float, float]:
     """The least bytes of a fractional plan from ``state``'s original assignment within ``bands``
     (see the module docstring), with ``across`` the bytes it copies between racks added (per
     partition and rack, the replicas it gains there beyond those it held there, at its size: the
-    plan's ``cross_rack_bytes``); and the seconds the solve took."""
+    plan's ``cross_rack_bytes``), and with ``home`` (``drained_home``) at least that many
+    replicas of each partition in each rack; and the seconds the solve took."""
     active = np.nonzero(state.active)[0]
     parts = np.nonzero(state.movable)[0]
     n_p, n_b = len(parts), len(active)
@@ -129,6 +157,9 @@ def lp_bound(state: WorkingModel, bands: BoundBands, across: bool) -> tuple[floa
         if bands.rack_aware:
             ub.append(in_rack[-1])
             ub_rhs.append(state.rack_limit[parts].astype(np.float64))
+        if home is not None:
+            ub.append(-in_rack[-1])
+            ub_rhs.append(-home[parts, r].astype(np.float64))
     a_ub, a_eq = sparse.vstack(ub, format="csr"), summed(var_part, np.ones(n), n_p)
     if across:
         # y[p, r] ≥ the replicas p holds in rack r beyond those it held there, at p's size.
@@ -166,14 +197,18 @@ def lp_bound(state: WorkingModel, bands: BoundBands, across: bool) -> tuple[floa
 def run(shape: tuple[int, int, int, int, float], change: str, seed: int, cluster: Cluster) -> Outcome:
     """The plan of ``cluster`` (the one of ``shape``, ``change`` and ``seed``) against both LPs."""
     from kafka_balancer.goals.spec import default_goal_set
+    from kafka_balancer.model.cluster import BrokerState
+    from kafka_balancer.model.reassign import apply_reassignments
     from kafka_balancer.model.working import WorkingModel
     from kafka_balancer.planner.optimizer import plan
 
     brokers, _, racks, _, _ = shape
     result = plan(cluster, default_goal_set())
     state = WorkingModel(cluster)
-    lp, seconds = lp_bound(state, result.bound_bands, across=False)
-    lp_local, more = lp_bound(state, result.bound_bands, across=True)
+    after = WorkingModel(apply_reassignments(cluster, result.reassignments))
+    home = drained_home(state, after, np.array([b.state is BrokerState.DRAINING for b in cluster.brokers]))
+    lp, seconds = lp_bound(state, result.bound_bands, False, home)
+    lp_local, more = lp_bound(state, result.bound_bands, True, home)
     f = result.figures
     both = f.bytes_moved + f.cross_rack_bytes
     return Outcome(
