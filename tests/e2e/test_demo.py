@@ -43,9 +43,15 @@ def test_the_demo_balances_scales_up_drains_and_reports(tmp_path: Path) -> None:
     assert "Warming 1/3" in output and "Warming 2/3" in output, output[-4000:]
     assert "broker 4 is Drained and stopped" in output
     assert "no message lost" in output
-    # librdkafka's own lines (%4|…|GETPID|…, %3|…|FAIL|… as broker 4 stops) are in the demo's file.
-    assert not [line for line in output.splitlines() if line.startswith("%")], output[-4000:]
-    assert "FAIL" in (work / "kafka-clients.log").read_text()
+    # librdkafka's own lines go to the demo's file, never to the terminal: neither raw
+    # (%4|…|GETPID|…) nor through logging's last resort (both name the client's thread). Which
+    # lines come depends on timing and on where the plans put leaders (a FAIL as broker 4 stops
+    # only when a client is still connected to it; in runs whose plans made broker 4 lead no
+    # partition, none was), so the file's lines are checked, not a particular one.
+    librdkafka = [line for line in output.splitlines() if line.startswith("%") or "[thrd:" in line]
+    assert not librdkafka, output[-4000:]
+    logged = (work / "kafka-clients.log").read_text().splitlines()
+    assert all(" kafka_balancer.librdkafka " in line for line in logged), logged[:5]
     # The status line never calls a goal violated in a pool it calls balanced.
     balanced = [line for line in output.splitlines() if "balanced=True" in line]
     assert not [line for line in balanced if "violated" in line]
