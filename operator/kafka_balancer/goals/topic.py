@@ -79,6 +79,9 @@ class TopicReplicaDistributionGoal(Goal):
         # ``_arrivals``, and the state version it is of (None: not yet built).
         self._arrival: FloatArray = np.zeros((0, 0))
         self._arrival_key: int | None = None
+        # Whether an exchange that evens out two of a broker's cells outside their bands counts
+        # as a gain (``optimize``'s last phase only).
+        self._evening = False
 
     def _aim_within_racks(self, state: WorkingModel, totals: FloatArray) -> None:
         """Aim each topic's cells in a rack whose total of that topic (which no plan that meets
@@ -148,11 +151,32 @@ class TopicReplicaDistributionGoal(Goal):
         src_change = d * ((at_src <= self.aim_lo[t, src]).astype(np.float64) - (at_src > self.aim_hi[t, src]))
         return src_change / self.scale[t, src], d[:, None] * self._arrivals(state)[t]
 
-    def _cell_change(self, state: WorkingModel, topics: IntArray, broker: int, step: float) -> FloatArray:
+    def _cell_change(
+        self, state: WorkingModel, topics: IntArray, broker: int, step: float
+    ) -> tuple[FloatArray, FloatArray]:
+        """How the cells of ``topics`` on ``broker`` change when a replica of each arrives (step
+        1) or leaves (−1): their distance outside the band and its square, each ÷ its scale."""
         q = state.topic_count[topics, broker].astype(np.float64)
         lo, hi = self.aim_lo[topics, broker], self.aim_hi[topics, broker]
-        change = math.outside_band(q + step, lo, hi) - math.outside_band(q, lo, hi)
-        return np.asarray(change / self.scale[topics, broker], dtype=np.float64)
+        before, after = math.outside_band(q, lo, hi), math.outside_band(q + step, lo, hi)
+        scale = self.scale[topics, broker]
+        return (
+            np.asarray((after - before) / scale, dtype=np.float64),
+            np.asarray((after**2 - before**2) / scale, dtype=np.float64),
+        )
+
+    def _pair_change(self, state: WorkingModel, away: IntArray, back: IntArray, broker: int) -> FloatArray:
+        """``[I, J]``: the change at ``broker`` when a replica of ``away[i]`` leaves it and one of
+        ``back[j]`` arrives: of the distances outside the bands or, in ``optimize``'s last phase,
+        of their squares. By the squares, one cell ten over giving a replica to a cell one over
+        is a gain (the measure itself does not change, or changes by the cells' scales): what
+        cannot be met (a broker full of excluded topics' replicas, or one filled to its count
+        floor from few topics) is spread over the cells instead of left in one."""
+        out, out_sq = self._cell_change(state, away, broker, -1.0)
+        into, into_sq = self._cell_change(state, back, broker, 1.0)
+        if self._evening:
+            return np.asarray(out_sq[:, None] + into_sq[None, :], dtype=np.float64)
+        return np.asarray(out[:, None] + into[None, :], dtype=np.float64)
 
     def evaluate_pairs(
         self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
@@ -160,8 +184,8 @@ class TopicReplicaDistributionGoal(Goal):
         tg, tt = state.topic[give.part], state.topic[take.part]
         moves = give.delta[:, REPLICAS][:, None] * take.delta[:, REPLICAS][None, :]
         differ = (tg[:, None] != tt[None, :]) & (moves > 0)
-        dx = self._cell_change(state, tg, x, -1.0)[:, None] + self._cell_change(state, tt, x, 1.0)[None, :]
-        dy = self._cell_change(state, tg, y, 1.0)[:, None] + self._cell_change(state, tt, y, -1.0)[None, :]
+        dx = self._pair_change(state, tg, tt, x)
+        dy = self._pair_change(state, tt, tg, y).T
         return np.where(differ, dx, 0.0), np.where(differ, dy, 0.0)
 
     def violation(self, state: WorkingModel) -> float:
@@ -200,16 +224,31 @@ class TopicReplicaDistributionGoal(Goal):
 
     def optimize(self, state: WorkingModel, search: SearchPort) -> None:
         self._shed_apart(state, search)
+        if self._balance(state, search):
+            return
+        # Some bands cannot be met (immovable replicas crowd a broker, or a new broker's count
+        # floor is more than the movable topics' bands allow it): even out each broker's misses.
+        # Only now, as an exchange that merely evens two cells moves two replicas for no cell
+        # brought into its band, which while bands can still be met only costs bytes and room.
+        self._evening = True
+        try:
+            self._balance(state, search)
+        finally:
+            self._evening = False
+
+    def _balance(self, state: WorkingModel, search: SearchPort) -> bool:
+        """Topic by topic, cells brought into their bands until no more can be; whether all are."""
         for _ in range(16):
             cells = self.per_cell(state)
             topics = np.nonzero((cells > EPSILON).any(axis=1))[0]
             if len(topics) == 0:
-                return
+                return True
             progress = False
             for t in topics:
                 progress |= self._balance_topic(state, search, int(t))
             if not progress:
-                return
+                return False
+        return not (self.per_cell(state) > EPSILON).any()
 
     def _shed_apart(self, state: WorkingModel, search: SearchPort) -> None:
         """Over-full cells shed their replicas, the most over-full cells' cheapest first, in rounds
@@ -349,10 +388,18 @@ class TopicReplicaDistributionGoal(Goal):
         for partner in partners[:SWAP_PARTNERS]:
             x, y = (broker, partner) if over else (partner, broker)
             give = state.replica_moves(x, self._on(state, t, x))
-            # What comes back: a replica of a topic y can spare and x has room for.
-            spare = (state.topic_count[:, y] > self.aim_lo[:, y]) & (
-                state.topic_count[:, x] < self.aim_hi[:, x]
-            )
+            # What comes back: a replica of a topic the partner can spare, and of which
+            # ``broker``'s own cell can take one (over) or give one (under) while staying within
+            # its band or, in ``optimize``'s last phase, outside it by at least two fewer than t's
+            # cell: the exchange then evens the two out.
+            if over:
+                past = count[x] - self.aim_hi[t, x] - 1 if self._evening else 0
+                spare = state.topic_count[:, y] > self.aim_lo[:, y]
+                spare &= state.topic_count[:, x] - self.aim_hi[:, x] < past
+            else:
+                past = self.aim_lo[t, y] - count[y] - 1 if self._evening else 0
+                spare = state.topic_count[:, x] < self.aim_hi[:, x]
+                spare &= self.aim_lo[:, y] - state.topic_count[:, y] < past
             spare[t] = False
             take = self._of_topics(state, y, spare)
             if search.exchange(self, give, take, x, y):
