@@ -206,7 +206,7 @@ class TopicReplicaDistributionGoal(Goal):
             worst,
             f"topic {state.topic_names[t]} has {int(state.topic_count[t, b])} replicas on broker "
             f"{int(state.broker_ids[b])}, band {int(self.lo[t, b])}..{int(self.hi[t, b])}"
-            + self._why_short(state, int(t), int(b)),
+            + (self._why_short(state, int(t), int(b)) or self._why_excluded(state, int(t), int(b))),
         )
 
     def _why_short(self, state: WorkingModel, t: int, broker: int) -> str:
@@ -220,6 +220,20 @@ class TopicReplicaDistributionGoal(Goal):
             f"; rack {state.rack_names[rack]} holds {self.rack_totals[t, rack]:.0f} of its replicas, which "
             f"RackAware keeps in it, and its brokers' bands add up to {self.lo[t, members].sum():.0f}.."
             f"{self.hi[t, members].sum():.0f}: they are balanced around the rack's own share instead"
+        )
+
+    def _why_excluded(self, state: WorkingModel, t: int, broker: int) -> str:
+        """Why the cell of topic ``t`` on ``broker`` is below its band, when the excluded topics
+        are why: their replicas, which no plan moves, take more than the broker's share of its
+        room."""
+        excluded = ~self.judged & (state.topic_total > 0)
+        held = int(state.topic_count[excluded, broker].sum())
+        share = float(self.expected[excluded, broker].sum())
+        if state.topic_count[t, broker] >= self.lo[t, broker] or held <= share:
+            return ""
+        return (
+            f"; broker {int(state.broker_ids[broker])} holds {held} replicas of excluded topics (its "
+            f"share {share:.0f}), which no plan moves and which take the room its bands leave"
         )
 
     def optimize(self, state: WorkingModel, search: SearchPort) -> None:
