@@ -176,6 +176,10 @@ def test_a_partition_whose_only_replica_was_on_the_failed_broker_is_left_as_it_i
     assert failed.decision.action is Action.EXECUTE
     assert "no readable replica" in events(failed)["PartitionsStranded"]
     assert events(failed)["PartitionsStranded"].endswith("unless a broker or disk returns: logs-0.")
+    # The condition does not claim every replica is re-homed.
+    status, reason, message = condition(failed, "BrokerFailure")
+    assert (status, reason) == ("True", "BrokersFailed")
+    assert message.endswith("but for 1 partition(s) with no replica elsewhere, which no move can copy")
 
 
 def test_once_its_replicas_are_re_homed_a_failed_broker_is_healed_and_forgotten() -> None:

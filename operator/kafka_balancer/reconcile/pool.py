@@ -752,7 +752,14 @@ def failure_conditions(inp: PoolInput, brokers: _Brokers) -> list[Condition]:
         ]
     parts = []
     if failed:
-        parts.append(f"brokers {failed} failed: their replicas are re-homed to live brokers, same rack first")
+        # A partition whose every replica is on a failed broker has nothing to copy from: its
+        # replicas stay where they are (the PartitionsStranded event names them).
+        gone = set(failed)
+        lost = sum(1 for p in inp.metadata.partitions if p.replicas and gone.issuperset(p.replicas))
+        what = f"brokers {failed} failed: their replicas are re-homed to live brokers, same rack first"
+        if lost:
+            what += f", but for {lost} partition(s) with no replica elsewhere, which no move can copy"
+        parts.append(what)
     for v in missing:
         start = inp.now if v.missing_since is None else v.missing_since
         since = rfc3339(start)
