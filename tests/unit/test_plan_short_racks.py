@@ -148,3 +148,26 @@ def test_a_plan_that_cannot_meet_every_band_copies_at_most_a_tenth_over_the_boun
     assert figures.bytes_moved <= 1.10 * figures.bytes_moved_lower_bound
     again = plan(apply_reassignments(grown, result.reassignments), default_goal_set())
     assert len(again.reassignments) == 0
+
+
+def test_a_rack_exactly_at_its_brokers_band_floor_is_not_short_and_the_plan_replans_to_nothing() -> None:
+    # 27 brokers on 4 racks at replication factor 4: each rack holds a quarter of the bytes. Every
+    # third broker has twice the capacity, so rack a has 10 of the 36 capacity units and its
+    # brokers' disk floors (90 % of their share) add up to its quarter exactly. The planned
+    # cluster's float sums put that floor a thousandth of a byte above the quarter, where the
+    # first plan's had it below: the replan aimed rack a at its own mean and moved 7 replicas.
+    spec = SyntheticSpec.filled(
+        27, 200, fill=0.1, racks=4, replication_factor=4, topics=3, hot_brokers=1, seed=833742
+    )
+    cluster = generate(spec)
+    doubled = tuple(
+        replace(b, capacity=(2 * b.capacity[0], 2 * b.capacity[1], 2 * b.capacity[2], 2 * b.capacity[3]))
+        if b.id % 3 == 0
+        else b
+        for b in cluster.brokers
+    )
+    cluster = replace(cluster, brokers=doubled)
+    result = plan(cluster, default_goal_set())
+    assert len(result.reassignments) > 0
+    again = plan(apply_reassignments(cluster, result.reassignments), default_goal_set())
+    assert list(again.reassignments) == []

@@ -27,6 +27,12 @@ MARGIN = 1e-6
 # rack's shortfall plus the whole range off the contract's mean (25 % where the rack's mean is
 # 16.7 % off and the range is 10 %); an exact split would chase bytes with ever smaller moves.
 SHORT_RACK_RANGE = 0.5
+# A rack whose total lies this close (relative) to the sum of its brokers' band edges is within
+# them. Whole shares put it exactly there (RF 4 on 4 racks, a rack of 10 capacity units in 36:
+# its floor at 90 % of 10/36 is its quarter), and the last bits of two float sums, which differ
+# between the cluster planned and the one it leaves, then decided whether the rack was short
+# and aimed elsewhere: a plan that did not replan to nothing.
+RACK_EDGE = 1e-9
 # A rack's brokers are filled before any broker sheds when at least this share of what they lack
 # below their bands must come from other racks (a new rack: all of it). A rack only a little
 # short fills mostly from inside: filled first, its brokers took replicas other than those the
@@ -373,7 +379,8 @@ def rack_aim(
         total = float(totals[rack])
         expected = float(expected_of[rack])
         least, most = float(band.lo[members].sum()), float(band.hi[members].sum())
-        if expected <= 0 or least <= total <= most:
+        edge = RACK_EDGE * abs(total)
+        if expected <= 0 or least - edge <= total <= most + edge:
             continue
         short.append(RackShortfall(name, total, least, most, float(held_least[rack]), float(held_most[rack])))
         factor = total / expected
