@@ -151,19 +151,16 @@ class TopicReplicaDistributionGoal(Goal):
         src_change = d * ((at_src <= self.aim_lo[t, src]).astype(np.float64) - (at_src > self.aim_hi[t, src]))
         return src_change / self.scale[t, src], d[:, None] * self._arrivals(state)[t]
 
-    def _cell_change(
-        self, state: WorkingModel, topics: IntArray, broker: int, step: float
-    ) -> tuple[FloatArray, FloatArray]:
+    def _cell_change(self, state: WorkingModel, topics: IntArray, broker: int, step: float) -> FloatArray:
         """How the cells of ``topics`` on ``broker`` change when a replica of each arrives (step
-        1) or leaves (−1): their distance outside the band and its square, each ÷ its scale."""
+        1) or leaves (−1): their distance outside the band, or in ``optimize``'s last phase its
+        square, ÷ its scale."""
         q = state.topic_count[topics, broker].astype(np.float64)
         lo, hi = self.aim_lo[topics, broker], self.aim_hi[topics, broker]
         before, after = math.outside_band(q, lo, hi), math.outside_band(q + step, lo, hi)
-        scale = self.scale[topics, broker]
-        return (
-            np.asarray((after - before) / scale, dtype=np.float64),
-            np.asarray((after**2 - before**2) / scale, dtype=np.float64),
-        )
+        if self._evening:
+            before, after = before**2, after**2
+        return np.asarray((after - before) / self.scale[topics, broker], dtype=np.float64)
 
     def _pair_change(self, state: WorkingModel, away: IntArray, back: IntArray, broker: int) -> FloatArray:
         """``[I, J]``: the change at ``broker`` when a replica of ``away[i]`` leaves it and one of
@@ -172,10 +169,8 @@ class TopicReplicaDistributionGoal(Goal):
         is a gain (the measure itself does not change, or changes by the cells' scales): what
         cannot be met (a broker full of excluded topics' replicas, or one filled to its count
         floor from few topics) is spread over the cells instead of left in one."""
-        out, out_sq = self._cell_change(state, away, broker, -1.0)
-        into, into_sq = self._cell_change(state, back, broker, 1.0)
-        if self._evening:
-            return np.asarray(out_sq[:, None] + into_sq[None, :], dtype=np.float64)
+        out = self._cell_change(state, away, broker, -1.0)
+        into = self._cell_change(state, back, broker, 1.0)
         return np.asarray(out[:, None] + into[None, :], dtype=np.float64)
 
     def evaluate_pairs(

@@ -383,23 +383,24 @@ class Search:
         ties = ok[rows]
         for key in (other_rack, gain, later):
             ties &= key == np.where(ties, key, np.inf).min(axis=1, keepdims=True)
-        touched = np.zeros(state.n_brokers, dtype=bool)
+        untouched = np.ones(state.n_brokers, dtype=bool)
         changed: set[int] = set()
+        srcs, parts = cands.src[rows].tolist(), cands.part[rows].tolist()
         for i, k in enumerate(rows.tolist()):
-            x, p = int(cands.src[k]), int(cands.part[k])
-            if touched[x] or p in changed:
+            x, p = srcs[i], parts[i]
+            if not untouched[x] or p in changed:
                 continue
             # ``place`` takes the lowest-numbered of the ties; here the lowest one no move of
             # the call touched. When every tie was touched, the move is left for a later call
             # rather than sent to a worse destination.
-            open_ties = ties[i] & ~touched
-            if not open_ties.any():
+            open_ties = ties[i] & untouched
+            y = int(open_ties.argmax())
+            if not open_ties[y]:
                 if in_order:
-                    touched[x] = True
+                    untouched[x] = False
                 continue
-            y = int(np.argmax(open_ties))
             state.apply(cands, k, y)
-            touched[[x, y]] = True
+            untouched[x] = untouched[y] = False
             changed.add(p)
             done.append(k)
         self.actions += len(done)
