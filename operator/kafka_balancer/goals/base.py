@@ -60,6 +60,11 @@ class Goal(abc.ABC):
         src, dst = self.evaluate(state, cands)
         return np.asarray((src <= tolerance)[:, None] & (dst <= tolerance), dtype=bool)
 
+    def kept_at(self, state: WorkingModel, cands: Candidates, dest: int, tolerance: float) -> BoolArray:
+        """``[K]``: ``kept``'s column ``dest``, for a search with one destination (a fill, a
+        pull, an undo), where a goal may answer without the other brokers' columns."""
+        return np.asarray(self.kept(state, cands, tolerance)[:, dest], dtype=bool)
+
     @abc.abstractmethod
     def evaluate_pairs(
         self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False

@@ -61,6 +61,15 @@ class RackAwareGoal(Goal):
         ok[cands.dst != NO_BROKER] = True
         return np.asarray(ok[:, state.rack], dtype=bool)
 
+    def kept_at(self, state: WorkingModel, cands: Candidates, dest: int, tolerance: float) -> BoolArray:
+        rows = np.arange(len(cands))
+        counts = rack_counts(state, cands.part)
+        limit = state.rack_limit[cands.part]
+        src_rack = state.rack[cands.src]
+        rack = int(state.rack[dest])
+        ok = (counts[:, rack] < limit) | (counts[rows, src_rack] > limit) | (src_rack == rack)
+        return np.asarray(ok | (cands.dst != NO_BROKER), dtype=bool)
+
     def evaluate_pairs(
         self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:

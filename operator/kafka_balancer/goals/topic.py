@@ -142,6 +142,17 @@ class TopicReplicaDistributionGoal(Goal):
     ) -> tuple[FloatArray, FloatArray]:
         t = state.topic[cands.part]
         d = cands.delta[:, REPLICAS]
+        return self._leaving(state, cands, t, d), d[:, None] * self._arrivals(state)[t]
+
+    def kept_at(self, state: WorkingModel, cands: Candidates, dest: int, tolerance: float) -> BoolArray:
+        t = state.topic[cands.part]
+        d = cands.delta[:, REPLICAS]
+        at_dest = d * self._arrivals(state)[t, dest]
+        kept = (self._leaving(state, cands, t, d) <= tolerance) & (at_dest <= tolerance)
+        return np.asarray(kept, dtype=bool)
+
+    def _leaving(self, state: WorkingModel, cands: Candidates, t: IntArray, d: FloatArray) -> FloatArray:
+        """``[K]``: the change at each candidate's source."""
         src = cands.src
         # Counts and band edges are whole numbers and a candidate moves one replica (d = 1) or
         # none (a leader change, d = 0), so a cell's distance outside its band changes by d when
@@ -149,7 +160,7 @@ class TopicReplicaDistributionGoal(Goal):
         # d × (step ÷ scale) is (d × step) ÷ scale to the bit, signed zeros included.
         at_src = state.topic_count[t, src]
         src_change = d * ((at_src <= self.aim_lo[t, src]).astype(np.float64) - (at_src > self.aim_hi[t, src]))
-        return src_change / self.scale[t, src], d[:, None] * self._arrivals(state)[t]
+        return np.asarray(src_change / self.scale[t, src], dtype=np.float64)
 
     def _cell_change(self, state: WorkingModel, topics: IntArray, broker: int, step: float) -> FloatArray:
         """How the cells of ``topics`` on ``broker`` change when a replica of each arrives (step

@@ -317,6 +317,14 @@ class WorkingModel:
             allowed &= ~self.banned[parts]
         return np.asarray(allowed, dtype=bool)
 
+    def rack_allowed_at(self, parts: IntArray, slots: IntArray, broker: int) -> BoolArray:
+        """``[K]``: ``rack_allowed``'s column ``broker``."""
+        pinned = self.pinned_rack[parts, slots]
+        allowed = (pinned < 0) | (pinned == self.rack[broker])
+        if self.any_banned:
+            allowed &= ~self.banned[parts, broker]
+        return np.asarray(allowed, dtype=bool)
+
     def holds(self, parts: IntArray) -> BoolArray:
         """``[K, B]``: does broker b already hold a replica of partition parts[k]?"""
         rows = self.replicas[parts]

@@ -105,6 +105,15 @@ class StackedBands:
         out[:, brokers] = ok
         return out
 
+    def allowed_at(self, state: WorkingModel, cands: Candidates, dest: int) -> BoolArray:
+        """``[K]``: ``allowed``'s column ``dest``."""
+        least, most = self.rooms(state)
+        d = cands.delta[:, self.columns].T
+        src = cands.src
+        ok = ((d <= -least[:, src]) & (d >= -most[:, src])).all(axis=0)
+        ok &= ((d <= most[:, dest, None]) & (d >= least[:, dest, None])).all(axis=0)
+        return np.asarray(ok, dtype=bool)
+
     def pair_allowed(
         self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int
     ) -> BoolArray:

@@ -1,0 +1,61 @@
+"""A search with one destination (a fill, a pull, an undo) judges it as the search with every
+destination does.
+
+``Search.allowed(cands, dest)`` answers from the destination's column alone (the rules, the band
+rooms, and each other goal's ``kept_at``) instead of the ``[K, B]`` matrix; its answer must be that
+matrix's column, whatever the brokers' states, the rack pins and the demotions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_balancer.formats.snapshot import parse_snapshot
+from kafka_balancer.goals.registry import build_goal, priority_order
+from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.model.candidates import Candidates
+from kafka_balancer.model.working import WorkingModel
+from kafka_balancer.planner.search import Search
+from tests.unit.clusters import broker, drawn_partitions, snapshot
+
+
+@st.composite
+def _cases(draw: st.DrawFn) -> tuple[WorkingModel, int]:
+    n_brokers = draw(st.integers(4, 8))
+    states = draw(
+        st.lists(st.sampled_from(["active", "active", "draining"]), min_size=n_brokers, max_size=n_brokers)
+    )
+    brokers = [broker(b, "abc"[b % 3], states[b]) for b in range(n_brokers)]
+    parts = drawn_partitions(draw, draw(st.integers(4, 30)), n_brokers, 2, 3)
+    state = WorkingModel(parse_snapshot(snapshot(brokers, parts)))
+    for p, slot, dest in draw(
+        st.lists(st.tuples(st.integers(0, len(parts) - 1), st.integers(0, 2), st.integers(0, n_brokers - 1)))
+    ):
+        if slot < state.rf[p] and not (state.replicas[p] == dest).any():
+            cands = state.replica_moves(
+                int(state.replicas[p, slot]), np.array([p], dtype=np.int64), every=True
+            )
+            state.apply(cands, 0, dest)
+    for p, slot in draw(st.lists(st.tuples(st.integers(0, len(parts) - 1), st.integers(0, 2)), max_size=6)):
+        if slot < state.rf[p]:
+            state.pin_to_rack(p, slot)
+    # A demoted broker takes no leadership: as the optimizer marks those the pool demotes.
+    state.demoted[:] = draw(st.lists(st.booleans(), min_size=n_brokers, max_size=n_brokers))
+    return state, draw(st.integers(0, n_brokers - 1))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_cases(), st.data())
+def test_one_destination_is_the_matrix_column(case: tuple[WorkingModel, int], data: st.DataObject) -> None:
+    state, source = case
+    goals = [build_goal(spec, state, racks_held=True) for spec in priority_order(default_goal_set())]
+    vetoes = data.draw(st.lists(st.sampled_from(goals), min_size=1, unique_by=id))
+    search = Search(state, vetoes, [])
+    cands = Candidates.concat([state.replica_moves(source, every=True), state.leadership_away(source)])
+    every = search.allowed(cands)
+    for dest in range(state.n_brokers):
+        one = search.allowed(cands, dest)
+        assert np.array_equal(one[:, dest], every[:, dest])
+        assert not np.delete(one, dest, axis=1).any()
