@@ -15,7 +15,10 @@ to generate. Nor is ``mid-grown-rack``: mid's 200 brokers and 40 k partitions ov
 new empty brokers in the first broker's rack, whose share of every partition (one replica in each
 rack) no plan that keeps RackAware can change, so no band can be met there. Nor is ``mid-big-rack``:
 mid with the brokers of its second rack (one in six) at twice the capacity of the others, so the
-other racks shed a share of their load to it across racks.
+other racks shed a share of their load to it across racks. Nor is ``mid-few-partitions``: mid's
+200 brokers with 1,000 partitions (15 replicas a broker), the heaviest of which carry more
+network out than a broker's band is wide: the plan misses the network-out, cpu, topic and leader
+bands, and the search tries every broker it cannot fix through its exchanges and compounds.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ SIZES = {
     "xlarge": {"brokers": 400, "partitions": 930_000, "racks": 6},
     "mid-grown-rack": {"brokers": 200, "partitions": 40_000, "racks": 3, "grown_by": 40},
     "mid-big-rack": {"brokers": 200, "partitions": 40_000, "racks": 6, "big_rack": 2},
+    "mid-few-partitions": {"brokers": 200, "partitions": 1_000, "racks": 6},
 }
 
 
