@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kafka_balancer.goals.bands import BandGoal
     from kafka_balancer.goals.base import Goal
     from kafka_balancer.model.candidates import Candidates
@@ -18,11 +20,11 @@ if TYPE_CHECKING:
 
 class SearchPort(Protocol):
     def place(
-        self, goal: Goal, cands: Candidates, dest: int | None = None, *, in_rack: bool = False
+        self, goal: Goal | None, cands: Candidates, dest: int | None = None, *, in_rack: bool = False
     ) -> int | None:
         """Apply the first acceptable candidate (in the given order) at its best destination (of
         its own rack, ``in_rack``), or at ``dest``; the partition it changed, or None when no
-        candidate is acceptable."""
+        candidate is acceptable. Without a goal, acceptable is within the rules and vetoes."""
         ...
 
     def place_apart(
@@ -52,4 +54,9 @@ class SearchPort(Protocol):
     def exchange(self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int) -> bool:
         """Apply the acceptable pair (``give[i]`` moves from x to y and ``take[j]`` from y to x)
         that improves ``goal`` the most per byte moved; whether there was one."""
+        ...
+
+    def compound(self, actions: Callable[[], bool]) -> bool:
+        """Apply ``actions`` (which say whether what they did is to be kept) as one: kept whole
+        or undone whole; whether kept."""
         ...

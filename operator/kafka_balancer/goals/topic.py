@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,6 +33,12 @@ def _arrival(q: IntArray, lo: FloatArray, hi: FloatArray, scale: FloatArray) -> 
     """A replica arriving at cells of counts ``q``: +1 at or past the top, −1 below the bottom,
     each ÷ its scale."""
     return np.asarray(((q >= hi).astype(np.float64) - (q < lo)) / scale, dtype=np.float64)
+
+
+def _applied(state: WorkingModel, cands: Candidates, p: int, dest: int) -> int:
+    """The row of ``cands`` that moved a replica of partition ``p`` to ``dest``."""
+    slot = int(np.nonzero(state.replicas[p] == dest)[0][0])
+    return int(np.nonzero((cands.part == p) & (cands.slot == slot))[0][0])
 
 
 class TopicReplicaDistributionGoal(Goal):
@@ -371,8 +378,101 @@ class TopicReplicaDistributionGoal(Goal):
     def _pull_across(self, state: WorkingModel, search: SearchPort, t: int, y: int) -> bool:
         """A replica of ``t`` into ``y`` from another rack: the cheapest of every giver's, as the
         bytes that cross racks are what users pay for, and which giver's is all one to the band.
-        (A rack short of ``t`` below its brokers' bands asks this of every one of them.)"""
-        givers = (state.topic_count[t] > self.aim_lo[t]) & (state.rack != state.rack[y]) & state.active
+        (A rack short of ``t`` below its brokers' bands asks this of every one of them.) Unless
+        a smaller one comes by a chain (``_pull_chained``)."""
+        cands, across = self._across_from(state, t, y, state.topic_count[t] > self.aim_lo[t])
+        # Least across first (a replica the plan moved out of y's rack comes back free), then
+        # the cheapest: a replica the plan already moves crosses with all its bytes.
+        ordered = cands.take(np.lexsort((cands.cost, across)))
+        # The pull is tried and undone to learn what it copies, and what of that across racks.
+        pulled: list[tuple[float, float]] = []
+        search.compound(partial(self._probe, state, search, ordered, y, pulled))
+        if self._pull_chained(state, search, t, y, pulled[0] if pulled else (np.inf, np.inf)):
+            return True
+        return bool(pulled) and search.place(self, ordered, dest=y) is not None
+
+    def _probe(
+        self,
+        state: WorkingModel,
+        search: SearchPort,
+        ordered: Candidates,
+        y: int,
+        pulled: list[tuple[float, float]],
+    ) -> bool:
+        """``_pull_across``' trial: the bytes its pull copies and those across racks, into
+        ``pulled``; never kept."""
+        p = search.place(self, ordered, dest=y)
+        if p is not None:
+            k = _applied(state, ordered, p, y)
+            home = state.rack[state.original_replicas[p, ordered.slot[k]]]
+            pulled.append((float(ordered.cost[k]), float(state.disk[p]) if home != state.rack[y] else 0.0))
+        return False
+
+    def _pull_chained(
+        self, state: WorkingModel, search: SearchPort, t: int, y: int, pull: tuple[float, float]
+    ) -> bool:
+        """A replica of ``t`` into ``y`` from a broker z of another rack at its floor for ``t``,
+        which a broker of z's own rack that can spare one refills (within that rack): kept when
+        it copies fewer bytes across racks than ``pull`` (the pull's bytes copied and bytes
+        across), and fewer bytes copied and across counted together.
+
+        The smallest replicas of a topic often sit on brokers at their floor, which may not give
+        one, and the pulls then copied larger ones across racks (at 270 brokers, 17.2 GB where
+        the smallest came to 10.4 GB)."""
+        count, lo = state.topic_count[t], self.aim_lo[t]
+        spare = (count > lo) & state.active
+        at_floor = (count == lo) & (count > 0) & state.active
+        at_floor &= np.isin(state.rack, state.rack[spare])
+        if pull[1] == 0 or not at_floor.any():
+            return False
+        cands, across = self._across_from(state, t, y, at_floor)
+        # Only partitions y's rack may take and y does not hold: the tries are few.
+        fits = state.rack_count[cands.part, state.rack[y]] < state.rack_limit[cands.part]
+        fits &= ~(state.replicas[cands.part] == y).any(axis=1)
+        rows = np.nonzero((across < pull[1]) & fits)[0]
+        rows = rows[np.lexsort((cands.cost[rows], across[rows]))][:MAX_SOURCES]
+        budget = pull[0] + pull[1]
+        for k in rows.tolist():
+            chain = partial(
+                self._pull_and_refill, state, search, cands.rows(k, k + 1), y, budget - float(across[k])
+            )
+            if search.compound(chain):
+                return True
+        return False
+
+    def _pull_and_refill(
+        self, state: WorkingModel, search: SearchPort, one: Candidates, y: int, budget: float
+    ) -> bool:
+        """``_pull_chained``'s compound: whether to keep it, which is whether it copies fewer
+        than ``budget`` bytes."""
+        z = int(one.src[0])
+        # The rules and the vetoes alone judge the pull: it takes z below its floor for t.
+        if search.place(None, one, dest=y) is None:
+            return False
+        refills = self._refills(state, one)
+        p = search.place(self, refills, dest=z)
+        return p is not None and float(one.cost[0] + refills.cost[_applied(state, refills, p, z)]) < budget
+
+    def _refills(self, state: WorkingModel, one: Candidates) -> Candidates:
+        """The moves into ``one``'s source of the replicas of its topic on the brokers of its rack
+        that can spare one, cheapest first."""
+        t, z = int(state.topic[one.part[0]]), int(one.src[0])
+        givers = (state.topic_count[t] > self.aim_lo[t]) & (state.rack == state.rack[z]) & state.active
+        parts = self._parts_of[t]
+        rows = state.replicas[parts]
+        on = (rows >= 0) & givers[np.maximum(rows, 0)] & state.movable[parts][:, None]
+        on &= ~(rows == z).any(axis=1)[:, None]
+        k, slots = np.nonzero(on)
+        refills = state.slot_moves(parts[k], slots)
+        return refills.take(np.argsort(refills.cost, kind="stable"))
+
+    def _across_from(
+        self, state: WorkingModel, t: int, y: int, givers: BoolArray
+    ) -> tuple[Candidates, FloatArray]:
+        """The moves into ``y`` of the movable replicas of ``t`` on ``givers`` of other racks than
+        ``y``'s, and the bytes each copies across racks: none for a replica the plan moved out of
+        ``y``'s rack, which comes back free."""
+        givers = givers & (state.rack != state.rack[y]) & state.active
         parts = self._parts_of[t]
         rows = state.replicas[parts]
         held = rows >= 0
@@ -380,15 +480,9 @@ class TopicReplicaDistributionGoal(Goal):
         on[held] = givers[rows[held]]
         on &= state.movable[parts][:, None]
         k, slots = np.nonzero(on)
-        if not len(k):
-            return False
         cands = state.slot_moves(parts[k], slots)
-        # Least across first (a replica the plan moved out of y's rack comes back free), then
-        # the cheapest: a replica the plan already moves crosses with all its bytes.
         home = state.rack[state.original_replicas[cands.part, cands.slot]]
-        across = np.where(home != state.rack[y], state.disk[cands.part], 0.0)
-        order = np.lexsort((cands.cost, across))
-        return search.place(self, cands.take(order), dest=y) is not None
+        return cands, np.where(home != state.rack[y], state.disk[cands.part], 0.0)
 
     def _swap(
         self, state: WorkingModel, search: SearchPort, t: int, broker: int, over: bool, across: bool = False

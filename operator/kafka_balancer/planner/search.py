@@ -167,7 +167,7 @@ class Search:
     actions: int = 0
     # The partition whose leadership a compound handed over, while it completes.
     _handed_over: int | None = None
-    # A compound is being applied (``_compound``): one is never nested in another.
+    # A compound is being applied (``compound``): one is never nested in another.
     _compounding: bool = False
 
     def __post_init__(self) -> None:
@@ -766,7 +766,7 @@ class Search:
         heaviest = np.argsort(-away.delta[:, goal.column], kind="stable")[:HAND_OVER_TRIES]
         allowed = self._allowed(away.take(heaviest), None)
         for row, k in enumerate(heaviest.tolist()):
-            if allowed[row, away.dst[k]] and self._compound(
+            if allowed[row, away.dst[k]] and self.compound(
                 partial(self._hand_over_and_refill, goal, away, k)
             ):
                 return True
@@ -810,7 +810,7 @@ class Search:
                 if state.demoted[follower]:
                     # A demoted broker takes no leadership, and its open bands would not tell.
                     continue
-                if self._compound(partial(self._make_room, goal, veto, bands, away, k)):
+                if self.compound(partial(self._make_room, goal, veto, bands, away, k)):
                     return True
         return False
 
@@ -858,7 +858,7 @@ class Search:
         if not low:
             return False
         columns = np.array([g.column for g in low], dtype=np.int64)
-        return self._compound(partial(self._exchanges_for_heavier, goal, broker, need, columns))
+        return self.compound(partial(self._exchanges_for_heavier, goal, broker, need, columns))
 
     def _exchanges_for_heavier(self, goal: BandGoal, broker: int, need: float, columns: IntArray) -> bool:
         """``_heavier_leaderships``' compound: whether to keep it."""
@@ -869,7 +869,7 @@ class Search:
                 return True
         return False
 
-    def _compound(self, actions: Callable[[], bool]) -> bool:
+    def compound(self, actions: Callable[[], bool]) -> bool:
         """Apply ``actions`` (which say whether what they did is to be kept) as one: kept whole or
         undone whole, the count of applied actions with them."""
         count = self.actions
