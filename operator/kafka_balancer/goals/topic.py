@@ -384,12 +384,17 @@ class TopicReplicaDistributionGoal(Goal):
         # Least across first (a replica the plan moved out of y's rack comes back free), then
         # the cheapest: a replica the plan already moves crosses with all its bytes.
         ordered = cands.take(np.lexsort((cands.cost, across)))
-        # The pull is tried and undone to learn what it copies, and what of that across racks.
-        pulled: list[tuple[float, float]] = []
-        search.compound(partial(self._probe, state, search, ordered, y, pulled))
-        if self._pull_chained(state, search, t, y, pulled[0] if pulled else (np.inf, np.inf)):
-            return True
-        return bool(pulled) and search.place(self, ordered, dest=y) is not None
+        chains = self._chains(state, t, y)
+        if chains is not None:
+            # The pull is tried and undone to learn what it copies, and what of that across
+            # racks: a chain is kept only when it copies less.
+            pulled: list[tuple[float, float]] = []
+            search.compound(partial(self._probe, state, search, ordered, y, pulled))
+            if self._pull_chained(state, search, chains, y, pulled[0] if pulled else (np.inf, np.inf)):
+                return True
+            if not pulled:
+                return False
+        return search.place(self, ordered, dest=y) is not None
 
     def _probe(
         self,
@@ -408,28 +413,46 @@ class TopicReplicaDistributionGoal(Goal):
             pulled.append((float(ordered.cost[k]), float(state.disk[p]) if home != state.rack[y] else 0.0))
         return False
 
+    def _chains(self, state: WorkingModel, t: int, y: int) -> tuple[Candidates, FloatArray] | None:
+        """The replicas of ``t`` that could come into ``y`` by a chain (``_pull_chained``): on a
+        broker of another rack at its floor for ``t``, whose rack has a broker that can spare
+        one, of a partition ``y``'s rack may take and ``y`` does not hold; and the bytes each
+        copies across racks. None when there are none (the pull then goes untried)."""
+        count, lo = state.topic_count[t], self.aim_lo[t]
+        spare = (count > lo) & state.active
+        at_floor = (count == lo) & (count > 0) & state.active
+        at_floor &= np.isin(state.rack, state.rack[spare])
+        if not at_floor.any():
+            return None
+        cands, across = self._across_from(state, t, y, at_floor)
+        fits = state.rack_count[cands.part, state.rack[y]] < state.rack_limit[cands.part]
+        fits &= ~(state.replicas[cands.part] == y).any(axis=1)
+        rows = np.nonzero(fits)[0]
+        if len(rows) == 0:
+            return None
+        return cands.take(rows), across[rows]
+
     def _pull_chained(
-        self, state: WorkingModel, search: SearchPort, t: int, y: int, pull: tuple[float, float]
+        self,
+        state: WorkingModel,
+        search: SearchPort,
+        chains: tuple[Candidates, FloatArray],
+        y: int,
+        pull: tuple[float, float],
     ) -> bool:
-        """A replica of ``t`` into ``y`` from a broker z of another rack at its floor for ``t``,
-        which a broker of z's own rack that can spare one refills (within that rack): kept when
-        it copies fewer bytes across racks than ``pull`` (the pull's bytes copied and bytes
+        """A replica of ``chains`` into ``y`` from a broker z of another rack at its floor for its
+        topic, which a broker of z's own rack that can spare one refills (within that rack): kept
+        when it copies fewer bytes across racks than ``pull`` (the pull's bytes copied and bytes
         across), and fewer bytes copied and across counted together.
 
         The smallest replicas of a topic often sit on brokers at their floor, which may not give
         one, and the pulls then copied larger ones across racks (at 270 brokers, 17.2 GB where
         the smallest came to 10.4 GB)."""
-        count, lo = state.topic_count[t], self.aim_lo[t]
-        spare = (count > lo) & state.active
-        at_floor = (count == lo) & (count > 0) & state.active
-        at_floor &= np.isin(state.rack, state.rack[spare])
-        if pull[1] == 0 or not at_floor.any():
+        if pull[1] == 0:
             return False
-        cands, across = self._across_from(state, t, y, at_floor)
-        # Only partitions y's rack may take and y does not hold: the tries are few.
-        fits = state.rack_count[cands.part, state.rack[y]] < state.rack_limit[cands.part]
-        fits &= ~(state.replicas[cands.part] == y).any(axis=1)
-        rows = np.nonzero((across < pull[1]) & fits)[0]
+        cands, across = chains
+        # The tries are few: the least across, then the cheapest.
+        rows = np.nonzero(across < pull[1])[0]
         rows = rows[np.lexsort((cands.cost[rows], across[rows]))][:MAX_SOURCES]
         budget = pull[0] + pull[1]
         for k in rows.tolist():
@@ -458,13 +481,9 @@ class TopicReplicaDistributionGoal(Goal):
         that can spare one, cheapest first."""
         t, z = int(state.topic[one.part[0]]), int(one.src[0])
         givers = (state.topic_count[t] > self.aim_lo[t]) & (state.rack == state.rack[z]) & state.active
-        parts = self._parts_of[t]
-        rows = state.replicas[parts]
-        on = (rows >= 0) & givers[np.maximum(rows, 0)] & state.movable[parts][:, None]
-        on &= ~(rows == z).any(axis=1)[:, None]
-        k, slots = np.nonzero(on)
-        refills = state.slot_moves(parts[k], slots)
-        return refills.take(np.argsort(refills.cost, kind="stable"))
+        moves = self._moves_of(state, t, givers)
+        moves = moves.take(np.nonzero(~(state.replicas[moves.part] == z).any(axis=1))[0])
+        return moves.take(np.argsort(moves.cost, kind="stable"))
 
     def _across_from(
         self, state: WorkingModel, t: int, y: int, givers: BoolArray
@@ -472,17 +491,17 @@ class TopicReplicaDistributionGoal(Goal):
         """The moves into ``y`` of the movable replicas of ``t`` on ``givers`` of other racks than
         ``y``'s, and the bytes each copies across racks: none for a replica the plan moved out of
         ``y``'s rack, which comes back free."""
-        givers = givers & (state.rack != state.rack[y]) & state.active
-        parts = self._parts_of[t]
-        rows = state.replicas[parts]
-        held = rows >= 0
-        on = np.zeros(rows.shape, dtype=bool)
-        on[held] = givers[rows[held]]
-        on &= state.movable[parts][:, None]
-        k, slots = np.nonzero(on)
-        cands = state.slot_moves(parts[k], slots)
+        cands = self._moves_of(state, t, givers & (state.rack != state.rack[y]) & state.active)
         home = state.rack[state.original_replicas[cands.part, cands.slot]]
         return cands, np.where(home != state.rack[y], state.disk[cands.part], 0.0)
+
+    def _moves_of(self, state: WorkingModel, t: int, givers: BoolArray) -> Candidates:
+        """The free moves of the movable replicas of ``t`` on the brokers ``givers``."""
+        parts = self._parts_of[t]
+        rows = state.replicas[parts]
+        on = (rows >= 0) & givers[np.maximum(rows, 0)] & state.movable[parts][:, None]
+        k, slots = np.nonzero(on)
+        return state.slot_moves(parts[k], slots)
 
     def _swap(
         self, state: WorkingModel, search: SearchPort, t: int, broker: int, over: bool, across: bool = False
