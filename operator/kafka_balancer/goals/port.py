@@ -51,9 +51,12 @@ class SearchPort(Protocol):
         come; whether anything moved."""
         ...
 
-    def exchange(self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int) -> bool:
+    def exchange(
+        self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int, across: bool = False
+    ) -> bool:
         """Apply the acceptable pair (``give[i]`` moves from x to y and ``take[j]`` from y to x)
-        that improves ``goal`` the most per byte moved; whether there was one."""
+        that improves ``goal`` the most per byte moved (``across``: per byte moved and byte
+        copied across racks); whether there was one."""
         ...
 
     def compound(self, actions: Callable[[], bool]) -> bool:

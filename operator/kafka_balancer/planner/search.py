@@ -1136,9 +1136,12 @@ class Search:
         self._no_exchange.add(key)
         return False
 
-    def exchange(self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int) -> bool:
+    def exchange(
+        self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int, across: bool = False
+    ) -> bool:
         """Apply the acceptable pair (``give[i]`` from x to y, ``take[j]`` from y to x together)
-        that improves ``goal`` the most per byte moved; whether there was one."""
+        that improves ``goal`` the most per byte moved (``across``: per byte moved and byte
+        copied across racks, as a move to another rack is ranked); whether there was one."""
         state = self.state
         if len(give) == 0 or len(take) == 0:
             return False
@@ -1152,7 +1155,10 @@ class Search:
         if not ok.any():
             return False
         gain = -(dx + dy)
-        cost = give.cost[:, None] + take.cost[None, :]
+        give_cost, take_cost = give.cost, take.cost
+        if across:
+            give_cost, take_cost = give_cost + self._leaving(give), take_cost + self._leaving(take)
+        cost = give_cost[:, None] + take_cost[None, :]
         i, j = np.nonzero(ok)
         best = np.lexsort((i, j, -gain[i, j], cost[i, j] / gain[i, j]))[0]
         state.apply(give, int(i[best]), y)
