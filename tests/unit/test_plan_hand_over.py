@@ -10,11 +10,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
+from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.reassign import apply_reassignments
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.optimizer import plan
+from kafka_balancer.planner.search import Search
 from kafka_balancer_dev.synthetic import SyntheticSpec, generate
 
 
@@ -75,3 +79,41 @@ def test_undo_takes_back_moves_and_leader_changes_to_the_state_before() -> None:
     assert np.allclose(state.load, before[2])
     assert np.array_equal(state.leader_count, before[3])
     assert not state.moved.any()
+
+
+def test_a_broker_whose_room_for_leaderships_was_not_found_is_not_asked_again_by_that_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 20 brokers on 4 racks with 100 partitions: a leader band no plan can meet, whose brokers
+    # ask for room again and again (1,098 asks, none kept, at 200 brokers with 1,000 partitions).
+    cluster = generate(SyntheticSpec.filled(20, 100, racks=4, hot_brokers=1, empty_brokers=1, seed=7))
+    events: list[tuple[int, int, str]] = []
+    room, make_room = Search._room_for_leaderships, Search._make_room
+    # Each search by the order it was first seen in: ids are reused once a search is gone.
+    seen: list[Search] = []
+
+    def token(search: Search) -> int:
+        if not any(s is search for s in seen):
+            seen.append(search)
+        return next(i for i, s in enumerate(seen) if s is search)
+
+    def asked(self: Search, goal: BandGoal, broker: int) -> bool:
+        # Inside a compound (its fill) the search asks for no room: not an answer to count.
+        nested = self._compounding
+        found = room(self, goal, broker)
+        if not nested:
+            events.append((token(self), broker, "found" if found else "none"))
+        return found
+
+    def tried(
+        self: Search, goal: BandGoal, veto: BandGoal, bands: list[BandGoal], away: Candidates, k: int
+    ) -> bool:
+        events.append((token(self), int(away.src[k]), "tried"))
+        return make_room(self, goal, veto, bands, away, k)
+
+    monkeypatch.setattr(Search, "_room_for_leaderships", asked)
+    monkeypatch.setattr(Search, "_make_room", tried)
+    plan(cluster, default_goal_set())
+    none = {(s, b): i for i, (s, b, what) in reversed(list(enumerate(events))) if what == "none"}
+    assert none, "no broker was refused room: the cluster no longer exercises the search"
+    assert not [e for i, e in enumerate(events) if e[2] == "tried" and none.get(e[:2], len(events)) < i]
