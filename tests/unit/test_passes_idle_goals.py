@@ -1,47 +1,29 @@
 """A goal that found nothing to do is not asked again while the assignment is the one it found
 nothing in, and is asked again once another goal changed it.
 
-The goals are stand-ins that count their calls; one moves a replica on its first call only."""
+The goals are stand-ins that count their calls; one moves a replica on its first calls."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from kafka_balancer.formats.snapshot import parse_snapshot
-from kafka_balancer.goals.base import Goal, GoalStatus, no_change
 from kafka_balancer.goals.port import SearchPort
 from kafka_balancer.goals.spec import GoalSpec, GoalType
-from kafka_balancer.model.candidates import Candidates
-from kafka_balancer.model.math import FloatArray
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.optimizer import _passes
 from kafka_balancer.planner.search import Search
 from tests.unit.clusters import broker, partition, snapshot
+from tests.unit.goal_standins import StandInGoal
 
 
-class _Counting(Goal):
+class _Counting(StandInGoal):
     """Moves partition 0's replica to broker 1 on its first ``moves`` calls, then nothing."""
 
     def __init__(self, moves: int) -> None:
         super().__init__(GoalSpec.default(GoalType.REPLICA_DISTRIBUTION))
         self.calls = 0
         self.moves = moves
-
-    def evaluate(
-        self, state: WorkingModel, cands: Candidates, target: bool = False
-    ) -> tuple[FloatArray, FloatArray]:
-        return no_change(cands, state.n_brokers)
-
-    def evaluate_pairs(
-        self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
-    ) -> tuple[FloatArray, FloatArray]:
-        return np.zeros((len(give), len(take))), np.zeros((len(give), len(take)))
-
-    def violation(self, state: WorkingModel) -> float:
-        return 0.0
-
-    def status(self, state: WorkingModel) -> GoalStatus:
-        return GoalStatus(True, 0.0, "")
 
     def optimize(self, state: WorkingModel, search: SearchPort) -> None:
         self.calls += 1

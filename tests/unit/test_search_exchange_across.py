@@ -13,39 +13,24 @@ import numpy as np
 import pytest
 
 from kafka_balancer.formats.snapshot import parse_snapshot
-from kafka_balancer.goals.base import Goal, GoalStatus, no_change
-from kafka_balancer.goals.port import SearchPort
 from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.math import FloatArray
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
 from tests.unit.clusters import broker, partition, snapshot
+from tests.unit.goal_standins import StandInGoal
 
 GB = 1.0e9
 
 
-class _EveryPairAlike(Goal):
+class _EveryPairAlike(StandInGoal):
     """Every exchange improves the giving broker by the same amount."""
-
-    def evaluate(
-        self, state: WorkingModel, cands: Candidates, target: bool = False
-    ) -> tuple[FloatArray, FloatArray]:
-        return no_change(cands, state.n_brokers)
 
     def evaluate_pairs(
         self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         return -np.ones((len(give), len(take))), np.zeros((len(give), len(take)))
-
-    def violation(self, state: WorkingModel) -> float:
-        return 0.0
-
-    def status(self, state: WorkingModel) -> GoalStatus:
-        return GoalStatus(True, 0.0, "")
-
-    def optimize(self, state: WorkingModel, search: SearchPort) -> None:
-        return None
 
 
 def _state() -> WorkingModel:
