@@ -1,9 +1,11 @@
-"""A search remembers the replica exchanges it found impossible only while nothing changes.
+"""A search remembers the replica exchanges it found impossible, and the candidates it built for
+them, only while nothing changes.
 
 ``Search._exchange_replicas`` skips a (goal, x, y) exchange it already found impossible at the
 same state version: a fill or shed asks its partners within its rack, then the same ones among
-all. Whatever actions come between, each answer and the state after it must be those of a search
-that remembers nothing.
+all. The sides it offers (a broker's heaviest and lightest replicas) and the leaderships a broker
+can hand over are built once per state version. Whatever actions come between, each answer and the
+state after it must be those of a search that remembers nothing.
 """
 
 from __future__ import annotations
@@ -74,5 +76,10 @@ def test_exchanges_answer_as_a_search_that_remembers_nothing(
                 fresh_goals[g], x, y
             )
             assert np.array_equal(remembering_state.replicas, fresh_state.replicas)
+            fresh = Search(fresh_state, [fresh_goals[v] for v in vetoes], [])
+            assert remembering._exchange_leaderships(
+                remembering_goals[g], x, y
+            ) == fresh._exchange_leaderships(fresh_goals[g], x, y)
+            assert np.array_equal(remembering_state.leader_slot, fresh_state.leader_slot)
         _move(remembering_state, p, slot, dest)
         _move(fresh_state, p, slot, dest)

@@ -184,6 +184,15 @@ class Search:
         # asked at 200 brokers with 1,000 partitions were asked again so).
         self._no_exchange: set[tuple[int, int, int]] = set()
         self._no_exchange_at = -1
+        # A broker's heaviest (lightest) replicas offered in exchanges at state version
+        # ``_no_exchange_at``, by (broker, column, heaviest, rack they may go to): the broker a
+        # swap fixes gives the same side to each of its partners in turn (69,604 builds at 200
+        # brokers with 1,000 partitions, about half of them repeats).
+        self._extremes: dict[tuple[int, int, bool, int | None], Candidates] = {}
+        # Each broker's leaderships to hand over at that version, asked by the trades, the relays
+        # and the exchanges of the same broker and its partners (51,468 builds there, 22,000
+        # repeats).
+        self._aways: dict[int, Candidates] = {}
         # The brokers whose room for leaderships (``_room_for_leaderships``) this search found
         # none of: not asked again by it. Each ask is up to 16 compounds with a follower's whole
         # shed; at 200 brokers with 1,000 partitions (a leader band no plan can meet) 1,098 asks
@@ -719,14 +728,14 @@ class Search:
             return False
         columns = np.array(LEADERSHIP_RESOURCES, dtype=np.int64)
         norm = self._norm[columns]
-        away = state.leadership_away(broker)
+        away = self._away(broker)
         heaviness = (state.load[:, columns] / norm).sum(axis=1)
         partners = [int(y) for y in np.unique(away.dst) if not state.demoted[y]]
         # The partner takes the heavy leadership: the lightest first; or gives it: the heaviest.
         partners.sort(key=lambda y: (-heaviness[y] if over else heaviness[y], y))
         for y in partners[:TRADE_PARTNERS]:
             give = away.take(np.nonzero(away.dst == y)[0])
-            back = state.leadership_away(y)
+            back = self._away(y)
             take = back.take(np.nonzero(back.dst == broker)[0])
             if len(take) == 0:
                 continue
@@ -765,10 +774,9 @@ class Search:
         leadership carries is wide (the leader replica of a busy partition, moved in for its
         bytes): no broker can take it alone, and the broker can then take no other leadership.
         Its follower, a full broker, can make room by handing lighter leaderships to others."""
-        state = self.state
         if self._compounding or goal.column == LEADERS or not goal.affects_leadership():
             return False
-        away = state.leadership_away(broker)
+        away = self._away(broker)
         heaviest = np.argsort(-away.delta[:, goal.column], kind="stable")[:HAND_OVER_TRIES]
         allowed = self._allowed(away.take(heaviest), None)
         for row, k in enumerate(heaviest.tolist()):
@@ -809,7 +817,7 @@ class Search:
         bands = [g for g in self.vetoes if isinstance(g, BandGoal)]
         full = [g for g in bands if g.column in LEADERSHIP_RESOURCES and g.excess(state, broker) > -EPSILON]
         for veto in full:
-            away = state.leadership_away(broker)
+            away = self._away(broker)
             heaviest = np.argsort(-away.delta[:, veto.column], kind="stable")[:ROOM_TRIES]
             for k in heaviest.tolist():
                 follower = int(away.dst[k])
@@ -1007,7 +1015,7 @@ class Search:
         state = self.state
         if state.demoted[broker] or not self._band_vetoes:
             return None
-        into, out = state.leadership_to(broker), state.leadership_away(broker)
+        into, out = state.leadership_to(broker), self._away(broker)
         out = out.take(np.nonzero(~state.demoted[out.dst])[0])
         if len(into) == 0 or len(out) == 0:
             return None
@@ -1114,9 +1122,8 @@ class Search:
 
     def _exchange_leaderships(self, goal: BandGoal, x: int, y: int) -> bool:
         """Exchange a leadership ``x`` holds for a lighter one ``y`` holds, each to the other."""
-        state = self.state
         column = goal.column
-        away, back = state.leadership_away(x), state.leadership_away(y)
+        away, back = self._away(x), self._away(y)
         give = away.take(np.nonzero(away.dst == y)[0])
         take = back.take(np.nonzero(back.dst == x)[0])
         give = give.take(np.argsort(-give.delta[:, column], kind="stable")[:SWAP_SIDE])
@@ -1128,20 +1135,42 @@ class Search:
         partitions the other rack may take (the heaviest of a broker often all have a replica
         there already, once that rack's brokers were filled with them)."""
         state, column = self.state, goal.column
-        if self._no_exchange_at != state.version:
-            self._no_exchange, self._no_exchange_at = set(), state.version
+        self._fresh()
         key = (id(goal), x, y)
         if key in self._no_exchange:
             return False
         across = state.rack[x] != state.rack[y]
-        give = state.extreme_replica_moves(x, column, SWAP_SIDE, True, int(state.rack[y]) if across else None)
-        take = state.extreme_replica_moves(
-            y, column, SWAP_SIDE, False, int(state.rack[x]) if across else None
-        )
+        give = self._extreme(x, column, True, int(state.rack[y]) if across else None)
+        take = self._extreme(y, column, False, int(state.rack[x]) if across else None)
         if self.exchange(goal, give, take, x, y):
             return True
         self._no_exchange.add(key)
         return False
+
+    def _fresh(self) -> None:
+        """Forget what was found or built at an earlier state version."""
+        if self._no_exchange_at != self.state.version:
+            self._no_exchange, self._extremes, self._aways = set(), {}, {}
+            self._no_exchange_at = self.state.version
+
+    def _away(self, broker: int) -> Candidates:
+        """``leadership_away(broker)``, built once per state version."""
+        self._fresh()
+        found = self._aways.get(broker)
+        if found is None:
+            found = self.state.leadership_away(broker)
+            self._aways[broker] = found
+        return found
+
+    def _extreme(self, broker: int, column: int, largest: bool, into_rack: int | None) -> Candidates:
+        """``extreme_replica_moves`` of ``SWAP_SIDE``, built once per state version."""
+        self._fresh()
+        key = (broker, column, largest, into_rack)
+        found = self._extremes.get(key)
+        if found is None:
+            found = self.state.extreme_replica_moves(broker, column, SWAP_SIDE, largest, into_rack)
+            self._extremes[key] = found
+        return found
 
     def exchange(
         self, goal: Goal, give: Candidates, take: Candidates, x: int, y: int, across: bool = False
