@@ -20,10 +20,12 @@ from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import EPSILON, Goal
 from kafka_balancer.goals.registry import build_goal, priority_order
-from kafka_balancer.goals.spec import GoalType, default_goal_set
+from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.candidates import Candidates
+from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
 from kafka_balancer.model.math import BoolArray
+from kafka_balancer.model.resources import Resource
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE
@@ -39,6 +41,19 @@ def _searched(state: WorkingModel, kind: GoalType) -> tuple[Goal, Search]:
     goal = goals[i]
     vetoes = [g for g in goals[:i] if not g.hard] + [g for g in goals if g.hard and g is not goal]
     return goal, Search(state, vetoes, [g for g in goals[i + 1 :] if not g.hard])
+
+
+def _in_rack_short_of_disk(state: WorkingModel, goal: Goal) -> BoolArray:
+    """``[brokers]``: for a disk goal, whether the broker's rack holds less than its active
+    brokers' band floors add up to (a move across racks goes to such a rack first)."""
+    if not isinstance(goal, BandGoal) or goal.column != Resource.DISK:
+        return np.zeros(state.n_brokers, dtype=bool)
+    floor, _ = goal.band_edges(False)
+    held, floors = np.zeros(len(state.rack_names)), np.zeros(len(state.rack_names))
+    for b in np.nonzero(state.active)[0]:
+        held[state.rack[b]] += state.quantity(goal.column)[b]
+        floors[state.rack[b]] += floor[b]
+    return np.asarray((held < floors)[state.rack], dtype=bool)
 
 
 def _checking(state: WorkingModel, goal: Goal, search: Search) -> list[tuple[int, int]]:
@@ -67,9 +82,15 @@ def _checking(state: WorkingModel, goal: Goal, search: Search) -> list[tuple[int
         assert ok[y]
         ys = np.nonzero(ok & ~touched)[0]
         other_rack = state.rack != state.rack[row.src[0]]
+        unfed = ~_in_rack_short_of_disk(state, goal)
         gain, later = src[0] + dst[0], search._later_cost(row)[0]
-        best = int(ys[np.lexsort((ys, later[ys], gain[ys], other_rack[ys]))[0]])
-        assert (other_rack[y], gain[y], later[y]) == (other_rack[best], gain[best], later[best])
+        best = int(ys[np.lexsort((ys, later[ys], gain[ys], unfed[ys], other_rack[ys]))[0]])
+        assert (other_rack[y], unfed[y], gain[y], later[y]) == (
+            other_rack[best],
+            unfed[best],
+            gain[best],
+            later[best],
+        )
         applied.append((int(row.part[0]), int(row.src[0])))
         touched[[int(row.src[0]), y]] = True
         apply(c, k, y)
@@ -145,3 +166,27 @@ def test_sheds_apart_move_many_replicas_off_several_over_brokers_in_few_rounds()
     counts = state.replica_count.tolist()
     assert max(counts[:2]) <= goal.hi[0] and sum(counts) == 80, counts
     assert search.actions == 80 - sum(counts[:2])
+
+
+def test_a_round_ranks_each_move_by_the_racks_as_the_moves_before_it_left_them() -> None:
+    """Disk band 90..110 (mean 100), target band 91..109. Brokers 0 and 1 (rack a, 119 each) shed
+    7 each across racks in one round. Rack c (88 and 88) holds 4 less than its floors add up to,
+    rack b (86 and 100) does not. The first move goes to rack c (to broker 3, which gains as much
+    as broker 4, and is numbered first) and fills it; the second, ranked after it, finds rack c no
+    longer short and goes to broker 2, which gains the most, as ``place`` would send it."""
+    racks = {0: "a", 1: "a", 2: "b", 3: "c", 4: "c", 5: "b"}
+    layout = ((7.0, 0), (112.0, 0), (7.0, 1), (112.0, 1), (86.0, 2), (88.0, 3), (88.0, 4), (100.0, 5))
+    brokers = tuple(Broker(b, racks[b], BrokerState.ACTIVE, (1000.0, 1e3, 1e3, 1.0)) for b in range(6))
+    parts = tuple(
+        Partition("t", i, (b,), b, PartitionLoad(disk, 0.0, 0.0, 0.0)) for i, (disk, b) in enumerate(layout)
+    )
+    state = WorkingModel(Cluster(brokers, parts))
+    goal = build_goal(GoalSpec.default(GoalType.DISK_DISTRIBUTION), state)
+    assert isinstance(goal, BandGoal)
+    search = Search(state, [], [])
+    applied = _checking(state, goal, search)
+
+    assert search.shed_apart(goal, [0, 1])
+
+    assert applied[:2] == [(0, 0), (2, 1)]
+    assert (int(state.replicas[0, 0]), int(state.replicas[2, 0])) == (3, 2)
