@@ -20,6 +20,11 @@ in ``EDGES`` and seed: one rack, two racks at replication factor 3, uneven racks
 factors 1 and 4 and a mix, excluded topics, a new rack (at once or warming up), a whole rack
 draining, a failed broker, and a few large partitions per broker (whose network and leader bands
 no plan can meet).
+
+``--small`` plans instead the 4 shapes of ``SMALL`` (6 to 12 brokers, 2 to 4 racks), with the same
+changes, per seed: a rack there is a broker or three, and one replica more or less across racks
+is a large share of what a plan copies. A drain no plan can make (no broker may take a replica of
+the draining one) prints the planner's refusal instead of a row.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
 # brokers, partitions, racks, replication factor, how full the disks are on average
 SHAPES = ((40, 3000, 4, 3, 0.35), (60, 5000, 3, 3, 0.5), (30, 2500, 5, 2, 0.3), (50, 4000, 6, 3, 0.45))
 CHANGES = ("none", "grown", "hetero", "drain", "warm")
+SMALL = ((6, 300, 3, 2, 0.4), (9, 600, 3, 3, 0.4), (12, 800, 4, 2, 0.35), (8, 400, 2, 2, 0.45))
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,16 +192,24 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", default="11,12")
-    parser.add_argument("--edges", action="store_true", help="plan the clusters of EDGES instead")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--edges", action="store_true", help="plan the clusters of EDGES instead")
+    kind.add_argument("--small", action="store_true", help="plan the clusters of SMALL instead")
     args = parser.parse_args()
+    from kafka_balancer.errors import InfeasibleError
+
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
     for shape, change, seed in (
         ((EDGES[name][0], name, seed) for name, seed in itertools.product(EDGES, seeds))
         if args.edges
-        else itertools.product(SHAPES, CHANGES, seeds)
+        else itertools.product(SMALL if args.small else SHAPES, CHANGES, seeds)
     ):
-        row = judged(shape, change, seed, edge(change, seed)) if args.edges else run(shape, change, seed)
+        try:
+            row = judged(shape, change, seed, edge(change, seed)) if args.edges else run(shape, change, seed)
+        except InfeasibleError as refused:
+            print(json.dumps({"shape": shape, "change": change, "seed": seed, "refused": str(refused)}))
+            continue
         rows.append(row)
         print(json.dumps(asdict(row)), flush=True)
     moved = [r.moved_over_bound for r in rows]
