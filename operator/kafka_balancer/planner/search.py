@@ -179,13 +179,13 @@ class Search:
         # Loads only move between brokers, so the mean broker load is fixed for the whole plan.
         self._norm = np.maximum(self.state.load.mean(axis=0), 1e-300)
         # The (goal, x, y) replica exchanges found impossible at state version
-        # ``_no_exchange_at``: a fill or shed tries its broker's partners within its rack, then
+        # ``_known_at``: a fill or shed tries its broker's partners within its rack, then
         # the same ones among all, with nothing applied between (18,663 of 63,828 exchanges
         # asked at 200 brokers with 1,000 partitions were asked again so).
         self._no_exchange: set[tuple[int, int, int]] = set()
-        self._no_exchange_at = -1
+        self._known_at = -1
         # A broker's heaviest (lightest) replicas offered in exchanges at state version
-        # ``_no_exchange_at``, by (broker, column, heaviest, rack they may go to): the broker a
+        # ``_known_at``, by (broker, column, heaviest, rack they may go to): the broker a
         # swap fixes gives the same side to each of its partners in turn (69,604 builds at 200
         # brokers with 1,000 partitions, about half of them repeats).
         self._extremes: dict[tuple[int, int, bool, int | None], Candidates] = {}
@@ -556,8 +556,9 @@ class Search:
         draining: the draining rack sent 706 GB out where 382 GB had to leave it, and the short
         rack took 601 GB where it lacked 388 GB).
 
-        Disk only: for every band goal that moves replicas (network in and replica counts too)
-        the 80 shapes of ``bench_planner_shapes.py`` crossed 243 GB less, for disk alone 280 GB."""
+        Disk only: as first written (a round reading the racks' accounts once), for every band
+        goal that moves replicas (network in and replica counts too) the 80 shapes of
+        ``bench_planner_shapes.py`` crossed 243 GB less, for disk alone 280 GB."""
         if not isinstance(goal, BandGoal) or goal.column != Resource.DISK:
             return None
         return np.asarray(self._rack_slack(goal, over=False) < 0, dtype=bool)
@@ -1181,9 +1182,9 @@ class Search:
 
     def _fresh(self) -> None:
         """Forget what was found or built at an earlier state version."""
-        if self._no_exchange_at != self.state.version:
+        if self._known_at != self.state.version:
             self._no_exchange, self._extremes, self._aways = set(), {}, {}
-            self._no_exchange_at = self.state.version
+            self._known_at = self.state.version
 
     def _away(self, broker: int) -> Candidates:
         """``leadership_away(broker)``, built once per state version."""
