@@ -25,6 +25,13 @@ no plan can meet).
 changes, per seed: a rack there is a broker or three, and one replica more or less across racks
 is a large share of what a plan copies. A drain no plan can make (no broker may take a replica of
 the draining one) prints the planner's refusal instead of a row.
+
+``--random`` plans instead one cluster drawn at random per seed (``drawn``): 9 to 200 brokers, 5
+to 800 replicas a broker, 1 to 8 racks, replication factor 1 to 4, one topic to one per 20
+partitions, hot and empty brokers or none, and one of the changes. It is the nearest this
+benchmark comes to the clusters the planner will meet and was not tuned on. A cluster no plan
+can make (a partition larger than any broker may hold, a drain with nowhere to go) prints the
+planner's refusal instead of a row.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import random
 import statistics
 import time
 from dataclasses import asdict, dataclass, replace
@@ -148,6 +156,39 @@ def edge(name: str, seed: int) -> Cluster:
     return replace(cluster, brokers=tuple(brokers), partitions=tuple(parts))
 
 
+def drawn(seed: int) -> tuple[tuple[int, int, int, int, float], str, dict[str, float], Cluster]:
+    """The cluster ``--random`` plans for ``seed``: its shape, change, the rest of what was drawn,
+    and the cluster."""
+    from kafka_balancer_dev.synthetic import SyntheticSpec, generate
+
+    rng = random.Random(1000 + seed)
+    brokers = rng.choice([9, 15, 24, 40, 64, 100, 150, 200])
+    per_broker = rng.choice([5, 15, 40, 100, 300, 800])
+    rf = min(rng.choice([1, 2, 3, 3, 3, 4]), brokers)
+    racks = rng.choice([1, 2, 3, 3, 4, 5, 6, 8])
+    partitions = max(10, brokers * per_broker // rf)
+    topics = rng.choice([0, 0, 1, 3, max(1, partitions // 20)])
+    fill = rng.choice([0.2, 0.35, 0.5, 0.65])
+    hot = rng.choice([0, 1, max(1, brokers // 10)])
+    hot_weight = rng.choice([2.0, 3.0, 6.0])
+    empty = rng.choice([0, 1, max(1, brokers // 8)])
+    change = rng.choice(CHANGES)
+    spec = SyntheticSpec.filled(
+        brokers,
+        partitions,
+        fill=fill,
+        racks=racks,
+        replication_factor=rf,
+        topics=topics,
+        hot_brokers=hot,
+        hot_weight=hot_weight,
+        empty_brokers=empty,
+        seed=seed,
+    )
+    rest = {"topics": topics, "hot_brokers": hot, "hot_weight": hot_weight, "empty_brokers": empty}
+    return (brokers, partitions, racks, rf, fill), change, rest, changed(generate(spec), change, seed)
+
+
 def run(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Outcome:
     return judged(shape, change, seed, shaped(shape, change, seed))
 
@@ -187,6 +228,20 @@ def judged(shape: tuple[int, int, int, int, float], change: str, seed: int, clus
     )
 
 
+def _clusters(
+    args: argparse.Namespace, seeds: list[int]
+) -> list[tuple[int, tuple[int, int, int, int, float], str]]:
+    """(seed, shape, change) of each cluster to plan; ``--random`` draws its shape when planning."""
+    if args.random:
+        return [(seed, (0, 0, 0, 0, 0.0), "") for seed in seeds]
+    if args.edges:
+        return [(seed, EDGES[name][0], name) for name, seed in itertools.product(EDGES, seeds)]
+    return [
+        (seed, shape, change)
+        for shape, change, seed in itertools.product(SMALL if args.small else SHAPES, CHANGES, seeds)
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -195,23 +250,28 @@ def main() -> None:
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument("--edges", action="store_true", help="plan the clusters of EDGES instead")
     kind.add_argument("--small", action="store_true", help="plan the clusters of SMALL instead")
+    kind.add_argument("--random", action="store_true", help="plan one cluster drawn per seed instead")
     args = parser.parse_args()
     from kafka_balancer.errors import InfeasibleError
 
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
-    for shape, change, seed in (
-        ((EDGES[name][0], name, seed) for name, seed in itertools.product(EDGES, seeds))
-        if args.edges
-        else itertools.product(SMALL if args.small else SHAPES, CHANGES, seeds)
-    ):
+    for seed, shape, change in _clusters(args, seeds):
+        rest: dict[str, float] = {}
         try:
-            row = judged(shape, change, seed, edge(change, seed)) if args.edges else run(shape, change, seed)
+            if args.random:
+                shape, change, rest, cluster = drawn(seed)
+                row = judged(shape, change, seed, cluster)
+            elif args.edges:
+                row = judged(shape, change, seed, edge(change, seed))
+            else:
+                row = run(shape, change, seed)
         except InfeasibleError as refused:
-            print(json.dumps({"shape": shape, "change": change, "seed": seed, "refused": str(refused)}))
+            refusal = {"shape": shape, "change": change, "seed": seed, **rest, "refused": str(refused)}
+            print(json.dumps(refusal), flush=True)
             continue
         rows.append(row)
-        print(json.dumps(asdict(row)), flush=True)
+        print(json.dumps({**asdict(row), **rest}), flush=True)
     moved = [r.moved_over_bound for r in rows]
     local = [r.moved_and_across_over_rack_local_bound for r in rows]
     print(
