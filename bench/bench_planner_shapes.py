@@ -272,6 +272,8 @@ def main() -> None:
             continue
         rows.append(row)
         print(json.dumps({**asdict(row), **rest}), flush=True)
+    if not rows:
+        return
     moved = [r.moved_over_bound for r in rows]
     local = [r.moved_and_across_over_rack_local_bound for r in rows]
     print(

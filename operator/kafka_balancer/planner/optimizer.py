@@ -22,6 +22,8 @@ from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.math import IntArray
+from kafka_balancer.model.quantities import REPLICAS
+from kafka_balancer.model.resources import Resource
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.bound import bound_bands, lower_bounds
 from kafka_balancer.planner.log_dirs import plan_log_dirs
@@ -181,6 +183,7 @@ def _check_feasible(state: WorkingModel, goals: list[Goal]) -> None:
     for goal in goals:
         if not (goal.hard and isinstance(goal, BandGoal) and goal.spec.type.family is GoalFamily.CAPACITY):
             continue
+        _check_one_replica_fits(state, goal)
         total = float(state.quantity(goal.column).sum())
         room = float(goal.hi[state.active].sum())
         if total > room:
@@ -189,6 +192,27 @@ def _check_feasible(state: WorkingModel, goals: list[Goal]) -> None:
                 f"{'replica count' if goal.spec.type is GoalType.REPLICA_CAPACITY else 'load'} "
                 f"{total:.6g} exceeds what the active brokers may hold ({room:.6g})"
             )
+
+
+def _check_one_replica_fits(state: WorkingModel, goal: BandGoal) -> None:
+    """A hard capacity goal of a resource fails at once when one replica alone carries more of it
+    than any active broker may hold: every replica carries at least a follower's share (all of the
+    disk and network in, the follower's cpu), wherever it goes. Without this the plan ran to the
+    end and named the broker the replica sat on, as if moving it elsewhere could help."""
+    if goal.column >= REPLICAS or not state.active.any() or not len(state.rf):
+        return
+    least = state.follower_load[:, goal.column]
+    p = int(np.argmax(least))
+    most = float(goal.hi[state.active].max())
+    if float(least[p]) <= most:
+        return
+    topic, number = state.names[p]
+    capacity = float(state.capacity[state.active, goal.column].max())
+    raise InfeasibleError(
+        f"hard goal {goal.spec.label} cannot be satisfied: partition {topic}-{number} alone needs "
+        f"{100.0 * float(least[p]) / capacity:.2f}% of the largest active broker's "
+        f"{Resource(goal.column).key} capacity, above the threshold of {goal.spec.threshold_percent}%"
+    )
 
 
 def _drain(state: WorkingModel, goals: list[Goal]) -> None:
