@@ -97,20 +97,17 @@ def _doubled(capacity: tuple[float, float, float, float]) -> tuple[float, float,
     return (2 * disk, 2 * network_in, 2 * network_out, 2 * cpu)
 
 
-def shaped(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Cluster:
-    """The cluster of one shape, change and seed."""
+def shaped(
+    shape: tuple[int, int, int, int, float], change: str, seed: int, drawn: dict[str, float] | None = None
+) -> Cluster:
+    """The cluster of one shape, change and seed; ``drawn``: the generator's other fields (topics,
+    hot and empty brokers), else one hot broker in 20 and one empty in 25."""
     from kafka_balancer_dev.synthetic import SyntheticSpec, generate
 
     brokers, partitions, racks, rf, fill = shape
+    fields = drawn or {"hot_brokers": max(1, brokers // 20), "empty_brokers": max(1, brokers // 25)}
     spec = SyntheticSpec.filled(
-        brokers,
-        partitions,
-        fill=fill,
-        racks=racks,
-        replication_factor=rf,
-        hot_brokers=max(1, brokers // 20),
-        empty_brokers=max(1, brokers // 25),
-        seed=seed,
+        brokers, partitions, fill=fill, racks=racks, replication_factor=rf, seed=seed, **fields
     )
     return changed(generate(spec), change, seed)
 
@@ -159,8 +156,6 @@ def edge(name: str, seed: int) -> Cluster:
 def drawn(seed: int) -> tuple[tuple[int, int, int, int, float], str, dict[str, float], Cluster]:
     """The cluster ``--random`` plans for ``seed``: its shape, change, the rest of what was drawn,
     and the cluster."""
-    from kafka_balancer_dev.synthetic import SyntheticSpec, generate
-
     rng = random.Random(1000 + seed)
     brokers = rng.choice([9, 15, 24, 40, 64, 100, 150, 200])
     per_broker = rng.choice([5, 15, 40, 100, 300, 800])
@@ -173,20 +168,9 @@ def drawn(seed: int) -> tuple[tuple[int, int, int, int, float], str, dict[str, f
     hot_weight = rng.choice([2.0, 3.0, 6.0])
     empty = rng.choice([0, 1, max(1, brokers // 8)])
     change = rng.choice(CHANGES)
-    spec = SyntheticSpec.filled(
-        brokers,
-        partitions,
-        fill=fill,
-        racks=racks,
-        replication_factor=rf,
-        topics=topics,
-        hot_brokers=hot,
-        hot_weight=hot_weight,
-        empty_brokers=empty,
-        seed=seed,
-    )
+    shape = (brokers, partitions, racks, rf, fill)
     rest = {"topics": topics, "hot_brokers": hot, "hot_weight": hot_weight, "empty_brokers": empty}
-    return (brokers, partitions, racks, rf, fill), change, rest, changed(generate(spec), change, seed)
+    return shape, change, rest, shaped(shape, change, seed, rest)
 
 
 def run(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Outcome:
