@@ -153,9 +153,9 @@ def edge(name: str, seed: int) -> Cluster:
     return replace(cluster, brokers=tuple(brokers), partitions=tuple(parts))
 
 
-def drawn(seed: int) -> tuple[tuple[int, int, int, int, float], str, dict[str, float], Cluster]:
-    """The cluster ``--random`` plans for ``seed``: its shape, change, the rest of what was drawn,
-    and the cluster."""
+def drawn(seed: int) -> tuple[tuple[int, int, int, int, float], str, dict[str, float]]:
+    """What ``--random`` plans for ``seed``: a shape, a change and the rest of the generator's
+    fields (``shaped`` builds the cluster)."""
     rng = random.Random(1000 + seed)
     brokers = rng.choice([9, 15, 24, 40, 64, 100, 150, 200])
     per_broker = rng.choice([5, 15, 40, 100, 300, 800])
@@ -168,9 +168,8 @@ def drawn(seed: int) -> tuple[tuple[int, int, int, int, float], str, dict[str, f
     hot_weight = rng.choice([2.0, 3.0, 6.0])
     empty = rng.choice([0, 1, max(1, brokers // 8)])
     change = rng.choice(CHANGES)
-    shape = (brokers, partitions, racks, rf, fill)
     rest = {"topics": topics, "hot_brokers": hot, "hot_weight": hot_weight, "empty_brokers": empty}
-    return shape, change, rest, shaped(shape, change, seed, rest)
+    return (brokers, partitions, racks, rf, fill), change, rest
 
 
 def run(shape: tuple[int, int, int, int, float], change: str, seed: int) -> Outcome:
@@ -214,14 +213,14 @@ def judged(shape: tuple[int, int, int, int, float], change: str, seed: int, clus
 
 def _clusters(
     args: argparse.Namespace, seeds: list[int]
-) -> list[tuple[int, tuple[int, int, int, int, float], str]]:
-    """(seed, shape, change) of each cluster to plan; ``--random`` draws its shape when planning."""
+) -> list[tuple[int, tuple[int, int, int, int, float], str, dict[str, float]]]:
+    """(seed, shape, change, the generator's other fields drawn) of each cluster to plan."""
     if args.random:
-        return [(seed, (0, 0, 0, 0, 0.0), "") for seed in seeds]
+        return [(seed, *drawn(seed)) for seed in seeds]
     if args.edges:
-        return [(seed, EDGES[name][0], name) for name, seed in itertools.product(EDGES, seeds)]
+        return [(seed, EDGES[name][0], name, {}) for name, seed in itertools.product(EDGES, seeds)]
     return [
-        (seed, shape, change)
+        (seed, shape, change, {})
         for shape, change, seed in itertools.product(SMALL if args.small else SHAPES, CHANGES, seeds)
     ]
 
@@ -240,12 +239,10 @@ def main() -> None:
 
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
-    for seed, shape, change in _clusters(args, seeds):
-        rest: dict[str, float] = {}
+    for seed, shape, change, rest in _clusters(args, seeds):
         try:
             if args.random:
-                shape, change, rest, cluster = drawn(seed)
-                row = judged(shape, change, seed, cluster)
+                row = judged(shape, change, seed, shaped(shape, change, seed, rest))
             elif args.edges:
                 row = judged(shape, change, seed, edge(change, seed))
             else:
