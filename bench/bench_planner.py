@@ -133,26 +133,12 @@ def _grown(cluster: Cluster, brokers: int) -> Cluster:
 
 def _big_rack(cluster: Cluster, factor: int) -> Cluster:
     """``cluster`` with the brokers of its second broker's rack at ``factor`` times the capacity."""
-    from dataclasses import replace
+    from kafka_balancer_dev.synthetic import scaled
 
     if factor == 1:
         return cluster
     rack = cluster.brokers[1].rack
-    brokers = tuple(
-        replace(
-            b,
-            capacity=(
-                factor * b.capacity[0],
-                factor * b.capacity[1],
-                factor * b.capacity[2],
-                factor * b.capacity[3],
-            ),
-        )
-        if b.rack == rack
-        else b
-        for b in cluster.brokers
-    )
-    return replace(cluster, brokers=brokers)
+    return scaled(cluster, factor, lambda b: b.rack == rack)
 
 
 def _disk_bound(cluster: Cluster) -> float:

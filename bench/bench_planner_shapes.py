@@ -74,6 +74,7 @@ class Outcome:
 
 def changed(cluster: Cluster, change: str, seed: int) -> Cluster:
     from kafka_balancer.model.cluster import BrokerState
+    from kafka_balancer_dev.synthetic import scaled
 
     brokers = list(cluster.brokers)
     ids = [b.id for b in brokers]
@@ -83,18 +84,13 @@ def changed(cluster: Cluster, change: str, seed: int) -> Cluster:
         model = {r: next(b for b in brokers if b.rack == r) for r in racks}
         brokers += [replace(model[r], id=top + 1 + i) for i, r in enumerate(racks)]
     elif change == "hetero":
-        brokers = [replace(b, capacity=_doubled(b.capacity)) if b.id % 5 == 0 else b for b in brokers]
+        brokers = list(scaled(cluster, 2.0, lambda b: b.id % 5 == 0).brokers)
     elif change == "drain":
         leaving = {ids[seed % len(ids)], ids[(seed * 7) % len(ids)]}
         brokers = [replace(b, state=BrokerState.DRAINING) if b.id in leaving else b for b in brokers]
     elif change == "warm":
         brokers = [replace(b, warm_up_share=0.3) if b.id in ids[-2:] else b for b in brokers]
     return replace(cluster, brokers=tuple(brokers))
-
-
-def _doubled(capacity: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
-    disk, network_in, network_out, cpu = capacity
-    return (2 * disk, 2 * network_in, 2 * network_out, 2 * cpu)
 
 
 def shaped(

@@ -7,7 +7,8 @@ so that a generated cluster needs real work to balance.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,26 @@ class SyntheticSpec:
         disk = fields.get("disk_capacity", 4.0e12)
         mean = fill * disk * brokers / (partitions * rf)
         return cls(brokers=brokers, partitions=partitions, mean_partition_bytes=mean, **fields)
+
+
+def scaled(cluster: Cluster, factor: float, picked: Callable[[Broker], bool]) -> Cluster:
+    """``cluster`` with the brokers ``picked`` chooses at ``factor`` times their capacity of every
+    resource: a newer generation of machines beside the old ones."""
+    brokers = tuple(
+        replace(
+            b,
+            capacity=(
+                b.capacity[0] * factor,
+                b.capacity[1] * factor,
+                b.capacity[2] * factor,
+                b.capacity[3] * factor,
+            ),
+        )
+        if picked(b)
+        else b
+        for b in cluster.brokers
+    )
+    return replace(cluster, brokers=brokers)
 
 
 def generate(spec: SyntheticSpec) -> Cluster:

@@ -13,7 +13,7 @@ from kafka_balancer.goals.spec import default_goal_set
 from kafka_balancer.model.cluster import BrokerState, Cluster
 from kafka_balancer.model.reassign import apply_reassignments
 from kafka_balancer.planner.optimizer import plan
-from kafka_balancer_dev.synthetic import SyntheticSpec, generate
+from kafka_balancer_dev.synthetic import SyntheticSpec, generate, scaled
 
 
 def few_large_partitions() -> Cluster:
@@ -32,16 +32,7 @@ def few_large_partitions() -> Cluster:
         hot_weight=6.0,
         empty_brokers=1,
     )
-    cluster = generate(spec)
-    brokers = tuple(
-        replace(b, capacity=_doubled(b.capacity)) if b.id % 5 == 0 else b for b in cluster.brokers
-    )
-    return replace(cluster, brokers=brokers)
-
-
-def _doubled(capacity: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
-    disk, network_in, network_out, cpu = capacity
-    return (2 * disk, 2 * network_in, 2 * network_out, 2 * cpu)
+    return scaled(generate(spec), 2.0, lambda b: b.id % 5 == 0)
 
 
 def test_a_plan_missing_bands_replans_to_nothing() -> None:

@@ -6,19 +6,12 @@ exchange its own rack's: the plan met three of the distribution bands of seven).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from kafka_balancer.goals.spec import default_goal_set
 from kafka_balancer.model.reassign import apply_reassignments
 from kafka_balancer.planner.optimizer import plan
-from kafka_balancer_dev.synthetic import SyntheticSpec, generate
-
-
-def _twice(capacity: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
-    disk, network_in, network_out, cpu = capacity
-    return 2 * disk, 2 * network_in, 2 * network_out, 2 * cpu
+from kafka_balancer_dev.synthetic import SyntheticSpec, generate, scaled
 
 
 @pytest.mark.parametrize(
@@ -42,8 +35,7 @@ def test_a_rack_of_larger_brokers_takes_its_share_and_every_band_is_met(
     )
     cluster = generate(spec)
     # Rack b (brokers 1, 7, 13, ...) has twice the capacity of every other.
-    doubled = tuple(replace(b, capacity=_twice(b.capacity)) if b.id % 6 == 1 else b for b in cluster.brokers)
-    cluster = replace(cluster, brokers=doubled)
+    cluster = scaled(cluster, 2.0, lambda b: b.id % 6 == 1)
     result = plan(cluster, default_goal_set())
     assert [g.label for g in result.goals if not g.after.satisfied] == []
     assert result.figures.cross_rack_bytes > 0
@@ -66,8 +58,7 @@ def test_a_rack_that_cannot_hold_its_share_is_filled_as_far_as_rack_awareness_le
         seed=7,
     )
     cluster = generate(spec)
-    doubled = tuple(replace(b, capacity=_twice(b.capacity)) if b.id % 4 == 1 else b for b in cluster.brokers)
-    cluster = replace(cluster, brokers=doubled)
+    cluster = scaled(cluster, 2.0, lambda b: b.id % 4 == 1)
     result = plan(cluster, default_goal_set())
     disk = next(g for g in result.goals if g.label == "DiskDistribution")
     assert not disk.after.satisfied
@@ -104,8 +95,7 @@ def test_brokers_of_two_sizes_in_every_rack_balance_within_their_racks(seed: int
         seed=seed,
     )
     cluster = generate(spec)
-    mixed = tuple(replace(b, capacity=_twice(b.capacity)) if b.id % 4 < 2 else b for b in cluster.brokers)
-    cluster = replace(cluster, brokers=mixed)
+    cluster = scaled(cluster, 2.0, lambda b: b.id % 4 < 2)
     result = plan(cluster, default_goal_set())
     assert [g.label for g in result.goals if not g.after.satisfied] == []
     f = result.figures
@@ -123,8 +113,7 @@ def test_half_the_racks_at_twice_the_capacity_meet_every_band() -> None:
     # which could take what it gave, and the band was missed by 0.1 %.
     spec = SyntheticSpec.filled(200, 40_000, racks=6, hot_brokers=10, empty_brokers=8, seed=7)
     cluster = generate(spec)
-    doubled = tuple(replace(b, capacity=_twice(b.capacity)) if b.id % 2 == 1 else b for b in cluster.brokers)
-    cluster = replace(cluster, brokers=doubled)
+    cluster = scaled(cluster, 2.0, lambda b: b.id % 2 == 1)
     result = plan(cluster, default_goal_set())
     assert [g.label for g in result.goals if not g.after.satisfied] == []
     again = plan(apply_reassignments(cluster, result.reassignments), default_goal_set())
