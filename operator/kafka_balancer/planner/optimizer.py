@@ -111,7 +111,10 @@ def _optimised(
     _drain(state, goals)
     _rehome_offline(state, goals)
     _demote(state, goals)
-    _settle(state, goals)
+    # Inside every band nothing moves (DESIGN.md's stability): leaders are evened only in a plan
+    # that fixes some band anyway.
+    even = not all(status.satisfied for status in before)
+    _settle(state, goals, even)
     # A demoted broker keeps the follower load of the replicas it holds, which the bands of what
     # leadership carries leave out of the other brokers' mean: a replica moved on or off it
     # shifts those bands. They are built again from where the plan left the replicas, and the
@@ -121,7 +124,7 @@ def _optimised(
         if all(_same_band(old, new) for old, new in zip(goals, rebuilt, strict=True)):
             break
         goals = rebuilt
-        _settle(state, goals)
+        _settle(state, goals, even)
     return state, goals, before_loads, before
 
 
@@ -162,14 +165,39 @@ def _same_band(old: Goal, new: Goal) -> bool:
     return bool(np.array_equal(old.veto_lo, new.veto_lo) and np.array_equal(old.veto_hi, new.veto_hi))
 
 
-def _settle(state: WorkingModel, goals: list[Goal]) -> None:
-    """The goals' passes, then the undos of what they no longer need."""
+def _settle(state: WorkingModel, goals: list[Goal], even: bool) -> None:
+    """The goals' passes, then the undos of what they no longer need (``even``: the leaders
+    evened before the undos and after them). A leadership the evening moves can leave room for
+    an undo (a 44-broker plan saved 0.1 % more), and an undo that takes a leader replica home
+    takes its leadership with it."""
     _passes(state, goals)
-    unmet = not all(g.status(state).satisfied for g in goals)
-    if prune(state, goals) and unmet:
+    met = all(g.status(state).satisfied for g in goals)
+    # Only where every band holds: where one is missed, the leaderships the evening moves would
+    # change what the undos leave of it (two clusters whose topic band no plan meets missed it
+    # by 1 % more).
+    even = even and met
+    if even:
+        _even_leaders(state, goals)
+    if prune(state, goals) and not met:
         # A goal still missing its band may gain from what the undos freed; the passes also
         # end where they find nothing to do, so the plan replans to nothing.
         _passes(state, goals)
+    if even:
+        _even_leaders(state, goals)
+
+
+def _even_leaders(state: WorkingModel, goals: list[Goal]) -> None:
+    """Leader counts brought within half of LeaderDistribution's range by leader changes alone,
+    every goal (each met) vetoing.
+
+    A band goal stops where its brokers enter the band, so the leaders end at its edges (large:
+    10.0 % off the mean where the range is 10 %, Cruise Control's plan 8.3 %). A leader change
+    copies no data; what the leaders carry (network out, cpu) stays within its bands."""
+    lead = next((g for g in goals if g.spec.type is GoalType.LEADER_DISTRIBUTION), None)
+    if not isinstance(lead, BandGoal) or not lead.active:
+        return
+    tight = build_goal(replace(lead.spec, range_percent=lead.spec.range_percent // 2), state)
+    tight.optimize(state, Search(state, list(goals), moves_data=False))
 
 
 def _passes(state: WorkingModel, goals: list[Goal]) -> None:

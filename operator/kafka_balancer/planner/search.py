@@ -165,6 +165,9 @@ class Search:
     vetoes: list[Goal] = field(default_factory=list)
     later: list[Goal] = field(default_factory=list)
     actions: int = 0
+    # False: leader changes only, no replica is copied (leader counts evened once every goal
+    # is met, ``optimizer._even_leaders``).
+    moves_data: bool = True
     # The partition whose leadership a compound handed over, while it completes.
     _handed_over: int | None = None
     # A compound is being applied (``compound``): one is never nested in another.
@@ -526,6 +529,8 @@ class Search:
         return np.where(replica & (state.rack_count[cands.part, rack] <= before), state.disk[cands.part], 0.0)
 
     def _shed_candidates(self, goal: BandGoal, broker: int, parts: IntArray | None = None) -> Candidates:
+        if not self.moves_data:
+            return self.state.leadership_away(broker, parts)
         batches = [self.state.replica_moves(broker, parts)]
         if goal.affects_leadership():
             batches.insert(0, self.state.leadership_away(broker, parts))
@@ -894,7 +899,7 @@ class Search:
         An empty broker filled to its replica count with light replicas, then to its network-out
         band with their leaderships, follows too few partitions to trade leaderships with."""
         state = self.state
-        if self._compounding or goal.column != LEADERS or state.demoted[broker]:
+        if self._compounding or goal.column != LEADERS or state.demoted[broker] or not self.moves_data:
             return False
         low = [
             g
@@ -1091,6 +1096,8 @@ class Search:
     ) -> int | None:
         """Move one replica onto ``broker``, from its own rack when a broker there can give
         (``in_rack``: only from its own rack)."""
+        if not self.moves_data:
+            return None
         state = self.state
         surplus = goal.surplus(state)
         surplus[broker] = -np.inf
@@ -1127,6 +1134,8 @@ class Search:
             for x, y in self._partners(broker, over, np.lexsort((np.arange(state.n_brokers), furthest))):
                 if self._exchange_leaderships(goal, x, y):
                     return True
+        if not self.moves_data:
+            return False
         # Partners with room first (a rack whose brokers are all over the band has none for
         # another), then same-rack ones first: with one replica per rack, only they can swap
         # rack-aware.
