@@ -7,10 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_balancer.api import BrokerPoolSpec
-from kafka_balancer.model.cluster import Partition, PartitionLoad
-from kafka_balancer.reconcile.approval import Action
+from kafka_balancer.model.cluster import Cluster, Partition, PartitionLoad
+from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
+from kafka_balancer.reconcile.approval import Action, Decision
 from kafka_balancer.reconcile.new_partitions import Growth, grown, partition_counts
-from kafka_balancer.reconcile.pool import PoolInput, PoolOutcome, decide_pool, goal_set_id
+from kafka_balancer.reconcile.pool import (
+    PoolInput,
+    PoolOutcome,
+    StoredPlan,
+    decide_pool,
+    goal_set_id,
+)
+from kafka_balancer.reconcile.pool import new_partitions_event as event_of
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 
 MIB = 2**20
@@ -127,6 +135,42 @@ def test_replica_moves_for_new_partitions_move_them_and_no_old_one() -> None:
     assert plan.bytes_to_move == plan.moves * MIB
     assert "by moving" in new_partitions_event(outcome)
     assert "older partitions" not in new_partitions_event(outcome)
+
+
+def test_older_partitions_a_placing_plan_also_changes_are_told_by_replicas_and_by_leadership() -> None:
+    # A plan that fixes a band also evens the leaders over every movable partition: older
+    # partitions' leaderships can move alone, which the event must tell apart from replica moves.
+    zero = PartitionLoad(0.0, 0.0, 0.0, 0.0)
+    cluster = Cluster(
+        (),
+        tuple(Partition(p.topic, p.partition, p.replicas, p.leader, zero) for p in OLD + ON_1_AND_2),
+    )
+    plan = ReassignmentPlan(
+        (
+            Reassignment("new", 0, (3, 4)),  # moved: 2 replica moves
+            Reassignment("new", 1, (2, 1)),  # reordered
+            Reassignment("old", 1, (3, 1)),  # an older leadership alone
+            Reassignment("old", 2, (1, 3)),  # another
+            Reassignment("old", 3, (4, 3)),  # an older replica move (2 -> 3)
+        )
+    )
+    stored = StoredPlan("0123456789", plan, 0, 3)
+    decision = Decision(Action.EXECUTE, "Auto", "mode Auto: executing plan 0123456789.")
+
+    message = event_of((Growth("new", 0, 8),), cluster, stored, decision, ()).message
+
+    assert message == (
+        "8 new partition(s) since the previous plan (8 of new topic new); plan 0123456789 places them: "
+        "1 by leadership alone (replicas reordered, nothing copied), 1 by moving 2 replica(s); it also "
+        "moves 1 replica(s) of older partitions and the leadership alone of 2 older partition(s); "
+        "mode Auto: executing plan 0123456789."
+    )
+    only_leaders = ReassignmentPlan(plan.reassignments[:4])
+    message = event_of(
+        (Growth("new", 0, 8),), cluster, StoredPlan("0123456789", only_leaders, 0, 2), decision, ()
+    ).message
+    assert "replica(s) of older partitions" not in message
+    assert "; it also moves the leadership alone of 2 older partition(s);" in message
 
 
 def test_partitions_added_to_a_topic_are_told_and_the_next_pass_is_quiet() -> None:

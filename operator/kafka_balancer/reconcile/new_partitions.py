@@ -39,12 +39,15 @@ class Growth:
 @dataclass(frozen=True, slots=True)
 class Placement:
     """What a plan does with the new partitions: leadership moved by reordering their replicas
-    (nothing copied), replicas moved, and how many replica moves of other partitions ride along."""
+    (nothing copied), replicas moved; and what rides along for older partitions: their replica
+    moves, and those whose leadership alone moves (a plan that fixes a band also evens the leaders
+    over every movable partition, old ones too)."""
 
     reordered: int
     moved: int
     replica_moves: int
     other_replica_moves: int
+    other_reordered: int
 
 
 def partition_counts(metadata: ClusterMetadata) -> dict[str, int]:
@@ -76,15 +79,17 @@ def placement(growth: Sequence[Growth], partitions: Iterable[Partition], plan: R
     """How ``plan`` treats the new partitions of ``growth`` (``partitions``: the cluster as planned)."""
     new = new_partition_ids(growth)
     current = {(p.topic, p.partition): p.replicas for p in partitions}
-    reordered = moved = replica_moves = other_moves = 0
+    reordered = moved = replica_moves = other_moves = other_reordered = 0
     for r in plan:
         was = current.get(r.tp, ())
         added = len(set(r.replicas) - set(was))
         if r.tp not in new:
             other_moves += added
+            if not added:
+                other_reordered += 1
         elif added:
             moved += 1
             replica_moves += added
         else:
             reordered += 1
-    return Placement(reordered, moved, replica_moves, other_moves)
+    return Placement(reordered, moved, replica_moves, other_moves, other_reordered)

@@ -572,7 +572,8 @@ def new_partitions_event(
     results: Sequence[GoalResult],
 ) -> Event:
     """``NewPartitions``: which partitions were created since the previous plan and how this pass's
-    plan places them (leadership by reordering first, then replica moves), and what happens to it."""
+    plan places them (leadership by reordering first, then replica moves), what it moves of older
+    partitions, and what happens to it."""
     placed = placement(growth, cluster.partitions, plan.reassignments)
     count = sum(g.added for g in growth)
     what = ", ".join(g.text() for g in growth)
@@ -587,9 +588,12 @@ def new_partitions_event(
             f"plan {plan.id} places them: {placed.reordered} by leadership alone (replicas reordered, "
             f"nothing copied), {placed.moved} by moving {placed.replica_moves} replica(s)"
         )
-    others = ""
+    also = []
     if placed.other_replica_moves:
-        others = f"; it also moves {placed.other_replica_moves} replica(s) of older partitions"
+        also.append(f"{placed.other_replica_moves} replica(s) of older partitions")
+    if placed.other_reordered:
+        also.append(f"the leadership alone of {placed.other_reordered} older partition(s)")
+    others = f"; it also moves {' and '.join(also)}" if also else ""
     return Event(
         "Normal",
         "NewPartitions",
