@@ -6,7 +6,10 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from kafka_balancer_dev.localbed.ports import free_port, free_ports, port_pool
+import pytest
+
+from kafka_balancer_dev.errors import BedError
+from kafka_balancer_dev.localbed.ports import SLICE_ENV, free_port, free_ports, port_pool
 from kafka_balancer_dev.localbed.procs import last_cause
 
 
@@ -27,6 +30,29 @@ def test_no_port_is_handed_out_twice_even_once_released() -> None:
     # A bed asks for its ports in several calls, all released, before its first server binds one.
     given = [port for _ in range(300) for port in free_ports(3)] + [free_port() for _ in range(100)]
     assert len(set(given)) == len(given)
+
+
+def test_runs_side_by_side_take_disjoint_slices_of_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ranges only: this test may itself run in a slice, beside a run that binds the other's ports.
+    monkeypatch.delenv(SLICE_ENV, raising=False)
+    whole = port_pool()
+    slices = []
+    for share in ("0/2", "1/2"):
+        monkeypatch.setenv(SLICE_ENV, share)
+        slices.append(port_pool())
+    first, second = slices
+    assert not set(first) & set(second)
+    assert first.start == whole.start and second.stop <= whole.stop
+    assert len(first) == len(second) >= len(whole) // 2 - 1
+
+
+@pytest.mark.parametrize("share", ["2/2", "1", "a/b", "-1/2"])
+def test_a_slice_that_names_none_is_refused_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, share: str
+) -> None:
+    monkeypatch.setenv(SLICE_ENV, share)
+    with pytest.raises(BedError, match=SLICE_ENV):
+        port_pool()
 
 
 def test_a_handed_out_port_is_free_to_bind() -> None:

@@ -6,12 +6,16 @@ client's ``connect`` and every bind to port 0 draw from ``ip_local_port_range``,
 picked and released could be the next connection's source port), and this process's next choice (one
 bed asks several times before its first server binds). So ports come from below the kernel's range,
 where it never picks one by itself, and below Kubernetes' NodePort range (the node bed's services),
-and a port is never handed out twice by one process.
+and a port is never handed out twice by one process. Test runs side by side on one machine (the
+tiers that run beside each other) each take their own slice of that range, named by ``KB_BED_PORTS``
+as ``slice/slices`` (``0/2`` and ``1/2``), so that neither hands out a port the other just has.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import re
 import socket
 import ssl
 import threading
@@ -28,6 +32,8 @@ _KERNEL_LOW = 32768
 _NODE_PORTS = 30000
 _SPAN = 16384
 _LOWEST = 1024
+SLICE_ENV = "KB_BED_PORTS"
+_SLICE = re.compile(r"(\d+)/(\d+)")
 
 _handed_out: set[int] = set()
 _lock = threading.Lock()
@@ -36,13 +42,22 @@ _random = random.Random()
 
 def port_pool() -> range:
     """The ports the bed's servers are given: up to 16,384 ports below the kernel's own range and
-    below 30000."""
+    below 30000, or this run's slice of them (``KB_BED_PORTS``)."""
     try:
         low = int(_KERNEL_RANGE.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         low = _KERNEL_LOW
     top = max(_LOWEST, min(low, _NODE_PORTS))
-    return range(max(_LOWEST, top - _SPAN), top)
+    pool = range(max(_LOWEST, top - _SPAN), top)
+    share = os.environ.get(SLICE_ENV, "")
+    if not share:
+        return pool
+    found = _SLICE.fullmatch(share)
+    if found is None or not int(found[1]) < int(found[2]):
+        raise BedError(f"{SLICE_ENV}={share!r}: expected slice/slices, as 0/2, with slice below slices")
+    index, slices = int(found[1]), int(found[2])
+    size = len(pool) // slices
+    return range(pool.start + index * size, pool.start + (index + 1) * size)
 
 
 def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
