@@ -32,7 +32,7 @@ for component in kubelet kube-scheduler kube-controller-manager kube-proxy; do
   build kubernetes "k8s.io/kubernetes/cmd/$component" "$KUBE_BIN/$component" "$kube_ldflags"
 done
 COREDNS_BIN="$KB_CACHE_DIR/coredns-$COREDNS_VERSION/bin"
-build coredns github.com/coredns/coredns "$COREDNS_BIN/coredns" ""
+build coredns . "$COREDNS_BIN/coredns" ""
 
 # The pause binary and its image, cached by the hash of pause.c, the compiler and the packer.
 kube_src="$(cd "$KB_ROOT/hack/kube/kubernetes" && go mod download -json k8s.io/kubernetes | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"
