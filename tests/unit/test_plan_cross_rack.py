@@ -49,3 +49,28 @@ def test_a_rack_short_of_a_topic_is_filled_with_its_smallest_partitions(
     assert summary["rackLocalBytesLowerBound"] == pytest.approx(3 * 3 * GB)
     moved = {p["partition"] for p in run.plan["partitions"]}
     assert moved == set(range(12, 18))
+
+
+def test_a_rack_over_a_topic_sends_out_its_smallest_replicas_not_the_hot_brokers_cheapest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Replication factor 1, racks a (brokers 0-1) and b (2-6); 23 partitions of t. Broker 0 holds
+    # partitions 0-11 of 1..12 GB, broker 1 one of 20 GB, each broker of b two of 20 GB: rack a
+    # holds three more than its brokers' bands allow, and its three smallest must cross.
+    brokers = [broker(b, "aabbbbb"[b]) for b in range(7)]
+    on = [0] * 12 + [1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6]
+    parts = [partition("t", i, [on[i]], disk=(i + 1 if i < 12 else 20) * GB) for i in range(23)]
+    snap = snapshot(brokers, parts)
+    goals = goals_yaml({"type": "RackAware"}, {"type": "TopicReplicaDistribution", "rangePercent": 50})
+    run = run_plan(tmp_path, capsys, snap, goals)
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    after = checker.apply_plan(snap, run.plan)
+    counts = {b: int(load["replicas"]) for b, load in checker.broker_loads(after).items()}
+    summary = run.report["summary"]
+    assert summary["crossRackBytesLowerBound"] == pytest.approx((1 + 2 + 3) * GB)
+    # Broker 0 sheds its cheapest first, each into broker 1 or across, whichever takes it: that
+    # once kept partitions 2 and 3 in rack a and sent 4 (5 GB) across, 8 GB where 6 do.
+    assert summary["crossRackBytes"] == pytest.approx((1 + 2 + 3) * GB)
+    placed = {p["partition"]: p["replicas"][0] for p in run.plan["partitions"]}
+    assert {p for p, b in placed.items() if b >= 2} == {0, 1, 2}
+    assert counts[0] + counts[1] == 10
