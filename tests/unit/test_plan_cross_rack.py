@@ -74,3 +74,35 @@ def test_a_rack_over_a_topic_sends_out_its_smallest_replicas_not_the_hot_brokers
     placed = {p["partition"]: p["replicas"][0] for p in run.plan["partitions"]}
     assert {p for p, b in placed.items() if b >= 2} == {0, 1, 2}
     assert counts[0] + counts[1] == 10
+
+
+def test_a_broker_at_its_replica_floor_takes_a_rack_mates_replica_to_shed_across_racks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Replication factor 1, racks a (brokers 0-2) and b (3-5), replica counts 5..7 a broker. Broker
+    # 2 holds five of topic t (2 GB each) and nothing else, at its floor; brokers 0 and 1 hold
+    # three of t (10 GB) and four of u (1 GB), at their tops; rack b one of t and 16 of u (3 GB).
+    # Rack a holds two more of t than its bands allow, and broker 2 may not give one away alone.
+    brokers = [broker(b, "aaabbb"[b]) for b in range(6)]
+    t_on = [2] * 5 + [0] * 3 + [1] * 3 + [3]
+    u_on = [0] * 4 + [1] * 4 + [3] * 5 + [4] * 6 + [5] * 5
+    parts = [partition("t", i, [b], disk=(2 if b == 2 else 10) * GB) for i, b in enumerate(t_on)]
+    parts += [partition("u", i, [b], disk=(1 if b < 3 else 3) * GB) for i, b in enumerate(u_on)]
+    snap = snapshot(brokers, parts)
+    goals = goals_yaml(
+        {"type": "RackAware"},
+        {"type": "ReplicaDistribution", "rangePercent": 20},
+        {"type": "TopicReplicaDistribution", "rangePercent": 50},
+    )
+    run = run_plan(tmp_path, capsys, snap, goals)
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    after = checker.apply_plan(snap, run.plan)
+    counts = {b: int(load["replicas"]) for b, load in checker.broker_loads(after).items()}
+    assert all(5 <= counts[b] <= 7 for b in range(6)), counts
+    summary = run.report["summary"]
+    assert summary["crossRackBytesLowerBound"] == pytest.approx(2 * 2 * GB)
+    # Broker 2 takes a replica of u from a rack mate for each of t it sends across: 4 GB across.
+    # Exchanged with rack b instead, each 3 GB replica of u came across too: 7 GB.
+    assert summary["crossRackBytes"] == pytest.approx(2 * 2 * GB)
+    came = {(p["topic"], p["partition"]) for p in run.plan["partitions"] if p["replicas"] == [2]}
+    assert all(topic == "u" and u_on[i] in (0, 1) for topic, i in came), came

@@ -397,6 +397,46 @@ class TopicReplicaDistributionGoal(Goal):
         shed.append(q)
         return True
 
+    def _refill_and_shed(
+        self, state: WorkingModel, search: SearchPort, t: int, x: int, ordered: Candidates
+    ) -> int | None:
+        """Where ``x`` may not shed a replica of ``t`` across racks alone (it would leave another
+        goal's band, a new broker at its replica floor): a rack mate gives ``x`` its cheapest
+        replica of a topic both cells can spare and take, and ``x`` then sheds, as one compound;
+        the partition ``x`` shed, or None. Else the exchange across racks that follows brings
+        the other topic's replica in from another rack: at 270 brokers 0.32 GB across that no
+        topic needs."""
+        mates = np.nonzero((state.rack == state.rack[x]) & state.active)[0]
+        mates = mates[mates != x]
+        # The mates with the most replicas first: they are the furthest above their floors.
+        held = np.array([len(state.parts_on(int(z))) for z in mates], dtype=np.int64)
+        for z in mates[np.lexsort((mates, -held))][:MAX_SOURCES].tolist():
+            spare = state.topic_count[:, z] > self.aim_lo[:, z]
+            spare &= state.topic_count[:, x] < self.aim_hi[:, x]
+            spare[t] = False
+            given = self._of_topics(state, z, spare)
+            if len(given) == 0:
+                continue
+            given = given.take(np.argsort(given.cost, kind="stable")[:MAX_SOURCES])
+            shed: list[int] = []
+            if search.compound(partial(self._in_and_out, search, given, ordered, x, shed)):
+                return shed[0]
+        return None
+
+    def _in_and_out(
+        self, search: SearchPort, given: Candidates, ordered: Candidates, x: int, shed: list[int]
+    ) -> bool:
+        """``_refill_and_shed``'s compound: the first of ``given`` that ``x`` takes (the rules
+        and vetoes judge it, as it fixes no cell of this goal), then the first of ``ordered``
+        that leaves ``x`` (into ``shed``); whether both were applied."""
+        if search.place(None, given, dest=x) is None:
+            return False
+        q = search.place(self, ordered)
+        if q is None:
+            return False
+        shed.append(q)
+        return True
+
     def _balance_topic(self, state: WorkingModel, search: SearchPort, t: int) -> bool:
         progress = False
         for x in np.argsort(-state.topic_count[t], kind="stable"):
@@ -411,6 +451,8 @@ class TopicReplicaDistributionGoal(Goal):
                     changed = self._shed_smallest(state, search, t, int(x), ordered)
                     if changed is None:
                         changed = search.place(self, ordered)
+                    if changed is None:
+                        changed = self._refill_and_shed(state, search, t, int(x), ordered)
                     if changed is None and not self._swap(state, search, t, int(x), over=True, across=True):
                         break
                 # After an exchange, rebuilt; after a move only the moved replica's row is out of
