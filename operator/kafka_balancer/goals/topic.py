@@ -326,27 +326,36 @@ class TopicReplicaDistributionGoal(Goal):
         no band asks for."""
         if self._live_rack is None:
             return np.zeros(len(topics), dtype=bool)
-        keeps = np.ones(len(topics), dtype=bool)
-        sent: dict[tuple[int, int], IntArray] = {}
-        for i, (t, r) in enumerate(zip(topics.tolist(), state.rack[brokers].tolist(), strict=True)):
-            if (t, r) not in sent:
-                sent[t, r] = self._sent(state, t, r)
-            keeps[i] = not bool((sent[t, r] == parts[i]).any())
-        return keeps
+        n_r = len(state.rack_names)
+        cells, cell_of = np.unique(topics * n_r + state.rack[brokers], return_inverse=True)
+        cell, sent = self._sent(state, cells // n_r, cells % n_r)
+        n_p = len(state.rf)
+        return np.asarray(~np.isin(cell_of * n_p + parts, cell * n_p + sent), dtype=bool)
 
-    def _sent(self, state: WorkingModel, t: int, r: int) -> IntArray:
-        """The partitions whose replica of ``t`` in rack ``r`` the rack sends out: where the rack
-        holds e more of ``t`` than its brokers' bands, its e smallest movable ones (the bound's
-        mandatory set), else none."""
+    def _sent(self, state: WorkingModel, topics: IntArray, racks: IntArray) -> tuple[IntArray, IntArray]:
+        """The partitions whose replica of ``topics[i]`` in rack ``racks[i]`` the rack sends out,
+        as (i, partition) pairs: where the rack holds e more of the topic than its brokers'
+        bands, its e smallest movable ones (the bound's mandatory set), else none. All cells at
+        once: a round of sheds asks for hundreds, and one at a time they cost a tenth of the
+        goal's time at 270 brokers."""
         assert self._live_rack is not None
         live = self._live_rack
-        excess = int(np.ceil(state.topic_count[t, live == r].sum() - self._rack_hi[t, r]))
-        if excess <= 0:
-            return np.zeros(0, dtype=np.int64)
-        ps = self._parts_of[t]
+        held = (state.topic_count[topics] * (live[None, :] == racks[:, None])).sum(axis=1)
+        excess = np.ceil(held - self._rack_hi[topics, racks]).astype(np.int64)
+        over = np.nonzero(excess > 0)[0]
+        if len(over) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        ps = np.concatenate([self._parts_of[t] for t in topics[over].tolist()])
+        cell = np.repeat(over, [len(self._parts_of[t]) for t in topics[over].tolist()])
         rows = state.replicas[ps]
-        ps = ps[((rows >= 0) & (live[np.maximum(rows, 0)] == r)).any(axis=1) & state.movable[ps]]
-        return np.asarray(ps[np.lexsort((ps, state.disk[ps]))[:excess]], dtype=np.int64)
+        inside = ((rows >= 0) & (live[np.maximum(rows, 0)] == racks[cell][:, None])).any(axis=1)
+        keep = inside & state.movable[ps]
+        ps, cell = ps[keep], cell[keep]
+        order = np.lexsort((ps, state.disk[ps], cell))
+        ps, cell = ps[order], cell[order]
+        rank = np.arange(len(cell)) - np.searchsorted(cell, cell)
+        taken = rank < excess[cell]
+        return np.asarray(cell[taken], dtype=np.int64), np.asarray(ps[taken], dtype=np.int64)
 
     def _shed_smallest(
         self, state: WorkingModel, search: SearchPort, t: int, x: int, ordered: Candidates
@@ -359,7 +368,7 @@ class TopicReplicaDistributionGoal(Goal):
         if self._live_rack is None or len(ordered) == 0:
             return None
         r = int(state.rack[x])
-        sent = self._sent(state, t, r)
+        _, sent = self._sent(state, np.array([t]), np.array([r]))
         if len(sent) == 0 or np.isin(ordered.part, sent).any():
             return None
         cheapest = float(state.disk[ordered.part].min())
