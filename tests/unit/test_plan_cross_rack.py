@@ -106,3 +106,31 @@ def test_a_broker_at_its_replica_floor_takes_a_rack_mates_replica_to_shed_across
     assert summary["crossRackBytes"] == pytest.approx(2 * 2 * GB)
     came = {(p["topic"], p["partition"]) for p in run.plan["partitions"] if p["replicas"] == [2]}
     assert all(topic == "u" and u_on[i] in (0, 1) for topic, i in came), came
+
+
+def test_a_rack_whose_spare_replica_its_own_broker_needs_gives_none_across(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Replication factor 1, 44 partitions of t on 11 brokers: band 2..6 each. Rack a: broker 0
+    # holds three (3, 11 and 12 GB), broker 1 one (13 GB), so rack a's spare replica is broker
+    # 1's due. Rack b (brokers 2-7) holds six each (10 GB), at their tops; rack c: broker 8
+    # none, brokers 9 and 10 two each (10 GB). Rack c lacks two, which only rack b can spare.
+    brokers = [broker(b, "aabbbbbbccc"[b]) for b in range(11)]
+    on = [0, 0, 0, 1] + [b for b in range(2, 8) for _ in range(6)] + [9, 9, 10, 10]
+    sizes = [3, 11, 12, 13] + [10] * 40
+    parts = [partition("t", i, [b], disk=sizes[i] * GB) for i, b in enumerate(on)]
+    snap = snapshot(brokers, parts)
+    goals = goals_yaml({"type": "RackAware"}, {"type": "TopicReplicaDistribution", "rangePercent": 50})
+    run = run_plan(tmp_path, capsys, snap, goals)
+    assert run.code == 0 and run.plan is not None and run.report is not None
+    after = checker.apply_plan(snap, run.plan)
+    counts = {b: int(load["replicas"]) for b, load in checker.broker_loads(after).items()}
+    assert all(2 <= counts[b] <= 6 for b in range(11)), counts
+    summary = run.report["summary"]
+    # Two of rack b's into broker 8, and broker 0's 3 GB replica to broker 1 within rack a: 20
+    # GB across. Pulled into broker 8 as the cheapest across, that one left rack a short, and
+    # broker 1 then took one of rack b's: 23 GB.
+    assert summary["crossRackBytes"] == pytest.approx(20 * GB)
+    placed = {p["partition"]: p["replicas"][0] for p in run.plan["partitions"]}
+    assert placed[0] == 1
+    assert sorted(b for p, b in placed.items() if p != 0) == [8, 8]

@@ -502,7 +502,10 @@ class TopicReplicaDistributionGoal(Goal):
         bytes that cross racks are what users pay for, and which giver's is all one to the band.
         (A rack short of ``t`` below its brokers' bands asks this of every one of them.) Unless
         a smaller one comes by a chain (``_pull_chained``)."""
-        cands, across = self._across_from(state, t, y, state.topic_count[t] > self.aim_lo[t])
+        # From a rack that can spare one for good (``_racks_spare``), where one can.
+        givers = state.topic_count[t] > self.aim_lo[t]
+        spare = givers & self._racks_spare(state, t)
+        cands, across = self._across_from(state, t, y, spare if spare.any() else givers)
         # Least across first (a replica the plan moved out of y's rack comes back free), then
         # the cheapest: a replica the plan already moves crosses with all its bytes.
         ordered = cands.take(np.lexsort((cands.cost, across)))
@@ -543,7 +546,7 @@ class TopicReplicaDistributionGoal(Goal):
         count, lo = state.topic_count[t], self.aim_lo[t]
         spare = (count > lo) & state.active
         at_floor = (count == lo) & (count > 0) & state.active
-        at_floor &= np.isin(state.rack, state.rack[spare])
+        at_floor &= np.isin(state.rack, state.rack[spare]) & self._racks_spare(state, t)
         if not at_floor.any():
             return None
         cands, across = self._across_from(state, t, y, at_floor)
@@ -606,6 +609,19 @@ class TopicReplicaDistributionGoal(Goal):
         moves = self._moves_of(state, t, givers)
         moves = moves.take(np.nonzero(~(state.replicas[moves.part] == z).any(axis=1))[0])
         return moves.take(np.argsort(moves.cost, kind="stable"))
+
+    def _racks_spare(self, state: WorkingModel, t: int) -> BoolArray:
+        """Per broker, whether its rack holds more replicas of ``t`` than its brokers' floors add
+        up to: only such a rack can give one to another rack for good. One whose spare replica
+        its own brokers below their floors need takes one back across later (at 270 brokers a
+        chain sent topic-00258-80 from rack e to c, and rack e then pulled topic-00258-182 in
+        from d)."""
+        net = np.bincount(
+            state.rack,
+            weights=np.where(state.active, state.topic_count[t] - self.aim_lo[t], 0.0),
+            minlength=len(state.rack_names),
+        )
+        return np.asarray(net[state.rack] > EPSILON, dtype=bool)
 
     def _across_from(
         self, state: WorkingModel, t: int, y: int, givers: BoolArray
