@@ -540,13 +540,12 @@ class TopicReplicaDistributionGoal(Goal):
 
     def _chains(self, state: WorkingModel, t: int, y: int) -> tuple[Candidates, FloatArray] | None:
         """The replicas of ``t`` that could come into ``y`` by a chain (``_pull_chained``): on a
-        broker of another rack at its floor for ``t``, whose rack has a broker that can spare
-        one, of a partition ``y``'s rack may take and ``y`` does not hold; and the bytes each
-        copies across racks. None when there are none (the pull then goes untried)."""
+        broker of another rack at its floor for ``t``, whose rack can spare one for good
+        (``_racks_spare``: then one of its brokers can refill it), of a partition ``y``'s rack
+        may take and ``y`` does not hold; and the bytes each copies across racks. None when
+        there are none (the pull then goes untried)."""
         count, lo = state.topic_count[t], self.aim_lo[t]
-        spare = (count > lo) & state.active
-        at_floor = (count == lo) & (count > 0) & state.active
-        at_floor &= np.isin(state.rack, state.rack[spare]) & self._racks_spare(state, t)
+        at_floor = (count == lo) & (count > 0) & state.active & self._racks_spare(state, t)
         if not at_floor.any():
             return None
         cands, across = self._across_from(state, t, y, at_floor)
