@@ -44,6 +44,25 @@ def test_warm_up_share_rises_one_step_every_duration_over_steps(
     assert (point.step, point.share, point.done) == (step, share, done)
 
 
+@pytest.mark.parametrize(
+    ("elapsed", "shown", "step", "done"),
+    [
+        (1400, 1, 2, False),  # the clock says step 4: one past the step shown
+        (1400, 3, 4, False),
+        (10_000, 2, 3, False),  # the clock says warm: steps 3 and 4 have not shown yet
+        (10_000, 3, 4, False),
+        (10_000, 4, 4, True),
+        (500, 3, 2, False),  # the duration was lengthened since step 3 showed: the clock's step
+    ],
+)
+def test_a_broker_goes_at_most_one_step_past_the_step_status_showed(
+    elapsed: int, shown: int, step: int, done: bool
+) -> None:
+    point = warm_up_point(1000.0, 1000.0 + elapsed, duration_s=1800, steps=4, shown=shown)
+
+    assert (point.step, point.done) == (step, done)
+
+
 def test_a_single_step_warm_up_is_full_share_until_the_duration_ends() -> None:
     assert warm_up_point(0.0, 10.0, 60, 1).share == 1.0
     assert not warm_up_point(0.0, 10.0, 60, 1).done
@@ -70,8 +89,8 @@ def test_a_broker_seen_for_the_first_time_warms_up_from_now() -> None:
     recorded = {1: ESTABLISHED, 2: ESTABLISHED}
 
     (one, two, new) = broker_views(RACKS, {1: 5, 2: 5, 3: 0}, recorded, [], POLICY, now=5000.0)
-    # 900 s later: 900 * 4 // 1800 + 1 = step 3, share 75 %.
-    later = broker_views(RACKS, {}, {**recorded, 3: 5000.0}, [], POLICY, now=5900.0)[2]
+    # 900 s later: 900 * 4 // 1800 + 1 = step 3, share 75 %, as status showed step 2.
+    later = broker_views(RACKS, {}, {**recorded, 3: 5000.0}, [], POLICY, now=5900.0, shown={3: 2})[2]
 
     assert (one.state, two.state) == (Lifecycle.ACTIVE, Lifecycle.ACTIVE)
     assert (new.state, new.step, new.steps, new.share, new.first_seen) == (
@@ -421,6 +440,31 @@ def test_a_new_broker_warms_up_and_its_step_is_an_event() -> None:
     assert outcome.status.to_dict()["brokers"][2]["warmUpShare"] == "25%"
     assert [e.message for e in outcome.events if e.reason == "WarmUpStep"] == [
         "Broker 3 warms up: step 1 of 4, it now takes 25% of a full broker's share of the load."
+    ]
+
+
+def test_every_warm_up_step_shows_even_when_no_reconcile_ran_in_its_window() -> None:
+    # Each pass comes an hour after the last, past the whole 30 min warm-up: no step's window had a
+    # reconcile, yet each step shows (and is planned for) before the broker is Active.
+    status: dict[str, Any] = {
+        "brokers": [{"id": 1, "rack": "a", "state": "Active"}, {"id": 2, "rack": "b", "state": "Active"}]
+    }
+    shown = []
+    for n in range(6):
+        outcome = decide_pool(pool_input(status=status, now=1_000_000.0 + 3600 * n))
+        status = outcome.status.to_dict()
+        new = status["brokers"][2]
+        shown.append(
+            (new["state"], new.get("warmUpStep"), [e.reason for e in outcome.events].count("WarmUpStep"))
+        )
+
+    assert shown == [
+        ("Warming", 1, 1),
+        ("Warming", 2, 1),
+        ("Warming", 3, 1),
+        ("Warming", 4, 1),
+        ("Active", None, 0),
+        ("Active", None, 0),
     ]
 
 

@@ -78,11 +78,14 @@ def broker_views(
     drain: Sequence[int],
     policy: WarmUpPolicy,
     now: float,
+    shown: Mapping[int, int] | None = None,
 ) -> tuple[BrokerView, ...]:
     """Each present broker's lifecycle state.
 
     ``first_seen`` is what status recorded (None on the pool's first reconcile: the brokers that are
     already there are the established cluster, not newcomers, so only ``policy.listed`` warm up).
+    ``shown`` is the warm-up step status showed for each broker it showed Warming: none goes more
+    than one step past it (see ``warm_up_point``).
     A drained broker with no replica left is Drained; one still holding replicas is Draining.
     """
     known = dict(first_seen) if first_seen is not None else dict.fromkeys(present, ESTABLISHED)
@@ -97,7 +100,7 @@ def broker_views(
             views.append(BrokerView(broker_id, rack, Lifecycle.ACTIVE, ESTABLISHED))
             continue
         start = now if seen == ESTABLISHED else seen
-        point = warm_up_point(start, now, policy.duration_s, policy.steps)
+        point = warm_up_point(start, now, policy.duration_s, policy.steps, (shown or {}).get(broker_id))
         if point.done:
             views.append(BrokerView(broker_id, rack, Lifecycle.ACTIVE, start))
         else:

@@ -269,6 +269,15 @@ def _first_seen(status: Mapping[str, Any]) -> dict[int, float] | None:
     }
 
 
+def _warm_up_shown(status: Mapping[str, Any]) -> dict[int, int]:
+    """The warm-up step status showed for each broker it showed Warming."""
+    return {
+        int(b["id"]): int(b["warmUpStep"])
+        for b in status.get("brokers") or []
+        if b.get("state") == Lifecycle.WARMING.value and "warmUpStep" in b
+    }
+
+
 def _absences(status: Mapping[str, Any]) -> dict[int, Absence]:
     """The brokers status recorded (not Removed): their rack, since when they are missing, whether
     they had failed; what a broker that is absent now is known by."""
@@ -410,6 +419,7 @@ def observe_brokers(inp: PoolInput) -> _Brokers:
         spec.drain,
         WarmUpPolicy(spec.warm_up.seconds, spec.warm_up.steps, frozenset(spec.warm_up.brokers)),
         inp.now,
+        _warm_up_shown(inp.status),
     )
     gone = {b: was for b, was in recorded.items() if b not in present_racks and b not in spec.drain}
     for b in inp.metadata.brokers.keys() - present_racks.keys():

@@ -13,15 +13,27 @@ class WarmUpPoint:
     done: bool
 
 
-def warm_up_point(first_seen: float, now: float, duration_s: int, steps: int) -> WarmUpPoint:
+def warm_up_point(
+    first_seen: float, now: float, duration_s: int, steps: int, shown: int | None = None
+) -> WarmUpPoint:
     """Where a broker first seen at ``first_seen`` stands at ``now``.
 
     Step k (1-based) starts at (k - 1) x duration / steps, so with 4 steps over 30 min the share is
     25 % from the start, 50 % after 7.5 min, 75 % after 15 min, 100 % after 22.5 min, and the broker
     counts as fully warm (Active) at 30 min.
+
+    ``shown`` is the step status last showed for the broker (None: it was not warming). A step's
+    window can pass without a reconcile (a slow or busy operator), and a step skipped is a plan
+    skipped: so the broker goes at most one step past ``shown``, and is warm only once its last step
+    has shown.
     """
-    elapsed = max(0.0, now - first_seen)
-    if duration_s <= 0 or elapsed >= duration_s:
+    if duration_s <= 0:
         return WarmUpPoint(steps, steps, 1.0, True)
-    step = min(steps, int(elapsed * steps // duration_s) + 1)
+    elapsed = max(0.0, now - first_seen)
+    # steps + 1: past the last step, warm.
+    step = steps + 1 if elapsed >= duration_s else min(steps, int(elapsed * steps // duration_s) + 1)
+    if shown is not None:
+        step = min(step, shown + 1)
+    if step > steps:
+        return WarmUpPoint(steps, steps, 1.0, True)
     return WarmUpPoint(step, steps, step / steps, False)
