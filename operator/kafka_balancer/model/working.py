@@ -382,17 +382,24 @@ class WorkingModel:
             parts = parts[self.movable[parts]]
         if into_rack is not None:
             parts = parts[self.rack_count[parts, into_rack] < self.rack_limit[parts]]
-        parts = np.sort(parts)
-        slots = self.slot_of(parts, broker)
-        is_leader = self.leader_slot[parts] == slots
+        # The broker's slot of the few kept only, found after the choice.
+        is_leader = self.replicas[parts, self.leader_slot[parts]] == broker
         if column < REPLICAS:
             value = np.where(is_leader, self.leader_load[parts, column], self.follower_load[parts, column])
         elif column == REPLICAS:
             value = np.ones(len(parts))
         else:
             value = is_leader.astype(np.float64)
-        order = np.argsort(-value if largest else value, kind="stable")[:n]
-        return self.slot_moves(parts[order], slots[order])
+        key = -value if largest else value
+        order = np.arange(len(key))
+        if len(key) > n > 0:
+            # The n least keys, ties in partition order (``parts_on``'s): what a stable sort of
+            # all would put first, without sorting a broker's thousands for a swap's few.
+            kth = np.partition(key, n - 1)[n - 1]
+            below = np.nonzero(key < kth)[0]
+            order = np.concatenate([below, np.nonzero(key == kth)[0][: n - len(below)]])
+        chosen = parts[order[np.argsort(key[order], kind="stable")][:n]]
+        return self.slot_moves(chosen, self.slot_of(chosen, broker))
 
     def slot_moves(self, parts: IntArray, slots: IntArray) -> Candidates:
         """Moves of replica ``slots[k]`` of ``parts[k]``, each from the broker holding it."""
