@@ -21,6 +21,14 @@ def demo(work: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def client_logger(line: str) -> bool:
+    """Whether a line of the clients' log file (``date time LEVEL logger message``) is one of the
+    two Kafka clients' loggers: librdkafka's, or kafka-python's (``kafka`` and below)."""
+    fields = line.split(" ", 4)
+    name = fields[3] if len(fields) > 3 else ""
+    return name == "kafka_balancer.librdkafka" or name == "kafka" or name.startswith("kafka.")
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -47,11 +55,13 @@ def test_the_demo_balances_scales_up_drains_and_reports(tmp_path: Path) -> None:
     # (%4|…|GETPID|…) nor through logging's last resort (both name the client's thread). Which
     # lines come depends on timing and on where the plans put leaders (a FAIL as broker 4 stops
     # only when a client is still connected to it; in runs whose plans made broker 4 lead no
-    # partition, none was), so the file's lines are checked, not a particular one.
+    # partition, none was), so the file's lines are checked, not a particular one. The file takes
+    # kafka-python's warnings too (``client_log``): on a slow machine its selector says a task
+    # held its event loop past 0.1 s.
     librdkafka = [line for line in output.splitlines() if line.startswith("%") or "[thrd:" in line]
     assert not librdkafka, output[-4000:]
     logged = (work / "kafka-clients.log").read_text().splitlines()
-    assert all(" kafka_balancer.librdkafka " in line for line in logged), logged[:5]
+    assert all(client_logger(line) for line in logged), logged[:5]
     # The status line never calls a goal violated in a pool it calls balanced.
     balanced = [line for line in output.splitlines() if "balanced=True" in line]
     assert not [line for line in balanced if "violated" in line]
