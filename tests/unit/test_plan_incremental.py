@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.goals.bands import BandGoal
-from kafka_balancer.goals.registry import build_goal
+from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.candidates import Candidates
@@ -253,3 +253,48 @@ def test_a_pools_order_after_retiring_rows_is_its_live_rows_ranked_anew(ranks: l
         pool.retire(int(c.part[first[rank]]))
         anew = preference(pool.benefit, c.cost, need, c.part, pool.side, pool.alive, len(c))
         assert pool.ordered(need, limit).tolist() == anew[:limit].tolist()
+
+
+def _ranked(pool: Pool, need: float, across: bool) -> list[tuple[Any, ...]]:
+    """A pool's live candidates in its order of preference, each as what defines the move."""
+    c, rows = pool.cands, pool.ordered(need, len(pool.cands), across).tolist()
+    return [
+        (
+            int(c.part[k]),
+            int(c.slot[k]),
+            int(c.src[k]),
+            int(c.dst[k]),
+            *c.delta[k].tolist(),
+            float(pool.crossing[k]),
+        )
+        for k in rows
+    ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moved_clusters())
+def test_a_sheds_pool_after_a_swap_is_the_pool_built_anew(
+    case: tuple[dict[str, Any], list[tuple[int, int, int]]],
+) -> None:
+    """``Search.shed`` keeps its broker's pool after an exchange of replicas or leaderships,
+    retiring the partitions it changed and adding the one it brought, instead of building it
+    anew: its live candidates, in the order a shed takes them, must be the rebuilt pool's."""
+    state = moved_state(case)
+    search = Search(state)
+    for spec in priority_order(default_goal_set()):
+        goal = build_goal(spec, state, racks_held=True)
+        if not isinstance(goal, BandGoal):
+            continue
+        for b in range(state.n_brokers):
+            pool: Pool | None = search._pool(goal, search._shed_candidates(goal, b))
+            # Up to three swaps in a row on the kept pool, as a shed does while its broker is over.
+            for _ in range(3):
+                since = state.version
+                if pool is None or not search._swap_with_partners(goal, b, over=True):
+                    break
+                pool = search._after_swap(goal, b, pool, since)
+                assert pool is not None  # a swap is two actions: the journal keeps them
+                anew = search._pool(goal, search._shed_candidates(goal, b))
+                for need in (1e-9, 1e30):
+                    for across in (False, True):
+                        assert _ranked(pool, need, across) == _ranked(anew, need, across), (goal, b)
