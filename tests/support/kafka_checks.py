@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 from kafka import KafkaAdminClient
+from kafka import errors as kp_errors
 
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
@@ -122,12 +123,21 @@ def assert_no_throttle_left(bed: KafkaBed, topic: str, timeout_s: float = 30.0) 
     assert left == [], f"throttles still set after {timeout_s:.0f}s: {left}"
 
 
-def ongoing_reassignments(bed: KafkaBed, topic: str) -> list[Any]:
-    admin = KafkaAdminClient(bootstrap_servers=bed.bootstrap_servers.split(","))
-    try:
-        return [tp for tp in admin.list_partition_reassignments() if tp.topic == topic]
-    finally:
-        admin.close()
+def ongoing_reassignments(bed: KafkaBed, topic: str, timeout_s: float = 30.0) -> list[Any]:
+    """The reassignments of ``topic`` Kafka's controller reports, asked through a fresh client until
+    one gets an answer: a broker just thawed serves its metadata from before the freeze, and a client
+    bootstrapped from it may address the request to a broker that has left (UnknownBrokerIdError)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        admin = KafkaAdminClient(bootstrap_servers=bed.bootstrap_servers.split(","))
+        try:
+            return [tp for tp in admin.list_partition_reassignments() if tp.topic == topic]
+        except (kp_errors.UnknownBrokerIdError, kp_errors.NodeNotReadyError):
+            if time.monotonic() > deadline:
+                raise
+        finally:
+            admin.close()
+        time.sleep(0.5)
 
 
 class Writer:
