@@ -9,6 +9,7 @@ TopicReplicaDistribution keeps its cells' change on a replica's arrival.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -286,15 +287,57 @@ def test_a_sheds_pool_after_a_swap_is_the_pool_built_anew(
         if not isinstance(goal, BandGoal):
             continue
         for b in range(state.n_brokers):
-            pool: Pool | None = search._pool(goal, search._shed_candidates(goal, b))
+            pool = search._pool(goal, search._shed_candidates(goal, b))
             # Up to three swaps in a row on the kept pool, as a shed does while its broker is over.
             for _ in range(3):
+                # Asked before the swap too, so that the kept pool's sorted orders are carried on.
+                for across in (False, True):
+                    _ranked(pool, 1e30, across)
                 since = state.version
-                if pool is None or not search._swap_with_partners(goal, b, over=True):
+                if not search._swap_with_partners(goal, b, over=True):
                     break
-                pool = search._after_swap(goal, b, pool, since)
-                assert pool is not None  # a swap is two actions: the journal keeps them
+                kept = search._after_swap(goal, b, pool, since)
+                assert kept is not None  # a swap is two actions: the journal keeps them
+                pool = kept
                 anew = search._pool(goal, search._shed_candidates(goal, b))
                 for need in (1e-9, 1e30):
                     for across in (False, True):
                         assert _ranked(pool, need, across) == _ranked(anew, need, across), (goal, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 6), min_size=2, max_size=40),
+    st.lists(st.integers(0, 39), max_size=20),
+    st.integers(1, 39),
+    st.lists(st.integers(1, 40), min_size=1, max_size=4),
+)
+def test_a_pool_extended_ranks_as_a_pool_built_of_all_its_rows(
+    sizes: list[int], retired: list[int], split: int, limits: list[int]
+) -> None:
+    """``Pool.extended`` carries the pool's sorted orders over, each added row put where a sort
+    of every row would rank it: after rows ranked before it, after rows tied with it on every
+    key. Sizes of few values make ties common; half the rows leave their rack when moved; the
+    added rows repeat the pool's last two, which then tie with them on every key."""
+    parts = [partition(f"t{n % 2}", n, [0], disk=1e9 * size) for n, size in enumerate(sizes)]
+    state = WorkingModel(parse_snapshot(snapshot([broker(b, "ab"[b % 2]) for b in range(3)], parts)))
+    norm = Search(state)._norm
+    every = state.replica_moves(0)
+    leaving = np.where(np.arange(len(every)) % 2 == 0, state.disk[every.part], 0.0)
+    split = min(split, len(every) - 1)
+    first, rest = np.arange(split), np.arange(max(split - 2, 0), len(every))
+    kept = Pool(every.take(first), REPLICAS, norm, leaving[first])
+    both = np.concatenate([first, rest])
+    anew = Pool(every.take(both), REPLICAS, norm, leaving[both])
+    for across in (False, True):
+        kept.ordered(1e30, 1, across)
+    for p in retired:
+        if p < split:
+            kept.retire(p)
+            anew.retire(p)
+    grown = kept.extended(every.take(rest), leaving[rest])
+    for p in retired:
+        grown.retire(p)
+        anew.retire(p)
+    for limit, across in itertools.product(limits, (False, True)):
+        assert grown.ordered(1e30, limit, across).tolist() == anew.ordered(1e30, limit, across).tolist()
