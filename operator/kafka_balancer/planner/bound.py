@@ -69,6 +69,16 @@ them.
    partitions each can gain), whichever is more; summed over topics, this is a bound beside (5)'s
    max(Σ removed, Σ added), which lets one topic's leavers stand for another's arrivals (mid:
    3.4 GB where the topics need 4.7).
+9. DESIGN.md's drain sends a drained replica to a broker of its own rack when one can take it
+   within the hard goals, and the plan keeps it in that rack (the optimizer pins it there
+   before any goal acts). A partition with k such replicas kept in rack r, of which the active
+   brokers of r held j before, ends with at least k replicas there, so those brokers gain at
+   least (k − j) of it: its kept bytes K_r. The rack's active brokers then gain Y_r ≥ max(K_r,
+   Σ_b A_b) and, by (7) summed over them, shed X_r ≥ D_r + Y_r − Σ_b hi_b (D_r: what they held)
+   and gain Y_r ≥ Σ_b lo_b − D_r + X_r. Removals and additions per rack are disjoint, so the
+   bounds of (1) and (4) take these per-rack sums (40 brokers with two draining in one rack:
+   that rack's other brokers take all 3,023 GB and must send 935 GB of their own away, where
+   each broker alone was forced to send 138 GB).
 """
 
 from __future__ import annotations
@@ -102,6 +112,9 @@ class BoundBands:
     topic: Band | None = None
     # RackAware met: no rack holds more than its limit of a partition's replicas.
     rack_aware: bool = False
+    # ``[racks]``: fact 9's kept bytes, what the drain kept in each rack adds to its active
+    # brokers; None where nothing was drained into its rack.
+    kept_in_rack: FloatArray | None = None
 
 
 def bound_bands(
@@ -136,7 +149,23 @@ def bound_bands(
                 lo, hi = _reached(lo, hi, state.quantity(goal.column))
             per_broker[goal.column].append((lo, hi))
     disk, replicas = (_tightest(per_broker[c]) for c in (int(Resource.DISK), REPLICAS))
-    return BoundBands(disk, replicas, topic, rack_aware)
+    kept = _kept_in_rack(state) if state is not None and state.any_pinned else None
+    return BoundBands(disk, replicas, topic, rack_aware, kept)
+
+
+def _kept_in_rack(state: WorkingModel) -> FloatArray:
+    """Fact 9: per rack, the bytes its active brokers gain at the least for the replicas pinned
+    there (drained into their rack, or re-homed off an offline log dir within it)."""
+    n_r = len(state.rack_names)
+    parts, slots = np.nonzero(state.pinned_rack >= 0)
+    cell = parts * n_r + state.pinned_rack[parts, slots]
+    cells, kept = np.unique(cell, return_counts=True)
+    part, rack = cells // n_r, cells % n_r
+    rows = state.original_replicas[part]
+    on = np.where(rows >= 0, rows, 0)
+    held = ((rows >= 0) & state.active[on] & (state.rack[on] == rack[:, None])).sum(axis=1)
+    gained = np.maximum(kept - held, 0) * state.disk[part]
+    return np.bincount(rack, weights=gained, minlength=n_r).astype(np.float64)
 
 
 def _reached(lo: FloatArray, hi: FloatArray, quantity: FloatArray | IntArray) -> Band:
@@ -161,45 +190,61 @@ class LowerBounds:
 
 def lower_bounds(state: WorkingModel, bands: BoundBands) -> LowerBounds:
     """The three bounds, each broker's forced bytes (a sort of every replica) counted once."""
-    forced = _forced_per_broker(state, bands)
+    forced = _forced_per_rack(state, bands)
     return LowerBounds(
-        _bytes_moved(state, bands, forced), cross_rack_lower_bound(state, bands), _rack_local(state, forced)
+        _bytes_moved(state, bands, forced), cross_rack_lower_bound(state, bands), _rack_local(forced)
     )
 
 
 def bytes_moved_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
     """The least bytes any plan from ``state``'s original assignment that meets ``bands`` and
     empties the draining brokers must move (see the module docstring for the argument)."""
-    return _bytes_moved(state, bands, _forced_per_broker(state, bands))
+    return _bytes_moved(state, bands, _forced_per_rack(state, bands))
 
 
 def rack_local_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
     """The least bytes moved plus bytes copied between racks of any plan that meets ``bands``
     (fact 6): what a plan that keeps every replica in its rack must move at the least."""
-    return _rack_local(state, _forced_per_broker(state, bands))
+    return _rack_local(_forced_per_rack(state, bands))
 
 
 def _bytes_moved(state: WorkingModel, bands: BoundBands, forced: tuple[FloatArray, FloatArray]) -> float:
     if bands.rack_aware and state.racks_fixed():
-        return _rack_local(state, forced)
+        return _rack_local(forced)
     removed, added = forced
     return float(max(removed.sum(), added.sum()))
 
 
-def _rack_local(state: WorkingModel, forced: tuple[FloatArray, FloatArray]) -> float:
+def _rack_local(forced: tuple[FloatArray, FloatArray]) -> float:
     removed, added = forced
-    n_r = len(state.rack_names)
-    per_rack = np.maximum(
-        np.bincount(state.rack, weights=removed, minlength=n_r),
-        np.bincount(state.rack, weights=added, minlength=n_r),
-    )
-    return float(per_rack.sum())
+    return float(np.maximum(removed, added).sum())
 
 
-def _forced_per_broker(state: WorkingModel, bands: BoundBands) -> tuple[FloatArray, FloatArray]:
+def _forced_per_rack(state: WorkingModel, bands: BoundBands) -> tuple[FloatArray, FloatArray]:
+    """Per rack, the least bytes that must leave it and come to it: its brokers' sums of (2)–(7),
+    with fact 9 where the drain kept replicas in their rack."""
     replicas = _Replicas.of(state)
     units = _Units(state.n_brokers, replicas.broker, bands.disk, bands.replicas, bands.topic, state.active)
-    return _forced(state, replicas, units, _on_broker(state))
+    removed, added = _forced(state, replicas, units, _on_broker(state))
+    n_r, rack, active = len(state.rack_names), state.rack, state.active
+
+    def per_rack(values: FloatArray, brokers: BoolArray) -> FloatArray:
+        return np.bincount(rack[brokers], weights=values[brokers], minlength=n_r).astype(np.float64)
+
+    every = np.ones(state.n_brokers, dtype=bool)
+    out, into = per_rack(removed, every), per_rack(added, every)
+    if bands.kept_in_rack is None:
+        return out, into
+    into = np.maximum(into, bands.kept_in_rack)
+    if bands.disk is None:
+        return out, into
+    lo, hi = bands.disk
+    leaving = per_rack(removed, ~active)
+    on = np.bincount(replicas.broker, weights=replicas.weight, minlength=state.n_brokers).astype(np.float64)
+    held = per_rack(on, active)
+    shed = np.maximum(out - leaving, held + into - per_rack(hi, active))
+    into = np.maximum(into, per_rack(lo, active) - held + shed)
+    return leaving + shed, into
 
 
 def cross_rack_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
