@@ -20,8 +20,7 @@ from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.state_mirror import STATE_KEY, StateMirror
 from kafka_balancer.kafka.admin import KafkaAdmin
-from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
-from kafka_balancer.kafka.throttle import BROKER_RATES
+from kafka_balancer.kafka.execution_state import BROKER_RATES, ExecutionState, Move, MoveStatus
 from kafka_balancer.reconcile.pool import execution_config_map
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed

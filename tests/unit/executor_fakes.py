@@ -72,6 +72,16 @@ class FakeKafkaCluster:
             else:
                 self.futures[replica] = (path, done + 1)
 
+    def delete_topic(self, topic: str) -> None:
+        """Kafka deletes a topic with its partitions, its reassignments and its configs."""
+        for tp in [tp for tp in self.replicas if tp[0] == topic]:
+            del self.replicas[tp]
+            self.ongoing.pop(tp, None)
+        self.configs.pop(("topic", topic), None)
+
+    def _exists(self, kind: str, name: str) -> bool:
+        return kind != "topic" or any(t == name for t, _ in self.replicas)
+
     def leader(self, tp: Tp) -> int:
         return self.leaders.get(tp, self.replicas[tp][0])
 
@@ -110,6 +120,8 @@ class FakeKafkaCluster:
             raise KafkaUnavailableError(f"describing log dirs: broker {sorted(asked - self.brokers)} is gone")
         sizes = {}
         for tp in partitions:
+            if tp not in self.replicas:
+                continue
             for broker in self.replicas[tp]:
                 sizes[(tp[0], tp[1], broker)] = self.sizes[tp]
             if tp in self.ongoing:
@@ -130,8 +142,11 @@ class FakeKafkaCluster:
         self._controller("altering partition reassignments")
         self.submitted.append(dict(targets))
         self.throttled_when_submitted.append({k: dict(v) for k, v in self.configs.items() if v})
+        refused = {}
         for tp, target in targets.items():
-            if target is None:
+            if tp not in self.replicas:
+                refused[tp] = "UnknownTopicOrPartitionError"
+            elif target is None:
                 cancelled = self.ongoing.pop(tp, None)
                 original = self.replicas[tp]
                 if cancelled is not None and self.metadata_lag_reads:
@@ -151,7 +166,7 @@ class FakeKafkaCluster:
                         replica = (tp[0], tp[1], broker)
                         preferred = self.preferred.pop(replica, DIRS[0])
                         self.placed[replica] = preferred if self.honours_preferred_dir else DIRS[0]
-        return {}
+        return refused
 
     def _hosts(self, replica: Replica) -> bool:
         tp, broker = replica[:2], replica[2]
@@ -203,6 +218,8 @@ class FakeKafkaCluster:
     def dynamic_configs(self, kind: str, names: Iterable[str]) -> dict[str, dict[str, str]]:
         found = {}
         for name in names:
+            if not self._exists(kind, name):
+                continue  # as Kafka's admin port: a topic that does not exist is absent
             shown, reads_left = self._stale.pop((kind, name), (self.configs.get((kind, name), {}), 0))
             if reads_left > 1:
                 self._stale[(kind, name)] = (shown, reads_left - 1)
@@ -216,6 +233,8 @@ class FakeKafkaCluster:
         if kind == "broker" and int(name) not in self.brokers:
             # KRaft: only the broker itself (or the controller quorum) takes its config.
             raise KafkaOperationError(f"altering configs of broker {name}: broker not available")
+        if not self._exists(kind, name):
+            return
         current = self.configs.setdefault((kind, name), {})
         if self.stale_config_reads:
             self._stale[(kind, name)] = (dict(current), self.stale_config_reads)

@@ -13,11 +13,10 @@ import pytest
 from kafka_balancer.errors import ExecutionError, InputError
 from kafka_balancer.kafka.batching import next_batch
 from kafka_balancer.kafka.cancel import cancel_execution
-from kafka_balancer.kafka.execution_state import Move, MoveStatus, load_state
+from kafka_balancer.kafka.execution_state import INTRA_BROKER_RATE, Move, MoveStatus, load_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
 from kafka_balancer.kafka.plan_check import check_plan
 from kafka_balancer.kafka.progress import summary
-from kafka_balancer.kafka.throttle import INTRA_BROKER_RATE
 from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
 from tests.unit.executor_fakes import DIRS, FakeClock, FakeKafkaCluster
 

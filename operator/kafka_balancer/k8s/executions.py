@@ -61,6 +61,8 @@ from kafka_balancer.reconcile.status import (
 )
 
 PLURAL_POOLS = "brokerpools"
+# An Event names this many of the partitions an execution skipped (a deleted topic can have hundreds).
+SHOWN_SKIPPED = 3
 _log = logging.getLogger(__name__)
 
 # A Kafka admin client for (bootstrap servers, client properties, the longest an admin call may
@@ -133,6 +135,17 @@ def execution_progress(state: ExecutionState, now: float) -> tuple[ExecutionProg
         dir_bytes_total=dir_total,
     )
     return progress, message + (f", ETA {duration_text(eta)}" if eta is not None else "")
+
+
+def skipped_text(state: ExecutionState) -> str:
+    """The partitions an execution left alone and why (a topic deleted, replicas someone else
+    changed), the first few named; "" when it skipped none."""
+    skipped = state.by_status(MoveStatus.SKIPPED)
+    if not skipped:
+        return ""
+    shown = "; ".join(f"{m.topic}-{m.partition}: {m.reason}" for m in skipped[:SHOWN_SKIPPED])
+    more = f"; and {len(skipped) - SHOWN_SKIPPED} more" if len(skipped) > SHOWN_SKIPPED else ""
+    return f"{len(skipped)} partition move(s) skipped ({shown}{more}); the next plan places them anew"
 
 
 class ExecutionService:
@@ -236,8 +249,9 @@ class ExecutionService:
         mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check, on_recovered=recovered)
         options = options_of(spec.execution, self.timings.execution_poll_s)
 
-        def run(admin: AdminPort) -> bool:
-            """True once this process ran the plan to its end; False if another one finished it."""
+        def run(admin: AdminPort) -> ExecutionState | None:
+            """The final state once this process ran the plan to its end; None if another one
+            finished it."""
             nonlocal resumed
             while True:
                 if not lease.acquire(lambda: live.stopping() or halt() is not None):
@@ -245,7 +259,7 @@ class ExecutionService:
                 try:
                     recorded = mirror.load() if resumed else None
                     if recorded is not None and recorded[0] == stored.id and recorded[1].finished_at:
-                        return False  # the owner that took over while this process was away finished it
+                        return None  # the owner that took over while this process was away finished it
                     # Once per plan, by the process that holds its lease; a takeover resumes quietly.
                     if not resumed:
                         self.kube.post_event(
@@ -260,7 +274,7 @@ class ExecutionService:
                     message = "resuming" if resumed else "starting"
                     resumed = True
                     write(ExecutionStatus(stored.id, ExecutionPhase.RUNNING, message))
-                    execute_plan(
+                    return execute_plan(
                         mirror,
                         lease,
                         admin,
@@ -276,7 +290,6 @@ class ExecutionService:
                         clock=self._clock,
                         sleep=self._sleep,
                     )
-                    return True
                 except ExecutionFenced as err:
                     # Nothing more was written to Kafka. Whoever holds the lease now goes on; if nobody
                     # took it (the API was away for longer than the lease), this process takes it back.
@@ -296,20 +309,28 @@ class ExecutionService:
             return None
         except KafkaBalancerError as err:
             return self._stopped(pool, stored, err, live, write)
-        if not finished_here:
+        if finished_here is None:
             _log.info("plan %s: finished by the process that took it over", stored.id)
             return None
         self.metrics.executions.labels(pool.key, "succeeded").inc()
+        skipped = skipped_text(finished_here)
         self.kube.post_event(
             pool,
             Event(
                 "Normal",
                 "ExecutionFinished",
-                f"Plan {stored.id} executed and verified: {stored.moves} replica move(s) done.",
+                sentence(
+                    f"Plan {stored.id} executed and verified: {stored.moves} replica move(s) done"
+                    + (f"; {skipped}" if skipped else "")
+                ),
             ),
         )
+        if skipped:
+            self.kube.post_event(
+                pool, Event("Warning", "MovesSkipped", sentence(f"Plan {stored.id}: {skipped}"))
+            )
         write(
-            ExecutionStatus(stored.id, ExecutionPhase.SUCCEEDED, "", moves_done=stored.moves),
+            ExecutionStatus(stored.id, ExecutionPhase.SUCCEEDED, skipped, moves_done=stored.moves),
             PlanProgress(stored.moves, 0, executed_id=stored.id),
         )
         return ExecutionPhase.SUCCEEDED

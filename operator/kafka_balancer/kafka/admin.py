@@ -278,6 +278,15 @@ def _fail(
     return KafkaOperationError(f"{what} failed: {type(err).__name__}: {err}")
 
 
+def _unknown_topic(kind: str, err: KafkaException) -> bool:
+    reported = err.args[0] if err.args else None
+    return (
+        kind == "topic"
+        and isinstance(reported, KafkaError)
+        and reported.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    )
+
+
 class KafkaAdmin:
     """Typed admin operations of one cluster; see the module docstring.
 
@@ -514,7 +523,8 @@ class KafkaAdmin:
     # -- configs -----------------------------------------------------------------------------------
 
     def dynamic_configs(self, kind: str, names: Iterable[str]) -> dict[str, dict[str, str]]:
-        """Resource name → its dynamically set (non-default) configs; ``kind`` is ``broker`` or ``topic``."""
+        """Resource name → its dynamically set (non-default) configs; ``kind`` is ``broker`` or ``topic``.
+        A topic that does not exist (deleted meanwhile, on a shared cluster) is simply absent."""
         wanted = list(names)
         # Each broker is asked on its own (librdkafka refuses several brokers in one call); topics
         # go in batches, so verifying a plan over thousands of topics is a few requests, not thousands.
@@ -526,9 +536,13 @@ class KafkaAdmin:
             timeout_s = self._timeout(what)
             try:
                 futures = served(self._ck).describe_configs(batch, request_timeout=timeout_s)
-                answered = [
-                    (resource, future.result(timeout=timeout_s)) for resource, future in futures.items()
-                ]
+                answered = []
+                for resource, future in futures.items():
+                    try:
+                        answered.append((resource, future.result(timeout=timeout_s)))
+                    except KafkaException as err:
+                        if not _unknown_topic(kind, err):
+                            raise
             except Exception as err:
                 raise self._confluent_failed(what, err, timeout_s) from err
             for resource, entries in answered:
@@ -544,6 +558,7 @@ class KafkaAdmin:
     def alter_configs(
         self, kind: str, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()
     ) -> None:
+        """Set and remove configs of one resource; a topic that does not exist has none to change."""
         entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in set_.items()]
         entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete]
         if not entries:
@@ -556,6 +571,9 @@ class KafkaAdmin:
                 served(self._ck).incremental_alter_configs([resource], request_timeout=timeout_s).values()
             ):
                 future.result(timeout=timeout_s)
+        except KafkaException as err:
+            if not _unknown_topic(kind, err):
+                raise self._confluent_failed(what, err, timeout_s, controller=True) from err
         except Exception as err:
             raise self._confluent_failed(what, err, timeout_s, controller=True) from err
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from kafka_balancer.errors import ExecutionError
-from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
+from kafka_balancer.kafka.execution_state import TOPIC_DELETED, ExecutionState, MoveStatus
 from kafka_balancer.kafka.log_dir_moves import dir_brokers, misplaced, replica_dirs, stop_copies
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.throttle import Commit, sync_throttles
@@ -43,11 +43,16 @@ def cancel_execution(
     now = clock()
     for move in open_moves:
         part = parts.get(move.tp)
-        if part is not None and part.replicas == move.final and not misplaced(move, dirs):
+        if part is None:
+            state = state.with_move(
+                replace(move, status=MoveStatus.SKIPPED, finished_at=now, reason=TOPIC_DELETED)
+            )
+            continue
+        if part.replicas == move.final and not misplaced(move, dirs):
             state = state.with_move(replace(move, status=MoveStatus.DONE, finished_at=now))
             continue
         reason = "cancelled"
-        if part is not None and move.planned and set(part.replicas) != set(move.original):
+        if move.planned and set(part.replicas) != set(move.original):
             # Steps already done stay done: a complete replica set, neither the original nor the plan.
             reason = f"cancelled between steps, at replicas {list(part.replicas)}"
         state = state.with_move(replace(move, status=MoveStatus.CANCELLED, finished_at=now, reason=reason))

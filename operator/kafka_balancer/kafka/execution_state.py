@@ -19,6 +19,17 @@ from kafka_balancer.model.plan import ANY_LOG_DIR
 
 STATE_VERSION = 1
 
+# The only configs an execution ever sets or removes: Kafka's replication throttles. A record names the
+# ones it set; whatever else a record names (it is a file or a ConfigMap that others can edit) is
+# dropped as it is read, so no record can make the executor remove another config, such as a
+# compacted topic's ``cleanup.policy``.
+BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+INTRA_BROKER_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+ALL_BROKER_RATES = (*BROKER_RATES, INTRA_BROKER_RATE)
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+TOPIC_REPLICAS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+
 
 class MoveStatus(StrEnum):
     PENDING = "pending"
@@ -26,6 +37,13 @@ class MoveStatus(StrEnum):
     DONE = "done"
     CANCELLED = "cancelled"
     FAILED = "failed"
+    # Left alone: its topic was deleted, or someone else changed its replicas, during the execution.
+    SKIPPED = "skipped"
+
+
+# Why a move whose partition is gone from the metadata was skipped: partitions only grow, so it went
+# with its topic (Kafka drops a deleted topic's reassignments and configs with it).
+TOPIC_DELETED = "its topic was deleted during the execution"
 
 
 @dataclass(frozen=True)
@@ -271,6 +289,11 @@ def state_document(state: ExecutionState) -> dict[str, Any]:
     }
 
 
+def _throttles(recorded: Mapping[str, Any], allowed: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Resource → the throttle configs recorded for it, less any name that is not a throttle of its kind."""
+    return {str(k): tuple(str(n) for n in v if n in allowed) for k, v in recorded.items()}
+
+
 def state_from_document(doc: Mapping[str, Any]) -> ExecutionState:
     throttles = doc.get("throttles", {})
     return ExecutionState(
@@ -278,9 +301,9 @@ def state_from_document(doc: Mapping[str, Any]) -> ExecutionState:
         created_at=float(doc["createdAt"]),
         updated_at=float(doc["updatedAt"]),
         throttle_rate=doc.get("throttleRate"),
-        throttled_brokers={str(k): tuple(v) for k, v in throttles.get("brokers", {}).items()},
+        throttled_brokers=_throttles(throttles.get("brokers", {}), ALL_BROKER_RATES),
         broker_rates={str(k): int(v) for k, v in throttles.get("brokerRates", {}).items()},
-        throttled_topics={str(k): tuple(v) for k, v in throttles.get("topics", {}).items()},
+        throttled_topics=_throttles(throttles.get("topics", {}), TOPIC_REPLICAS),
         foreign_throttles=tuple(throttles.get("foreign", [])),
         leadership_done=bool(doc.get("leadershipDone", False)),
         finished_at=doc.get("finishedAt"),

@@ -17,7 +17,14 @@ from kafka_balancer.errors import ExecutionError, InputError, KafkaOperationErro
 from kafka_balancer.kafka.admin import TIMEOUT_S, OngoingReassignment, PartitionState, Tp
 from kafka_balancer.kafka.batching import next_batch
 from kafka_balancer.kafka.cancel import restore_order
-from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveOrder, MoveStatus, save_state
+from kafka_balancer.kafka.execution_state import (
+    TOPIC_DELETED,
+    ExecutionState,
+    Move,
+    MoveOrder,
+    MoveStatus,
+    save_state,
+)
 from kafka_balancer.kafka.log_dir_moves import (
     NOT_HOSTED_YET,
     dir_brokers,
@@ -131,6 +138,8 @@ class Executor:
         self.resume_hint = resume_hint
         # The state last committed by the step ride_out runs: a retry starts from it.
         self.committed: ExecutionState | None = None
+        # Partitions whose pending move waits for a reassignment someone else started (told once).
+        self.waiting_for_others: set[Tp] = set()
 
     def commit(self, state: ExecutionState) -> ExecutionState:
         state = replace(state, updated_at=self.clock())
@@ -377,6 +386,17 @@ class Executor:
         batch = next_batch(state.moves, options.max_moves_per_broker, options.max_moves, state.order)
         if not batch:
             return state
+        # A partition another tool is reassigning waits for that reassignment to end: submitting ours
+        # would replace it. Once it ends, observe skips the move if it changed the replicas.
+        foreign = {m.tp for m in batch} & set(self.admin.reassignments())
+        if foreign:
+            for tp in sorted(foreign - self.waiting_for_others):
+                self.log(f"{_tp(tp)}: waits for a reassignment this execution did not start")
+            self.waiting_for_others |= foreign
+            others = [m for m in state.moves if m.tp not in foreign]
+            batch = next_batch(others, options.max_moves_per_broker, options.max_moves, state.order)
+            if not batch:
+                return state
         for move in batch:
             state = state.with_move(
                 replace(move, status=MoveStatus.IN_FLIGHT, started_at=now, progress_at=now)
@@ -483,8 +503,10 @@ def _observed(
     stepping: tuple[int, Racks],
 ) -> Move:
     """The move as Kafka shows it now; ``stepping`` (replicas at a time, racks) picks a next step."""
-    if move.status not in (MoveStatus.PENDING, MoveStatus.IN_FLIGHT) or part is None:
+    if move.status not in (MoveStatus.PENDING, MoveStatus.IN_FLIGHT):
         return move
+    if part is None:
+        return replace(move, status=MoveStatus.SKIPPED, finished_at=now, reason=TOPIC_DELETED)
     if listed is not None:
         return move
     if part.replicas == move.final:
@@ -503,16 +525,23 @@ def _observed(
             progress_at=None,
             progress_bytes=0,
         )
+    changed = replace(
+        move,
+        status=MoveStatus.SKIPPED,
+        finished_at=now,
+        reason=f"someone else changed its replicas to {list(part.replicas)}",
+    )
     if move.status is MoveStatus.PENDING:
-        return move
+        # A replica of the source gone is someone else's change. More replicas than the source may be
+        # a broker's metadata that lags a step just done (the step's union): submitted as planned.
+        return move if set(part.replicas) >= set(move.source) else changed
     if set(part.replicas) == set(move.source) | set(move.target):
         # Metadata lags the controller's reassignment list by a moment: still settling.
         return move
     if part.replicas == move.source:
         # Recorded in flight, but Kafka never took it (a crash before submission): submit it again.
         return replace(move, status=MoveStatus.PENDING, started_at=None, progress_at=None, progress_bytes=0)
-    reason = f"replicas are {list(part.replicas)}, neither the source nor the target"
-    return replace(move, status=MoveStatus.FAILED, finished_at=now, reason=reason)
+    return changed
 
 
 @dataclass(frozen=True)
@@ -523,6 +552,8 @@ class _Problem:
 
 def _verify_move(move: Move, part: PartitionState | None) -> _Problem | None:
     name = _name(move)
+    if move.status is MoveStatus.SKIPPED:
+        return None  # not ours any more: the reason is on record
     if move.status is not MoveStatus.DONE:
         return _Problem(f"{name} is {move.status.value} {move.reason}".rstrip(), settles=False)
     if part is None:

@@ -40,6 +40,8 @@ def summary(state: ExecutionState, now: float) -> str:
     else:
         lines.append("ETA: unknown (no bytes moved yet)")
     lines += [
-        f"  {m.topic}-{m.partition}: {m.status.value}: {m.reason}" for m in state.by_status(MoveStatus.FAILED)
+        f"  {m.topic}-{m.partition}: {m.status.value}: {m.reason}"
+        for status in (MoveStatus.FAILED, MoveStatus.SKIPPED)
+        for m in state.by_status(status)
     ]
     return "\n".join(lines)

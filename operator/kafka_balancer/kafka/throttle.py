@@ -14,15 +14,18 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
-from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
+from kafka_balancer.kafka.execution_state import (
+    ALL_BROKER_RATES,
+    BROKER_RATES,
+    FOLLOWER_REPLICAS,
+    INTRA_BROKER_RATE,
+    LEADER_REPLICAS,
+    TOPIC_REPLICAS,
+    ExecutionState,
+    Move,
+    MoveStatus,
+)
 from kafka_balancer.kafka.port import AdminPort
-
-BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
-INTRA_BROKER_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
-ALL_BROKER_RATES = (*BROKER_RATES, INTRA_BROKER_RATE)
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-TOPIC_REPLICAS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 
 Commit = Callable[[ExecutionState], ExecutionState]
 V = TypeVar("V")
