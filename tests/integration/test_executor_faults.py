@@ -4,23 +4,17 @@ test reads every message back and checks that no throttle is left."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.executor_cli import cli, copying, read_state, write_plan
 from tests.support.kafka_checks import (
-    Writer,
     assert_no_throttle_left,
-    create_topic,
-    delete_topic,
     extra_broker,
     ongoing_reassignments,
     partitions,
+    topic_with_traffic,
 )
-from tests.support.messages import consume_digest
 
 from kafka_balancer.kafka.admin import TIMEOUT_S
 from kafka_balancer_dev.localbed.kafka import KafkaBed
@@ -34,45 +28,6 @@ def _assert_as_planned(bed: KafkaBed, topic: str, targets: dict[int, list[int]])
         assert (replicas, leader, isr) == (target, target[0], set(target)), (partition, actual[partition])
 
 
-class _Traffic:
-    """Keyed messages written all along (acks=all): what was sent is compared with what is read back."""
-
-    def __init__(self, bed: KafkaBed, topic: str) -> None:
-        self.bed = bed
-        self.topic = topic
-        self.writer = Writer(bed, topic)
-        self.writer.write(4_000, 500)
-        self.thread = threading.Thread(target=self.writer.write_until_stopped)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.writer.stop.set()
-        self.thread.join(timeout=120)
-
-    def assert_all_read_back(self) -> None:
-        self.stop()
-        sent = self.writer.result()
-        received = consume_digest(self.bed.bootstrap_servers, self.topic, self.writer.sent)
-        assert sum(received[0].values()) == self.writer.sent, "messages lost"
-        assert received == sent
-        print(f"\n{self.writer.sent} messages written, all read back")
-
-
-@contextmanager
-def _topic_with_traffic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> Iterator[_Traffic]:
-    """A new topic with traffic on it; the writer is stopped before the topic goes, even when the test
-    failed (a writer left running would fail on the deleted topic in whatever test runs next)."""
-    topic = create_topic(bed, prefix, assignment)
-    try:
-        traffic = _Traffic(bed, topic)
-        try:
-            yield traffic
-        finally:
-            traffic.stop()
-    finally:
-        delete_topic(bed, topic)
-
-
 def _execute(bed: KafkaBed, plan: Path, state: Path, *extra: str) -> list[str]:
     args = ["execute", "--plan", str(plan), "--bootstrap-server", bed.bootstrap_servers]
     return [*args, "--state", str(state), "--throttle", "100000", "--poll-interval", "0.3", *extra]
@@ -81,7 +36,7 @@ def _execute(bed: KafkaBed, plan: Path, state: Path, *extra: str) -> list[str]:
 def test_a_controller_outage_past_the_outage_timeout_stops_with_the_cause_and_a_rerun_finishes(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    with _topic_with_traffic(kafka_bed, "outage", [[1, 2], [1, 2]]) as traffic:
+    with topic_with_traffic(kafka_bed, "outage", [[1, 2], [1, 2]]) as traffic:
         topic = traffic.topic
         targets = {0: [3, 1], 1: [4, 2]}
         plan = write_plan(tmp_path / "plan.json", topic, targets)
@@ -129,7 +84,7 @@ def test_a_controller_outage_past_the_outage_timeout_stops_with_the_cause_and_a_
 def test_a_controller_outage_shorter_than_the_outage_timeout_is_ridden_out(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    with _topic_with_traffic(kafka_bed, "brief-outage", [[1, 2], [1, 2]]) as traffic:
+    with topic_with_traffic(kafka_bed, "brief-outage", [[1, 2], [1, 2]]) as traffic:
         topic = traffic.topic
         targets = {0: [3, 1], 1: [4, 2]}
         plan = write_plan(tmp_path / "plan.json", topic, targets)
@@ -165,7 +120,7 @@ def test_a_controller_outage_shorter_than_the_outage_timeout_is_ridden_out(
 def test_a_cancel_while_the_controller_is_down_fails_in_its_time_and_blocks_no_later_execute(
     kafka_bed: KafkaBed, tmp_path: Path
 ) -> None:
-    with _topic_with_traffic(kafka_bed, "cancel-outage", [[1, 2], [1, 2]]) as traffic:
+    with topic_with_traffic(kafka_bed, "cancel-outage", [[1, 2], [1, 2]]) as traffic:
         topic = traffic.topic
         targets = {0: [3, 1], 1: [4, 2]}
         plan = write_plan(tmp_path / "plan.json", topic, targets)
@@ -213,7 +168,7 @@ def test_a_cancel_while_the_controller_is_down_fails_in_its_time_and_blocks_no_l
 
 
 def test_a_stale_cancel_marker_does_not_stop_an_execute(kafka_bed: KafkaBed, tmp_path: Path) -> None:
-    with _topic_with_traffic(kafka_bed, "stale-marker", [[1, 2]]) as traffic:
+    with topic_with_traffic(kafka_bed, "stale-marker", [[1, 2]]) as traffic:
         topic = traffic.topic
         plan = write_plan(tmp_path / "plan.json", topic, {0: [3, 4]})
         state = tmp_path / "state.json"
@@ -234,7 +189,7 @@ def test_a_frozen_destination_broker_is_given_up_after_the_dead_broker_timeout_a
 ) -> None:
     with (
         extra_broker(kafka_bed, "b") as added,
-        _topic_with_traffic(kafka_bed, "frozen", [[1, 2], [1, 2]]) as traffic,
+        topic_with_traffic(kafka_bed, "frozen", [[1, 2], [1, 2]]) as traffic,
     ):
         topic = traffic.topic
         # One move per broker at a time: the second move to the frozen broker waits for the first.

@@ -23,7 +23,7 @@ from kafka import errors as kp_errors
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 
-from .messages import Digest
+from .messages import Digest, consume_digest
 
 T = TypeVar("T")
 
@@ -208,3 +208,42 @@ def writing_and_sampling(writer: Writer, sample: Callable[[], T], every_s: float
         stop.set()
         background.join(timeout=60)
         watcher.join(timeout=30)
+
+
+class Traffic:
+    """Keyed messages written all along (acks=all): what was sent is compared with what is read back."""
+
+    def __init__(self, bed: KafkaBed, topic: str) -> None:
+        self.bed = bed
+        self.topic = topic
+        self.writer = Writer(bed, topic)
+        self.writer.write(4_000, 500)
+        self.thread = threading.Thread(target=self.writer.write_until_stopped)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.writer.stop.set()
+        self.thread.join(timeout=120)
+
+    def assert_all_read_back(self) -> None:
+        self.stop()
+        sent = self.writer.result()
+        received = consume_digest(self.bed.bootstrap_servers, self.topic, self.writer.sent)
+        assert sum(received[0].values()) == self.writer.sent, "messages lost"
+        assert received == sent
+        print(f"\n{self.writer.sent} messages written, all read back")
+
+
+@contextmanager
+def topic_with_traffic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> Iterator[Traffic]:
+    """A new topic with traffic on it; the writer is stopped before the topic goes, even when the test
+    failed (a writer left running would fail on the deleted topic in whatever test runs next)."""
+    topic = create_topic(bed, prefix, assignment)
+    try:
+        traffic = Traffic(bed, topic)
+        try:
+            yield traffic
+        finally:
+            traffic.stop()
+    finally:
+        delete_topic(bed, topic)

@@ -184,3 +184,19 @@ def test_a_record_keeps_every_throttle_it_names(tmp_path: Path) -> None:
         "leader.replication.throttled.replicas",
         "follower.replication.throttled.replicas",
     )
+
+
+def test_a_move_done_before_its_topic_was_deleted_passes_verification(tmp_path: Path) -> None:
+    cluster = _cluster()
+    executor, clock = _executor(cluster, tmp_path)
+    state = _in_flight(executor, cluster, clock)
+    while state.by_status(MoveStatus.IN_FLIGHT)[:1] != [] and state.moves[0].status is not MoveStatus.DONE:
+        clock.sleep(1.0)
+        state = executor.round(state)
+    assert [m.status for m in state.moves[:2]] == [MoveStatus.DONE] * 2
+    cluster.delete_topic("doomed")
+
+    state = executor.run(state)
+
+    assert [m.status for m in state.moves] == [MoveStatus.DONE] * 4
+    assert state.finished_at is not None

@@ -557,7 +557,7 @@ def _verify_move(move: Move, part: PartitionState | None) -> _Problem | None:
     if move.status is not MoveStatus.DONE:
         return _Problem(f"{name} is {move.status.value} {move.reason}".rstrip(), settles=False)
     if part is None:
-        return _Problem(f"{name} no longer exists", settles=False)
+        return None  # done, then its topic was deleted: nothing of it is left to check
     if part.replicas != move.final:
         return _Problem(f"{name} replicas {list(part.replicas)}, planned {list(move.final)}", settles=False)
     if part.leader != move.final[0]:

@@ -1,0 +1,173 @@
+"""The executor on a shared cluster, on the real bed: a topic of the plan deleted by someone else
+mid-copy (during a run, and while the executor was stopped), and an execution record edited to name a
+compacted topic's configs among its throttles. A producer writes to the surviving topic throughout and
+every message is read back; no throttle and no reassignment may be left."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+from tests.support.executor_cli import cli, copying, read_state
+from tests.support.kafka_checks import (
+    Traffic,
+    Writer,
+    admin_of,
+    assert_no_throttle_left,
+    create_topic,
+    delete_topic,
+    ongoing_reassignments,
+    partitions,
+    topic_with_traffic,
+)
+
+from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.procs import wait_until
+
+TARGETS = {0: [3, 1], 1: [4, 2]}
+DELETED = "its topic was deleted during the execution"
+
+
+@contextmanager
+def _two_topics(bed: KafkaBed, tmp_path: Path) -> Iterator[tuple[Traffic, str, Path]]:
+    """``kept`` with traffic, ``doomed`` with 4 MB in it, and a plan moving both (doomed first: with
+    two moves per broker at a time, its moves copy while kept's wait)."""
+    with topic_with_traffic(bed, "kept", [[1, 2], [1, 2]]) as traffic:
+        doomed = create_topic(bed, "doomed", [[1, 2], [1, 2]])
+        try:
+            writer = Writer(bed, doomed)
+            writer.write(8_000, 500)
+            writer.result()
+            moves = [
+                {"topic": topic, "partition": p, "replicas": r}
+                for topic in (doomed, traffic.topic)
+                for p, r in TARGETS.items()
+            ]
+            plan = tmp_path / "plan.json"
+            plan.write_text(json.dumps({"version": 1, "partitions": moves}))
+            yield traffic, doomed, plan
+        finally:
+            if doomed in admin_of(bed).list_topics(timeout=10).topics:
+                delete_topic(bed, doomed)
+
+
+def _execute(bed: KafkaBed, plan: Path, state: Path) -> list[str]:
+    args = [
+        "execute",
+        "--plan",
+        str(plan),
+        "--bootstrap-server",
+        bed.bootstrap_servers,
+        "--state",
+        str(state),
+    ]
+    return [*args, "--throttle", "100000", "--poll-interval", "0.3"]
+
+
+def _assert_kept_placed_and_nothing_left(bed: KafkaBed, traffic: Traffic, doomed: str, state: Path) -> None:
+    moves = {(m["topic"], m["partition"]): m for m in read_state(state)["moves"]}
+    # A copy may just have finished when the topic went (the deletion waits for the metadata to drop it).
+    ended = sorted((moves[(doomed, p)]["status"], moves[(doomed, p)]["reason"]) for p in TARGETS)
+    assert ended in ([("done", ""), ("skipped", DELETED)], [("skipped", DELETED)] * 2), ended
+    for p in TARGETS:
+        assert moves[(traffic.topic, p)]["status"] == "done", moves[(traffic.topic, p)]
+    actual = partitions(bed, traffic.topic)
+    assert {p: actual[p][0] for p in TARGETS} == TARGETS
+    assert ongoing_reassignments(bed, traffic.topic) == [] and ongoing_reassignments(bed, doomed) == []
+    assert_no_throttle_left(bed, traffic.topic)
+    traffic.assert_all_read_back()
+
+
+def test_a_topic_deleted_mid_copy_skips_its_moves_and_the_rest_of_the_plan_completes(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    with _two_topics(kafka_bed, tmp_path) as (traffic, doomed, plan):
+        state = tmp_path / "state.json"
+        executor = cli(*_execute(kafka_bed, plan, state))
+        try:
+            wait_until(lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a copy")
+            delete_topic(kafka_bed, doomed)
+            deleted = time.monotonic()
+            out, err = executor.communicate(timeout=300)
+            took = time.monotonic() - deleted
+        finally:
+            executor.kill()
+            executor.communicate(timeout=30)
+        print(f"\ntopic deleted mid-copy; execute finished {took:.1f}s later")
+        assert executor.returncode == 0, (out, err)
+        assert f": skipped: {DELETED}" in out, out
+        assert "0 cancelled, 0 failed" in out, out
+        _assert_kept_placed_and_nothing_left(kafka_bed, traffic, doomed, state)
+
+
+def test_a_topic_deleted_while_the_executor_was_stopped_does_not_block_its_resume(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    with _two_topics(kafka_bed, tmp_path) as (traffic, doomed, plan):
+        state = tmp_path / "state.json"
+        executor = cli(*_execute(kafka_bed, plan, state))
+        try:
+            wait_until(lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a copy")
+        finally:
+            executor.kill()  # as a node dies: its throttles and reassignments stay, on record
+            executor.communicate(timeout=30)
+        assert set(read_state(state)["throttles"]["topics"]) == {doomed}
+        delete_topic(kafka_bed, doomed)
+
+        started = time.monotonic()
+        rerun = cli(*_execute(kafka_bed, plan, state))
+        out, err = rerun.communicate(timeout=300)
+        print(f"\nresumed after the deletion; finished in {time.monotonic() - started:.1f}s")
+        assert rerun.returncode == 0, (out, err)
+        assert "resuming" in out
+        _assert_kept_placed_and_nothing_left(kafka_bed, traffic, doomed, state)
+
+
+def _dynamic(bed: KafkaBed, topic: str) -> dict[str, str]:
+    admin = admin_of(bed)  # kept referenced: a client collected before its answer fails the future
+    [future] = admin.describe_configs([ConfigResource("topic", topic)], request_timeout=30).values()
+    entries = future.result(timeout=30).values()
+    return {e.name: str(e.value) for e in entries if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+
+
+def test_an_edited_record_naming_a_compacted_topics_configs_leaves_them_alone(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    ledger = create_topic(kafka_bed, "ledger", [[1, 2]])
+    try:
+        kept = {"cleanup.policy": "compact", "retention.ms": "-1"}
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in kept.items()]
+        resource = ConfigResource("topic", ledger, incremental_configs=entries)
+        admin = admin_of(kafka_bed)
+        [done] = admin.incremental_alter_configs([resource]).values()
+        done.result(timeout=30)
+        wait_until(lambda: _dynamic(kafka_bed, ledger) == kept, timeout_s=30, what="the ledger's configs")
+        with topic_with_traffic(kafka_bed, "moved", [[1, 2], [1, 2]]) as traffic:
+            plan = tmp_path / "plan.json"
+            moves = [{"topic": traffic.topic, "partition": p, "replicas": r} for p, r in TARGETS.items()]
+            plan.write_text(json.dumps({"version": 1, "partitions": moves}))
+            state = tmp_path / "state.json"
+            executor = cli(*_execute(kafka_bed, plan, state))
+            try:
+                wait_until(lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a copy")
+            finally:
+                executor.kill()
+                executor.communicate(timeout=30)
+            # Someone who may edit the record but has no Kafka rights names the ledger's configs in it.
+            record = read_state(state)
+            record["throttles"]["topics"][ledger] = ["cleanup.policy", "retention.ms"]
+            state.write_text(json.dumps(record))
+
+            cancel = cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
+            out, err = cancel.communicate(timeout=180)
+            assert cancel.returncode == 0, (out, err)
+            assert _dynamic(kafka_bed, ledger) == kept
+            assert ongoing_reassignments(kafka_bed, traffic.topic) == []
+            assert_no_throttle_left(kafka_bed, traffic.topic)
+            traffic.assert_all_read_back()
+    finally:
+        delete_topic(kafka_bed, ledger)
