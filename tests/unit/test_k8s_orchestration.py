@@ -559,3 +559,43 @@ def test_a_rack_repair_runs_unapproved_and_a_new_pod_resumes_it_without_approval
     assert all(len({racks[b] for b in replicas}) == 2 for replicas in kafka.replicas.values())
     assert set(submissions(kafka).values()) == {1}, "every partition moved exactly once"
     assert not any(kafka.configs.values()), "no throttle is left"
+
+
+@pytest.mark.parametrize(
+    ("edit", "held"),
+    [
+        (
+            lambda doc: doc["partitions"][0].update(replicas=doc["partitions"][0]["replicas"][::-1]),
+            "holds plan ",
+        ),
+        (lambda doc: doc.update(partitions="all of them"), "holds no valid plan (ConfigMap main-plan: "),
+    ],
+)
+def test_a_plan_edited_after_approval_is_refused_and_the_approved_plan_runs(
+    tmp_path: Path, edit: Any, held: str
+) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    stored = b.kube.config_maps[("kafka", "main-plan")]
+    genuine = json.loads(stored.data["plan.json"])
+    # Someone who may edit ConfigMaps in the namespace, but has no Kafka rights, edits the plan the
+    # pool's owner is about to approve, and keeps its id.
+    edited = json.loads(stored.data["plan.json"])
+    edit(edited)
+    stored.data["plan.json"] = json.dumps(edited)
+
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+
+    assert "PlanRefused" in b.kube.reasons()
+    refused = b.kube.message("PlanRefused")
+    assert refused.startswith(
+        f"ConfigMap main-plan was edited after the operator wrote it: it records plan '{plan_id}'"
+    )
+    assert held in refused and refused.endswith("refused (never executed) and replaced by the next plan.")
+    # The approved plan ran, exactly; the edit never reached Kafka.
+    assert {tp: r for tp, r in b.cluster.replicas.items() if r != REPLICAS[tp]} == {
+        (p["topic"], p["partition"]): tuple(p["replicas"]) for p in genuine["partitions"]
+    }
+    assert b.status()["execution"]["planId"] == plan_id
+    assert json.loads(b.kube.config_maps[("kafka", "main-plan")].data["plan.json"]) == genuine

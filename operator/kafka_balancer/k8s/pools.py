@@ -29,10 +29,11 @@ from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.scored_loads import Loads
 from kafka_balancer.k8s.settings import Timings
-from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, Action
+from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, Action, plan_id
 from kafka_balancer.reconcile.brokers import Lifecycle
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
 from kafka_balancer.reconcile.connection import client_properties
+from kafka_balancer.reconcile.events import Event, sentence
 from kafka_balancer.reconcile.pool import (
     GUARD_REASON,
     LoadSource,
@@ -247,13 +248,32 @@ class PoolService:
         return client_properties(kafka, sasl, tls_files)
 
     def stored_plan(self, pool: PoolId) -> StoredPlan | None:
-        found = blobs.load(self.kube, pool.namespace, plan_config_map(pool.name), PLAN_KEY)
+        """The plan the pool's plan ConfigMap holds, under the id of its content. Anyone who may edit
+        ConfigMaps in the namespace can edit it: one whose content no longer has the id recorded beside
+        it is refused with an Event and taken as no plan, so the next plan written replaces it and an
+        approval of the recorded id never runs the edit."""
+        name = plan_config_map(pool.name)
+        found = blobs.load(self.kube, pool.namespace, name, PLAN_KEY)
         if found is None:
             return None
         fields, document = found
-        reassignments = parse_plan(json.loads(document), f"ConfigMap {plan_config_map(pool.name)}")
+        recorded = fields.get("plan.id", "")
+        try:
+            reassignments = parse_plan(json.loads(document), f"ConfigMap {name}")
+            content = plan_id(plan_document(reassignments))
+            edit = None if recorded == content else f"holds plan {content}"
+        except (InputError, ValueError) as err:
+            edit = f"holds no valid plan ({err})"
+        if edit is not None:
+            message = (
+                f"ConfigMap {name} was edited after the operator wrote it: it records plan {recorded!r} "
+                f"but {edit}; refused (never executed) and replaced by the next plan"
+            )
+            _log.warning("pool %s: %s", pool.key, message)
+            self.kube.post_event(pool, Event("Warning", "PlanRefused", sentence(message)))
+            return None
         return StoredPlan(
-            fields["plan.id"],
+            content,
             reassignments,
             int(fields["bytes-to-move"]),
             int(fields["moves"]),
