@@ -214,6 +214,7 @@ class Execution(_Spec):
     order: Literal["Plan", "SmallestFirst"] = "Plan"
     move_timeout_seconds: int = Field(default=600, ge=10, le=86400, alias="moveTimeoutSeconds")
     dead_broker_timeout_seconds: int = Field(default=30, ge=5, le=86400, alias="deadBrokerTimeoutSeconds")
+    health_timeout_seconds: int = Field(default=1800, ge=10, le=86400, alias="healthTimeoutSeconds")
 
     @model_validator(mode="after")
     def _per_broker_within_total(self) -> Execution:

@@ -166,6 +166,13 @@ def _add_execution_commands(commands: Any) -> None:
         help="seconds the execution rides out Kafka not answering (its controller down, a broker hanging) "
         "before it stops; a re-run resumes it",
     )
+    execute.add_argument(
+        "--health-timeout",
+        type=_positive,
+        default=1800,
+        help="seconds a batch waits for its partitions' replicas to be in sync (and their ISR at "
+        "min.insync.replicas) before the execution stops; a re-run resumes it",
+    )
     execute.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     execute.add_argument("--force", action="store_true", help="start despite under-replicated partitions")
     execute.add_argument(

@@ -1,6 +1,7 @@
 """The executor on a shared cluster, on the real bed: a topic of the plan deleted by someone else
-mid-copy (during a run, and while the executor was stopped), and an execution record edited to name a
-compacted topic's configs among its throttles. A producer writes to the surviving topic throughout and
+mid-copy (during a run, and while the executor was stopped), an execution record edited to name a
+compacted topic's configs among its throttles, and a broker outside the plan stopped so that the next
+batch's partition is under-replicated. A producer writes to the surviving topic throughout and
 every message is read back; no throttle and no reassignment may be left."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tests.support.kafka_checks import (
     assert_no_throttle_left,
     create_topic,
     delete_topic,
+    extra_broker,
     ongoing_reassignments,
     partitions,
     topic_with_traffic,
@@ -171,3 +173,55 @@ def test_an_edited_record_naming_a_compacted_topics_configs_leaves_them_alone(
             traffic.assert_all_read_back()
     finally:
         delete_topic(kafka_bed, ledger)
+
+
+def test_a_batch_waits_while_a_broker_outside_the_plan_is_down_and_goes_on_once_it_is_back(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    with (
+        extra_broker(kafka_bed, "b") as added,
+        topic_with_traffic(kafka_bed, "gate", [[1, 2], [added, 2]]) as traffic,
+    ):
+        # One move at a time: gate-0 copies first; gate-1 keeps its replica on the added broker, which
+        # is stopped meanwhile, so its batch must wait for it.
+        targets = {0: [3, 1], 1: [4, added]}
+        moves = [{"topic": traffic.topic, "partition": p, "replicas": r} for p, r in targets.items()]
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": moves}))
+        state = tmp_path / "state.json"
+        executor = cli(*_execute(kafka_bed, plan, state), "--max-moves", "1")
+        try:
+            wait_until(lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a copy")
+            kafka_bed.stop_broker(added)
+            stopped = time.time()
+            try:
+                wait_until(
+                    lambda: read_state(state).get("waiting") or executor.poll() is not None,
+                    timeout_s=120,
+                    what="the next batch waiting",
+                )
+                waiting = read_state(state)["waiting"]
+                assert waiting == (
+                    f"the next batch waits for 1 partition(s) to be healthy: "
+                    f"{traffic.topic}-1 (replica(s) {added} out of sync)"
+                ), waiting
+            finally:
+                kafka_bed.restart_broker(added)
+            back = time.time()
+            out, err = executor.communicate(timeout=300)
+        finally:
+            executor.kill()
+            executor.communicate(timeout=30)
+        assert executor.returncode == 0, (out, err)
+        assert "the batch's partitions are healthy again: submitting" in out, out
+        record = read_state(state)
+        second = next(m for m in record["moves"] if m["partition"] == 1)
+        after = second["startedAt"] - back
+        print(f"\nbroker down for {back - stopped:.1f}s; gate-1 submitted {after:.1f}s after it was back")
+        assert second["startedAt"] > back, "a move whose kept replica was out of sync was submitted"
+        assert record["waiting"] == "" and record["waitingSince"] is None
+        actual = partitions(kafka_bed, traffic.topic)
+        assert {p: actual[p][0] for p in targets} == targets
+        assert ongoing_reassignments(kafka_bed, traffic.topic) == []
+        assert_no_throttle_left(kafka_bed, traffic.topic)
+        traffic.assert_all_read_back()

@@ -33,6 +33,7 @@ class FakeKafkaCluster:
     reorder_on_cancel: bool = False
     racks: dict[int, str] = field(default_factory=dict)
     out_of_isr: dict[Tp, frozenset[int]] = field(default_factory=dict)  # replicas that fell behind
+    min_isr: dict[str, int] = field(default_factory=dict)  # topic -> min.insync.replicas (default 1)
     # KRaft: a broker shows a config change a moment after the controller commits it; reads of a
     # resource show its configs from before the last change this many times.
     stale_config_reads: int = 0
@@ -225,6 +226,9 @@ class FakeKafkaCluster:
                 self._stale[(kind, name)] = (shown, reads_left - 1)
             found[name] = dict(shown)
         return found
+
+    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
+        return {t: self.min_isr.get(t, 1) for t in topics if self._exists("topic", t)}
 
     def alter_configs(
         self, kind: str, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from kafka_balancer.errors import ExecutionError
+from kafka_balancer.k8s.executions import execution_progress, skipped_text
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import (
     TOPIC_DELETED,
@@ -20,6 +22,8 @@ from kafka_balancer.kafka.execution_state import (
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
 from kafka_balancer.kafka.progress import summary
 from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
+from kafka_balancer.reconcile.pool import executing_condition
+from kafka_balancer.reconcile.status import ExecutionPhase, ExecutionStatus
 from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
 
 PLAN = ReassignmentPlan(
@@ -200,3 +204,105 @@ def test_a_move_done_before_its_topic_was_deleted_passes_verification(tmp_path: 
 
     assert [m.status for m in state.moves] == [MoveStatus.DONE] * 4
     assert state.finished_at is not None
+
+
+def _rounds(executor: Executor, clock: FakeClock, state: ExecutionState, count: int) -> ExecutionState:
+    for _ in range(count):
+        clock.sleep(1.0)
+        state = executor.round(state)
+    return state
+
+
+def test_a_batch_waits_while_a_replica_its_move_keeps_is_out_of_sync_then_goes_on(tmp_path: Path) -> None:
+    cluster = _cluster()
+    lines: list[str] = []
+    executor, clock = _executor(cluster, tmp_path, lines.append)
+    # kept-0 ([1, 2] -> [4, 1]) keeps broker 1, whose replica fell out of the ISR (a broker outside
+    # the plan stopped, or lagging).
+    cluster.out_of_isr[("kept", 0)] = frozenset({1})
+    state = _in_flight(executor, cluster, clock)
+
+    state = _rounds(executor, clock, state, 8)
+
+    assert [m.status for m in state.moves[:2]] == [MoveStatus.DONE] * 2
+    assert [m.status for m in state.moves[2:]] == [MoveStatus.PENDING] * 2
+    assert not any(("kept", p) in targets for targets in cluster.submitted for p in (0, 1))
+    told = "the next batch waits for 1 partition(s) to be healthy: kept-0 (replica(s) 1 out of sync)"
+    assert state.waiting == told and lines.count(told) == 1
+    assert load_state(tmp_path / "state.json").waiting == told  # on record: the operator shows it
+
+    del cluster.out_of_isr[("kept", 0)]
+    state = executor.run(state)
+
+    assert [m.status for m in state.moves] == [MoveStatus.DONE] * 4
+    assert state.waiting == "" and state.waiting_since is None
+    assert "the batch's partitions are healthy again: submitting" in lines
+
+
+def test_a_batch_waits_while_a_partitions_isr_is_below_its_min_isr(tmp_path: Path) -> None:
+    cluster = _cluster()
+    executor, clock = _executor(cluster, tmp_path)
+    cluster.min_isr["kept"] = 3  # more than its two replicas: never met
+    state = _rounds(executor, clock, _in_flight(executor, cluster, clock), 8)
+
+    assert state.waiting == (
+        "the next batch waits for 2 partition(s) to be healthy: "
+        "kept-0 (ISR [1, 2] below min.insync.replicas 3), kept-1 (ISR [1, 2] below min.insync.replicas 3)"
+    )
+    assert [m.status for m in state.moves[2:]] == [MoveStatus.PENDING] * 2
+
+
+def test_a_replica_out_of_sync_that_the_move_takes_away_is_no_reason_to_wait(tmp_path: Path) -> None:
+    cluster = _cluster()
+    executor, clock = _executor(cluster, tmp_path)
+    # kept-0 ([1, 2] -> [4, 1]) removes broker 2, whose replica is out of sync: the move is the cure.
+    cluster.out_of_isr[("kept", 0)] = frozenset({2})
+
+    state = executor.run(new_state(cluster, PLAN, executor.options, clock.time()))
+
+    assert [m.status for m in state.moves] == [MoveStatus.DONE] * 4
+
+
+def test_a_batch_unhealthy_past_the_health_timeout_stops_the_execution_naming_it(tmp_path: Path) -> None:
+    cluster = _cluster()
+    clock = FakeClock(cluster)
+    options = ExecuteOptions(throttle=1000, poll_interval_s=1.0, max_moves=2, health_timeout_s=30.0)
+    path = tmp_path / "state.json"
+    executor = Executor(cluster, path, options, clock=clock.time, sleep=clock.sleep)
+    state = _in_flight(executor, cluster, clock)
+    cluster.out_of_isr[("kept", 0)] = frozenset({1})
+
+    started, message = clock.time(), ""
+    while not message and clock.time() - started < 100:
+        try:
+            state = _rounds(executor, clock, state, 1)
+        except ExecutionError as err:
+            message = str(err)
+
+    # The first batch copies for a few seconds; the next one waits from then on, 30 s at most.
+    assert 30.0 < clock.time() - started <= 40.0
+    assert message.startswith("the next batch waits for 1 partition(s) to be healthy: kept-0 (replica(s) 1 ")
+    assert "longer than the health timeout of 30s; nothing more was submitted" in message
+    assert not any(("kept", 0) in targets for targets in cluster.submitted)
+
+
+def test_the_pool_shows_a_waiting_batch_and_the_skipped_moves(tmp_path: Path) -> None:
+    cluster = _cluster()
+    executor, clock = _executor(cluster, tmp_path)
+    cluster.out_of_isr[("kept", 0)] = frozenset({1})
+    state = _in_flight(executor, cluster, clock)
+    cluster.delete_topic("doomed")
+    state = _rounds(executor, clock, state, 3)
+
+    fields, _ = execution_progress(state, clock.time())
+    status = ExecutionStatus("abc", ExecutionPhase.RUNNING, "", fields)
+
+    assert status.to_dict()["movesSkipped"] == 2
+    assert status.to_dict()["waiting"] == state.waiting != ""
+    condition = executing_condition(status)
+    assert (condition.status, condition.reason) == ("True", "Waiting")
+    assert condition.message == f"executing plan abc: {state.waiting}"
+    assert skipped_text(state) == (
+        f"2 partition move(s) skipped (doomed-0: {TOPIC_DELETED}; doomed-1: {TOPIC_DELETED}); "
+        "the next plan places them anew"
+    )

@@ -133,6 +133,7 @@ def test_the_pools_execution_settings_reach_the_executor() -> None:
         "order": "SmallestFirst",
         "moveTimeoutSeconds": 120,
         "deadBrokerTimeoutSeconds": 15,
+        "healthTimeoutSeconds": 60,
     }
     stepped = options_of(BrokerPoolSpec.model_validate({**POOL, "execution": execution}).execution)
 
@@ -143,6 +144,7 @@ def test_the_pools_execution_settings_reach_the_executor() -> None:
     assert stepped.order is MoveOrder.SMALLEST_FIRST
     assert (default.timeout_per_move_s, default.dead_broker_timeout_s) == (600.0, 30.0)
     assert (stepped.timeout_per_move_s, stepped.dead_broker_timeout_s) == (120.0, 15.0)
+    assert (default.health_timeout_s, stepped.health_timeout_s) == (1800.0, 60.0)
 
 
 @pytest.mark.parametrize(
@@ -154,6 +156,7 @@ def test_the_pools_execution_settings_reach_the_executor() -> None:
         ({"execution": {"replicasAtATime": 0}}, "greater than or equal to 1"),
         ({"execution": {"order": "BiggestFirst"}}, "'Plan' or 'SmallestFirst'"),
         ({"execution": {"deadBrokerTimeoutSeconds": 1}}, "greater than or equal to 5"),
+        ({"execution": {"healthTimeoutSeconds": 1}}, "greater than or equal to 10"),
         ({"drain": [1, 1]}, "duplicate broker id"),
         ({"demote": [2, 2]}, "duplicate broker id"),
         ({"demote": [-1]}, "greater than or equal to 0"),

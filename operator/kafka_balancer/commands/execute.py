@@ -66,6 +66,7 @@ def run_execute(args: argparse.Namespace) -> int:
         timeout_per_move_s=float(args.timeout_per_move),
         dead_broker_timeout_s=float(args.dead_broker_timeout),
         outage_timeout_s=float(args.outage_timeout),
+        health_timeout_s=float(args.health_timeout),
         poll_interval_s=args.poll_interval,
         force=args.force,
         replicas_at_a_time=args.replicas_at_a_time,

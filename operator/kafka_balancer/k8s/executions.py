@@ -133,6 +133,8 @@ def execution_progress(state: ExecutionState, now: float) -> tuple[ExecutionProg
         eta=None if eta is None else duration_text(eta),
         dir_bytes_done=dir_done,
         dir_bytes_total=dir_total,
+        moves_skipped=len(state.by_status(MoveStatus.SKIPPED)),
+        waiting=state.waiting or None,
     )
     return progress, message + (f", ETA {duration_text(eta)}" if eta is not None else "")
 
@@ -194,6 +196,8 @@ class ExecutionService:
         lease = self.lease(pool)
         # Set once the API answers again after an outage during this run; kept in the status message.
         outage: list[str] = []
+        # What the run last waited for (its batch's partitions' health): an Event when that changes.
+        waited = [""]
 
         def halt() -> str | None:
             # kopf's live view of the pool: a pause, a mode change or a withdrawn approval (or opt-in,
@@ -225,6 +229,11 @@ class ExecutionService:
                 _log.warning("pool %s: status not written this time: %s", pool.key, err)
 
         def progress(state: ExecutionState) -> None:
+            if state.waiting and state.waiting != waited[-1]:
+                self.kube.post_event(
+                    pool, Event("Warning", "ExecutionWaiting", sentence(f"Plan {stored.id}: {state.waiting}"))
+                )
+            waited.append(state.waiting)
             fields, message = execution_progress(state, self._clock())
             self.metrics.execution_progress(pool.key, state, self._clock())
             reason = halt()

@@ -27,6 +27,7 @@ from kafka_balancer.kafka.client_log import served, with_client_log
 
 TIMEOUT_S = 30.0
 TOPICS_PER_DESCRIBE = 500
+MIN_ISR = "min.insync.replicas"
 Tp = tuple[str, int]
 
 _JAAS = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
@@ -553,6 +554,30 @@ class KafkaAdmin:
                     and entry.source
                     in (ConfigSource.DYNAMIC_BROKER_CONFIG.value, ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
                 }
+        return found
+
+    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
+        """Each topic's ``min.insync.replicas`` in force: its own, else the cluster's. A topic that
+        does not exist is absent."""
+        wanted = sorted(set(topics))
+        found: dict[str, int] = {}
+        for start in range(0, len(wanted), TOPICS_PER_DESCRIBE):
+            batch = [ConfigResource("topic", name) for name in wanted[start : start + TOPICS_PER_DESCRIBE]]
+            what = f"describing configs of topic {batch[0].name}"
+            timeout_s = self._timeout(what)
+            try:
+                futures = served(self._ck).describe_configs(batch, request_timeout=timeout_s)
+                for resource, future in futures.items():
+                    try:
+                        entries = future.result(timeout=timeout_s)
+                    except KafkaException as err:
+                        if not _unknown_topic("topic", err):
+                            raise
+                        continue
+                    entry = entries.get(MIN_ISR)
+                    found[resource.name] = int(entry.value) if entry is not None and entry.value else 1
+            except Exception as err:
+                raise self._confluent_failed(what, err, timeout_s) from err
         return found
 
     def alter_configs(

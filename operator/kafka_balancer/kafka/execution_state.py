@@ -189,6 +189,9 @@ class ExecutionState:
     # Destination brokers this execution declared gone (left the cluster for the dead-broker
     # timeout): no move towards them starts again, even if they come back.
     gone_brokers: frozenset[int] = frozenset()
+    # The next batch waits for its partitions' health (Executor.submit): why, and since when.
+    waiting: str = ""
+    waiting_since: float | None = None
 
     def with_move(self, move: Move) -> ExecutionState:
         return replace(self, moves=tuple(move if m.tp == move.tp else m for m in self.moves))
@@ -281,6 +284,8 @@ def state_document(state: ExecutionState) -> dict[str, Any]:
         "replicasAtATime": state.replicas_at_a_time,
         "order": state.order.value,
         "goneBrokers": sorted(state.gone_brokers),
+        "waiting": state.waiting,
+        "waitingSince": state.waiting_since,
         "bytesDone": state.bytes_done,
         "bytesTotal": state.bytes_total,
         "dirBytesDone": state.dir_bytes_done,
@@ -310,6 +315,8 @@ def state_from_document(doc: Mapping[str, Any]) -> ExecutionState:
         replicas_at_a_time=int(doc.get("replicasAtATime", 0)),
         order=MoveOrder(doc.get("order", MoveOrder.PLAN.value)),
         gone_brokers=frozenset(int(b) for b in doc.get("goneBrokers", ())),
+        waiting=str(doc.get("waiting", "")),
+        waiting_since=doc.get("waitingSince"),
     )
 
 

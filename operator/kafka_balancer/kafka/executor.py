@@ -57,6 +57,8 @@ class ExecuteOptions:
     dead_broker_timeout_s: float = 30.0
     # Kafka not answering (its controller down, a broker hanging) is ridden out for this long.
     outage_timeout_s: float = 300.0
+    # A batch whose partitions are not healthy waits for them this long, then the execution stops.
+    health_timeout_s: float = 1800.0
     poll_interval_s: float = 1.0
     settle_timeout_s: float = 120.0
     force: bool = False
@@ -397,6 +399,12 @@ class Executor:
             batch = next_batch(others, options.max_moves_per_broker, options.max_moves, state.order)
             if not batch:
                 return state
+        unhealthy = self.unhealthy(batch)
+        if unhealthy:
+            return self.wait_for_health(state, unhealthy, now)
+        if state.waiting:
+            self.log("the batch's partitions are healthy again: submitting")
+            state = replace(state, waiting="", waiting_since=None)
         for move in batch:
             state = state.with_move(
                 replace(move, status=MoveStatus.IN_FLIGHT, started_at=now, progress_at=now)
@@ -423,6 +431,49 @@ class Executor:
                 failed = replace(move, status=MoveStatus.FAILED, reason=reason, finished_at=now)
                 state = state.with_move(failed)
         return self.commit(state)
+
+    def unhealthy(self, batch: list[Move]) -> list[str]:
+        """The partitions of ``batch`` no copy may start on now, each with why: a replica its move
+        keeps is out of the ISR (a broker down or lagging), or the ISR is below the topic's
+        ``min.insync.replicas``. A replica out of sync that the move takes away (a failed broker
+        being replaced) is no reason to wait: the move is the cure."""
+        copying = [m for m in batch if m.brokers]
+        if not copying:
+            return []
+        topics = {m.topic for m in copying}
+        parts = self.admin.partitions(topics)
+        min_isr = self.admin.min_insync_replicas(topics)
+        found = []
+        for move in copying:
+            part = parts.get(move.tp)
+            if part is None:
+                continue  # deleted: the next round's observe skips it
+            lagging = sorted((set(part.replicas) - part.isr) & set(move.target))
+            least = min_isr.get(move.topic, 1)
+            if lagging:
+                found.append(f"{_name(move)} (replica(s) {', '.join(map(str, lagging))} out of sync)")
+            elif len(part.isr) < least:
+                found.append(f"{_name(move)} (ISR {sorted(part.isr)} below min.insync.replicas {least})")
+        return found
+
+    def wait_for_health(self, state: ExecutionState, unhealthy: list[str], now: float) -> ExecutionState:
+        """Submit nothing while ``unhealthy`` names partitions, for at most the health timeout."""
+        since = now if state.waiting_since is None else state.waiting_since
+        more = f" and {len(unhealthy) - SHOWN_PROBLEMS} more" if len(unhealthy) > SHOWN_PROBLEMS else ""
+        text = (
+            f"the next batch waits for {len(unhealthy)} partition(s) to be healthy: "
+            f"{', '.join(unhealthy[:SHOWN_PROBLEMS])}{more}"
+        )
+        limit = self.options.health_timeout_s
+        if now - since > limit:
+            raise ExecutionError(
+                f"{text}, for {now - since:.0f}s, longer than the health timeout of {limit:.0f}s; "
+                f"nothing more was submitted: once they are healthy, {self.resume_hint}"
+            )
+        if text != state.waiting:
+            self.log(text)
+            state = self.commit(replace(state, waiting=text, waiting_since=since))
+        return state
 
     def elect_leaders_first(self, state: ExecutionState) -> ExecutionState:
         """Elect the planned leader of each reordering done, once, while the data moves still copy.

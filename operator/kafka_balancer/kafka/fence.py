@@ -56,6 +56,9 @@ class FencedAdmin:
     def dynamic_configs(self, kind: str, names: Iterable[str]) -> dict[str, dict[str, str]]:
         return self.admin.dynamic_configs(kind, names)
 
+    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
+        return self.admin.min_insync_replicas(topics)
+
     def alter_reassignments(self, targets: Mapping[Tp, tuple[int, ...] | None]) -> dict[Tp, str]:
         self.fence.check()
         return self.admin.alter_reassignments(targets)

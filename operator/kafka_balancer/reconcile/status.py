@@ -52,6 +52,8 @@ class ExecutionProgress:
     eta: str | None = None  # eta_seconds for people ("0h02m10s")
     dir_bytes_done: int = 0
     dir_bytes_total: int = 0
+    moves_skipped: int = 0  # left alone: a topic deleted, replicas someone else changed
+    waiting: str | None = None  # why the next batch waits (its partitions' health), if it does
 
     def to_dict(self) -> dict[str, Any]:
         # etaSeconds and eta are written even when None: the merge patch then removes the last ETA.
@@ -66,6 +68,9 @@ class ExecutionProgress:
             "dirBytesTotal": self.dir_bytes_total,
             "etaSeconds": self.eta_seconds,
             "eta": self.eta,
+            "movesSkipped": self.moves_skipped,
+            # Written even when None: the merge patch then removes the last wait.
+            "waiting": self.waiting,
         }
 
 
