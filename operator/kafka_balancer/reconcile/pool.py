@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
+
+import re2
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.errors import InfeasibleError
@@ -517,7 +518,7 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
             inp.spec.demote,
             heal_log_dirs=inp.spec.self_healing.enabled,
         )
-    except re.error as err:
+    except re2.error as err:
         invalid = Condition("SpecValid", FALSE, "InvalidExcludedTopics", f"spec.excludedTopics: {err}")
         return _Planned((invalid,), (), decision, complete=False)
     valid = Condition("SpecValid", TRUE, "Valid", "the spec is usable")

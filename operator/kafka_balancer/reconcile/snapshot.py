@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+import re2
 
 from kafka_balancer.api import Capacity
 from kafka_balancer.kube_quantity import parse_quantity
@@ -107,7 +108,12 @@ def build_cluster(
     Log dirs go in when the metadata has them for every broker of the model, so the intra-broker
     goals work and the planner re-homes the replicas of an offline dir; with an offline dir and not
     ``heal_log_dirs`` (self-healing off) they stay out, and so its replicas stay where they are."""
-    excluded = [re.compile(pattern) for pattern in excluded_topics]
+    # RE2 matches in time linear in the topic name, whatever the pattern: a pattern such as (a+)+b,
+    # which backtracking engines take exponential time on, cannot hold the process. Each topic is
+    # matched once, not once per partition.
+    excluded = [re2.compile(pattern) for pattern in excluded_topics]
+    topics = {p.topic for p in metadata.partitions}
+    movable = {t: not any(rx.fullmatch(t) for rx in excluded) for t in topics} if excluded else {}
     # A missing broker that no replica names is not in the cluster: nothing may be moved to it.
     kept = [v for v in views if v.state is not Lifecycle.MISSING or v.id in metadata.brokers]
     dirs = metadata.log_dirs
@@ -135,7 +141,7 @@ def build_cluster(
             p.replicas,
             p.leader if p.leader in p.replicas else p.replicas[0],
             loads.get((p.topic, p.partition), ZERO_LOAD),
-            movable=not any(rx.fullmatch(p.topic) for rx in excluded),
+            movable=movable.get(p.topic, True),
             log_dirs=p.log_dirs if with_dirs else (),
         )
         for p in metadata.partitions
