@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -308,6 +309,14 @@ class PrometheusQuerying(_Spec):
     min_range_seconds: int = Field(default=MIN_RANGE_S, alias="minRangeSeconds", ge=1, le=86400)
     queries: PrometheusQueries = Field(default_factory=PrometheusQueries)
 
+    @field_validator("url")
+    @classmethod
+    def _no_credentials(cls, url: str) -> str:
+        if "@" in urlsplit(url).netloc:
+            # Said without the URL: a message is shown in status, and the URL would carry them there.
+            raise ValueError("must not carry a user or password (a token goes in bearerTokenSecretRef)")
+        return url
+
     @field_validator("broker_id_pattern")
     @classmethod
     def _one_group(cls, pattern: str) -> str:
@@ -331,6 +340,8 @@ class Prometheus(PrometheusQuerying):
     def _ca_with_https(self) -> Prometheus:
         if self.ca_secret_ref is not None and not self.url.startswith("https://"):
             raise ValueError("prometheus.caSecretRef is only used with an https:// url")
+        if self.bearer_token_secret_ref is not None and not self.url.startswith("https://"):
+            raise ValueError("prometheus.bearerTokenSecretRef: a bearer token is sent over https:// only")
         return self
 
 

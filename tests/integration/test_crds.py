@@ -158,6 +158,16 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
         "prometheus.caSecretRef is only used with an https:// url",
     ),
     (
+        "token-over-http",
+        {"prometheus": {"url": "http://prom:9090", "bearerTokenSecretRef": {"name": "prom"}}},
+        "prometheus.bearerTokenSecretRef: a bearer token is sent over https:// only",
+    ),
+    (
+        "prometheus-url-with-password",
+        {"prometheus": {"url": "https://reader:hunter2@prom:9090"}},
+        "prometheus.url must not carry a user or password",
+    ),
+    (
         "failure-before-detection",
         {"detectionIntervalSeconds": 120, "selfHealing": {"enabled": True, "brokerFailureSeconds": 60}},
         "selfHealing.brokerFailureSeconds must not be shorter than detectionIntervalSeconds",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_balancer.errors import KubernetesUnavailable, WriteConflict
-from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId
+from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId, SecretData
 from kafka_balancer.reconcile.events import Event
 
 
@@ -37,6 +37,7 @@ class FakeKube:
     # (plural, namespace, name) → status
     statuses: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     secrets: dict[tuple[str, str], dict[str, bytes]] = field(default_factory=dict)
+    secret_annotations: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     events: list[tuple[PoolId, Event]] = field(default_factory=list)
     custom_objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     leases: dict[tuple[str, str], LeaseRecord] = field(default_factory=dict)
@@ -102,9 +103,11 @@ class FakeKube:
         key = (plural, namespace, name)
         self.statuses[key] = merge_patch(self.statuses.get(key, {}), status)
 
-    def read_secret(self, namespace: str, name: str) -> dict[str, bytes] | None:
+    def read_secret(self, namespace: str, name: str) -> SecretData | None:
         found = self.secrets.get((namespace, name))
-        return None if found is None else dict(found)
+        if found is None:
+            return None
+        return SecretData(dict(found), dict(self.secret_annotations.get((namespace, name), {})))
 
     def post_event(self, pool: PoolId, event: Event) -> None:
         self.events.append((pool, event))

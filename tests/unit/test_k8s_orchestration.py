@@ -206,6 +206,31 @@ def test_an_unusable_spec_is_a_condition_and_kafka_is_not_read(tmp_path: Path) -
     assert b.reader.reads == 0
 
 
+def test_a_pool_uses_a_credentials_secret_only_once_its_writer_meant_it_for_the_pool(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    # Any key of any Secret in the namespace, as a user who may write pools but not read Secrets
+    # would name it.
+    b.kube.secrets[("kafka", "payments-admin")] = {"username": b"admin", "password": b"hunter2"}
+    sasl = {
+        "bootstrapServers": "k:9093",
+        "securityProtocol": "SASL_SSL",
+        "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "payments-admin"}},
+    }
+
+    b.sync("DryRun", spec={"kafka": sasl})
+
+    message = next(c["message"] for c in b.status()["conditions"] if c["type"] == "SpecValid")
+    assert message.startswith("kafka.sasl.secretRef: Secret kafka/payments-admin is not meant for this pool")
+    assert "hunter2" not in json.dumps(b.status())
+    assert b.reader.reads == 0  # nothing was sent anywhere
+
+    b.kube.secret_annotations[("kafka", "payments-admin")] = {"kafkabalancer.io/pools": "main"}
+    b.sync("DryRun", spec={"kafka": sasl})
+
+    assert b.reader.reads == 1
+    assert b.conditions()["SpecValid"] == ("True", "Valid")
+
+
 def test_kafka_unreachable_backs_off_doubling_and_keeps_the_other_conditions(tmp_path: Path) -> None:
     b = bed(tmp_path)
     b.sync("DryRun")

@@ -10,17 +10,27 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from kafka_balancer.api import Prometheus
+from kafka_balancer.api import BrokerPoolSpec, Prometheus
 from kafka_balancer.errors import InputError
-from kafka_balancer.k8s.port import PoolId
+from kafka_balancer.formats.errors import one_line
+from kafka_balancer.k8s.pool_secrets import POOLS_ANNOTATION
+from kafka_balancer.k8s.port import PoolId, SecretData
 from kafka_balancer.k8s.prometheus_secrets import PoolSecrets, prometheus_settings
 
 POOL = PoolId("team-a", "main", "uid-main")
 CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 
-def _secrets(tmp_path: Path, store: Mapping[tuple[str, str], Mapping[str, bytes]]) -> PoolSecrets:
-    return PoolSecrets(lambda namespace, name: store.get((namespace, name)), tmp_path / "tls")
+def _secrets(
+    tmp_path: Path, store: Mapping[tuple[str, str], Mapping[str, bytes]], meant: str = "main"
+) -> PoolSecrets:
+    """Secrets whose writer annotated each for the pools ``meant`` names."""
+
+    def read(namespace: str, name: str) -> SecretData | None:
+        data = store.get((namespace, name))
+        return None if data is None else SecretData(data, {POOLS_ANNOTATION: meant})
+
+    return PoolSecrets(read, tmp_path / "tls")
 
 
 def _spec(**fields: Any) -> Prometheus:
@@ -80,3 +90,46 @@ def test_a_missing_secret_or_key_is_named(
 def test_a_ca_is_refused_for_a_plain_http_url() -> None:
     with pytest.raises(ValidationError, match="caSecretRef is only used with an https:// url"):
         Prometheus.model_validate({"url": "http://prom:9090", "caSecretRef": {"name": "prom"}})
+
+
+@pytest.mark.parametrize("meant", ["", "other", "mainly", "other,  main2"])
+def test_a_secret_not_meant_for_the_pool_is_refused_and_not_read(tmp_path: Path, meant: str) -> None:
+    store = {("team-a", "prom"): {"token": b"t0ken", "ca.crt": CA}}
+    spec = _spec(bearerTokenSecretRef={"name": "prom"})
+
+    with pytest.raises(InputError) as refused:
+        prometheus_settings(spec, POOL, _secrets(tmp_path, store, meant))
+
+    assert str(refused.value) == (
+        "prometheus.bearerTokenSecretRef: Secret team-a/prom is not meant for this pool: the operator "
+        "uses a Secret only when it carries the annotation kafkabalancer.io/pools naming the pool (main) "
+        "or *, which whoever may write the Secret adds"
+    )
+    assert "t0ken" not in str(refused.value)
+
+
+@pytest.mark.parametrize("meant", ["main", "*", "other, main", " main ,x"])
+def test_a_secret_meant_for_the_pool_or_every_pool_is_used(tmp_path: Path, meant: str) -> None:
+    store = {("team-a", "prom"): {"token": b"t0ken"}}
+    spec = _spec(bearerTokenSecretRef={"name": "prom"})
+
+    assert prometheus_settings(spec, POOL, _secrets(tmp_path, store, meant)).bearer_token == "t0ken"
+
+
+def test_a_bearer_token_goes_over_https_only() -> None:
+    with pytest.raises(ValidationError, match="a bearer token is sent over https:// only"):
+        Prometheus.model_validate({"url": "http://prom:9090", "bearerTokenSecretRef": {"name": "p"}})
+
+
+def test_a_url_with_a_user_and_password_is_refused_without_showing_them() -> None:
+    spec = {
+        "kafka": {"bootstrapServers": "k:9092"},
+        "capacity": {"disk": "1T", "networkIn": "100M", "networkOut": "100M", "cpu": "8"},
+        "prometheus": {"url": "https://reader:hunter2@prom:9090"},
+    }
+    with pytest.raises(ValidationError) as refused:
+        BrokerPoolSpec.model_validate(spec)
+
+    said = one_line(refused.value, "spec")
+    assert said.startswith("spec.prometheus.url: Value error, must not carry a user or password"), said
+    assert "hunter2" not in said and "reader" not in said

@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kafka_balancer.api import API_VERSION, GROUP, VERSION
 from kafka_balancer.errors import KubernetesError, KubernetesUnavailable, WriteConflict
-from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId
+from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId, SecretData
 from kafka_balancer.reconcile.events import Event
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kafka-balancer"}
@@ -147,7 +147,7 @@ class Kube:
 
     # -- Secrets ------------------------------------------------------------------------------------
 
-    def read_secret(self, namespace: str, name: str) -> dict[str, bytes] | None:
+    def read_secret(self, namespace: str, name: str) -> SecretData | None:
         try:
             with _transport(f"reading Secret {namespace}/{name}"):
                 secret = self.core.read_namespaced_secret(name, namespace)
@@ -155,7 +155,9 @@ class Kube:
             if err.status == 404:
                 return None
             raise KubernetesError(f"reading Secret {namespace}/{name}: {err.reason}") from err
-        return {key: base64.b64decode(value) for key, value in (secret.data or {}).items()}
+        data = {key: base64.b64decode(value) for key, value in (secret.data or {}).items()}
+        annotations = secret.metadata.annotations if secret.metadata is not None else None
+        return SecretData(data, dict(annotations or {}))
 
     # -- Events -------------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.executions import ExecutionService, Liveness, SeenPool
 from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.pool_secrets import pool_secret
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.scored_loads import Loads
 from kafka_balancer.k8s.settings import Timings
@@ -228,11 +229,13 @@ class PoolService:
         kafka = spec.kafka
         sasl = None
         if kafka.sasl is not None:
-            data = self.kube.read_secret(pool.namespace, kafka.sasl.secret_ref.name)
+            data = pool_secret(
+                self.kube.read_secret, pool, "kafka.sasl.secretRef", kafka.sasl.secret_ref.name
+            )
             sasl = None if data is None else {k: v.decode() for k, v in data.items()}
         tls_files: dict[str, Path] | None = None
         if kafka.tls is not None:
-            data = self.kube.read_secret(pool.namespace, kafka.tls.secret_ref.name)
+            data = pool_secret(self.kube.read_secret, pool, "kafka.tls.secretRef", kafka.tls.secret_ref.name)
             if data is None:
                 raise InputError(f"kafka.tls.secretRef: Secret {kafka.tls.secret_ref.name} is missing")
             folder = self.state_dir / "tls" / f"{pool.namespace}.{pool.name}"

@@ -30,6 +30,15 @@ class PoolId:
 
 
 @dataclass(frozen=True, slots=True)
+class SecretData:
+    """A Secret as the operator may use it: its data, decoded, and its annotations (whose
+    ``kafkabalancer.io/pools`` says which pools its writer meant it for: k8s/pool_secrets.py)."""
+
+    data: Mapping[str, bytes]
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigMapData:
     """A ConfigMap as read: ``data``, the decoded ``binaryData``, and the version that was read
     (the precondition of a conditional write)."""
@@ -101,8 +110,8 @@ class KubePort(Protocol):
         """A merge patch of our custom resource's status; an object deleted meanwhile is ignored."""
         ...
 
-    def read_secret(self, namespace: str, name: str) -> dict[str, bytes] | None:
-        """The Secret's data, decoded; None when it does not exist. Never logged."""
+    def read_secret(self, namespace: str, name: str) -> SecretData | None:
+        """The Secret's data, decoded, and annotations; None when it does not exist. Never logged."""
         ...
 
     def post_event(self, pool: PoolId, event: Event) -> None:

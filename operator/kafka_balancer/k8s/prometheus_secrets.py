@@ -5,12 +5,12 @@ Read at every pass, so a rotated token or CA is picked up without a restart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_balancer.api import Prometheus
 from kafka_balancer.errors import InputError
+from kafka_balancer.k8s.pool_secrets import ReadSecret, pool_secret
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.prometheus.settings import PrometheusSettings
 
@@ -19,10 +19,11 @@ CA_FILE = "prometheus-ca.crt"
 
 @dataclass(frozen=True)
 class PoolSecrets:
-    """How the operator reads a Secret (namespace, name → data, None if missing), and the folder
-    below which it writes the files a client needs (one folder per pool, mode 0700; files 0600)."""
+    """How the operator reads a Secret (namespace, name → data and annotations, None if missing),
+    and the folder below which it writes the files a client needs (one folder per pool, mode 0700;
+    files 0600)."""
 
-    read: Callable[[str, str], Mapping[str, bytes] | None]
+    read: ReadSecret
     folder: Path
 
 
@@ -37,7 +38,7 @@ def prometheus_settings(spec: Prometheus, pool: PoolId, secrets: PoolSecrets | N
     namespace = pool.namespace
     token = None
     if token_ref is not None:
-        raw = _value(secrets, namespace, "bearerTokenSecretRef", token_ref.name, token_ref.key)
+        raw = _value(secrets, pool, "bearerTokenSecretRef", token_ref.name, token_ref.key)
         try:
             token = raw.decode("utf-8").strip()
         except UnicodeDecodeError:
@@ -47,7 +48,7 @@ def prometheus_settings(spec: Prometheus, pool: PoolId, secrets: PoolSecrets | N
             ) from None
     ca_file = None
     if ca_ref is not None:
-        pem = _value(secrets, namespace, "caSecretRef", ca_ref.name, ca_ref.key)
+        pem = _value(secrets, pool, "caSecretRef", ca_ref.name, ca_ref.key)
         folder = secrets.folder / f"{namespace}.{pool.name}"
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         ca_file = folder / CA_FILE
@@ -56,8 +57,9 @@ def prometheus_settings(spec: Prometheus, pool: PoolId, secrets: PoolSecrets | N
     return PrometheusSettings.from_spec(spec, ca_file=ca_file, bearer_token=token)
 
 
-def _value(secrets: PoolSecrets, namespace: str, field: str, name: str, key: str) -> bytes:
-    data = secrets.read(namespace, name)
+def _value(secrets: PoolSecrets, pool: PoolId, field: str, name: str, key: str) -> bytes:
+    namespace = pool.namespace
+    data = pool_secret(secrets.read, pool, f"prometheus.{field}", name)
     if data is None:
         raise InputError(f"prometheus.{field}: Secret {namespace}/{name} is missing")
     if key not in data:
