@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kafka_balancer.goals.spec import GoalSpec, GoalType
-from kafka_balancer.kube_quantity import is_quantity
+from kafka_balancer.kube_quantity import is_quantity, parse_quantity
 
 GROUP = "kafkabalancer.io"
 VERSION = "v1alpha1"
@@ -101,6 +101,13 @@ def _check_quantity(value: int | str) -> int | str:
         raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 2Ti, 125M, 7500m, 8)")
     return value
 
+
+# A throttle below this stalls every move (a few bytes a second); the counts' bounds keep one batch
+# within what Kafka's controller takes in one request and a person means.
+MIN_THROTTLE = 1024
+MAX_MOVES_PER_BROKER = 1000
+MAX_MOVES = 10000
+MAX_REPLICAS_AT_A_TIME = 100
 
 # int-or-string in the CRD; never a float (API conventions).
 Quantity = Annotated[int | str, AfterValidator(_check_quantity)]
@@ -209,13 +216,24 @@ class WarmUp(_Spec):
 
 class Execution(_Spec):
     throttle_bytes_per_second: Quantity = Field(default="50Mi", alias="throttleBytesPerSecond")
-    max_moves_per_broker: int = Field(default=5, ge=1, alias="maxMovesPerBroker")
-    max_moves: int = Field(default=50, ge=1, alias="maxMoves")
-    replicas_at_a_time: int | None = Field(default=None, ge=1, alias="replicasAtATime")
+    max_moves_per_broker: int = Field(default=5, ge=1, le=MAX_MOVES_PER_BROKER, alias="maxMovesPerBroker")
+    max_moves: int = Field(default=50, ge=1, le=MAX_MOVES, alias="maxMoves")
+    replicas_at_a_time: int | None = Field(
+        default=None, ge=1, le=MAX_REPLICAS_AT_A_TIME, alias="replicasAtATime"
+    )
     order: Literal["Plan", "SmallestFirst"] = "Plan"
     move_timeout_seconds: int = Field(default=600, ge=10, le=86400, alias="moveTimeoutSeconds")
     dead_broker_timeout_seconds: int = Field(default=30, ge=5, le=86400, alias="deadBrokerTimeoutSeconds")
     health_timeout_seconds: int = Field(default=1800, ge=10, le=86400, alias="healthTimeoutSeconds")
+
+    @field_validator("throttle_bytes_per_second")
+    @classmethod
+    def _throttle_moves_data(cls, value: int | str) -> int | str:
+        if parse_quantity(value) < MIN_THROTTLE:
+            raise ValueError(
+                f"execution.throttleBytesPerSecond {value!r} is below 1Ki: every move would stall"
+            )
+        return value
 
     @model_validator(mode="after")
     def _per_broker_within_total(self) -> Execution:

@@ -77,6 +77,7 @@ def test_a_pool_and_its_goals_are_accepted_and_read_back_with_defaults(
         "order": "Plan",
         "moveTimeoutSeconds": 600,
         "deadBrokerTimeoutSeconds": 30,
+        "healthTimeoutSeconds": 1800,
     }
     assert spec["kafka"]["securityProtocol"] == "PLAINTEXT"
     assert spec["drain"] == [3]
@@ -178,6 +179,21 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
         "spec.selfHealing.maxFailedPercent in body should be greater than or equal to 1",
     ),
     (
+        "throttle-stalls",
+        {"execution": {"throttleBytesPerSecond": "500m"}},
+        "execution.throttleBytesPerSecond must be at least 1Ki: below it every move stalls",
+    ),
+    (
+        "throttle-zero",
+        {"execution": {"throttleBytesPerSecond": 0}},
+        "execution.throttleBytesPerSecond must be at least 1Ki: below it every move stalls",
+    ),
+    (
+        "batch-unbounded",
+        {"execution": {"maxMoves": 20000}},
+        "spec.execution.maxMoves in body should be less than or equal to 10000",
+    ),
+    (
         "move-timeout-too-short",
         {"execution": {"moveTimeoutSeconds": 1}},
         "spec.execution.moveTimeoutSeconds in body should be greater than or equal to 10",
@@ -262,6 +278,18 @@ def test_an_invalid_pool_is_refused_with_a_message_and_pydantic_agrees(
     assert message in created.stderr
     with pytest.raises(ValidationError):
         BrokerPoolSpec.model_validate({**POOL_SPEC, **spec})
+
+
+def test_a_pool_name_longer_than_a_label_value_is_refused(kube_bed: kube.KubeBed, crds: None) -> None:
+    name = "p" * 64
+    created = kube_bed.kubectl("create", "-f", "-", stdin=manifest("BrokerPool", name, POOL_SPEC))
+    assert created.returncode != 0
+    assert "a BrokerPool's name must be at most 63 characters" in created.stderr, created.stderr
+
+    longest = "p" * 63
+    created = kube_bed.kubectl("create", "-f", "-", stdin=manifest("BrokerPool", longest, POOL_SPEC))
+    assert created.returncode == 0, created.stderr
+    assert kube_bed.kubectl("delete", "bp", longest, "-n", NAMESPACE).returncode == 0
 
 
 def test_the_chart_ships_exactly_the_crds_of_crds_dir() -> None:

@@ -206,6 +206,19 @@ def test_an_unusable_spec_is_a_condition_and_kafka_is_not_read(tmp_path: Path) -
     assert b.reader.reads == 0
 
 
+def test_a_pool_named_longer_than_a_label_value_is_an_invalid_spec_not_a_crash(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    long = PoolId("kafka", "p" * 70, "uid-long")
+    pool = PoolObject(long, 1, {**SPEC, "mode": "DryRun"}, {}, {}, (GOAL,))
+
+    b.service.sync_blocking(pool, 0, RUNNING)
+
+    status = b.kube.pool_status(long)
+    message = next(c["message"] for c in status["conditions"] if c["type"] == "SpecValid")
+    assert message.startswith("metadata.name: 70 characters, over 63"), message
+    assert b.reader.reads == 0 and b.kube.config_maps == {}
+
+
 def test_a_pool_uses_a_credentials_secret_only_once_its_writer_meant_it_for_the_pool(tmp_path: Path) -> None:
     b = bed(tmp_path)
     # Any key of any Secret in the namespace, as a user who may write pools but not read Secrets

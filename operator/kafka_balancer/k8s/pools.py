@@ -59,6 +59,8 @@ REPAIRS_KEY = "repairs"
 PARTITIONS_KEY = "partitions.json"
 PLURAL_GOALS = "balancergoals"
 _log = logging.getLogger(__name__)
+# A label value's limit: the pool's name labels the ConfigMaps and Leases made for it.
+MAX_POOL_NAME = 63
 
 
 class ClusterReader(Protocol):
@@ -166,6 +168,12 @@ class PoolService:
         """Read, decide, write the pool's status, ConfigMaps and goal statuses; execute when decided."""
         key = pool.id.key
         try:
+            if len(pool.id.name) > MAX_POOL_NAME:
+                # The CRD refuses such names; one created before it did still must not crash the daemon.
+                raise InputError(
+                    f"metadata.name: {len(pool.id.name)} characters, over {MAX_POOL_NAME}: it is the "
+                    "value of the kafkabalancer.io/pool label; recreate the pool under a shorter name"
+                )
             spec = parse_spec(pool.spec)
             goals = parse_goals(pool.goals)
             props = self.connection(pool.id, spec)
