@@ -137,6 +137,17 @@ def test_the_deployment_runs_the_operator_hardened_with_kopf_probes(kube_bed: ku
     assert container["resources"]["limits"]["memory"]
 
 
+def test_cleartext_credentials_are_allowed_only_by_the_charts_value(kube_bed: kube.KubeBed) -> None:
+    def env(*values: str) -> dict[str, Any]:
+        (deployment,) = [d for d in render(kube_bed, *values) if d["kind"] == "Deployment"]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        return {var["name"]: var.get("value") for var in container["env"]}
+
+    assert "KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS" not in env()
+    allowed = env("kafka.allowCleartextCredentials=true")
+    assert allowed["KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS"] == "true"
+
+
 def test_sparkapplications_are_granted_only_for_spark_on_kubernetes(kube_bed: kube.KubeBed) -> None:
     def granted(*values: str) -> set[str]:
         (role,) = [d for d in render(kube_bed, *values) if d["kind"] == "ClusterRole"]

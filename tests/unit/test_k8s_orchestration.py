@@ -244,6 +244,37 @@ def test_a_pool_uses_a_credentials_secret_only_once_its_writer_meant_it_for_the_
     assert b.conditions()["SpecValid"] == ("True", "Valid")
 
 
+def test_credentials_go_over_sasl_plaintext_only_when_the_operator_allows_it(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.kube.secrets[("kafka", "balancer")] = {"username": b"balancer", "password": b"s3cret"}
+    b.kube.secret_annotations[("kafka", "balancer")] = {"kafkabalancer.io/pools": "*"}
+    cleartext = {
+        "bootstrapServers": "k:9092",
+        "securityProtocol": "SASL_PLAINTEXT",
+        "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "balancer"}},
+    }
+
+    b.sync("DryRun", spec={"kafka": cleartext})
+
+    message = next(c["message"] for c in b.status()["conditions"] if c["type"] == "SpecValid")
+    assert message.startswith(
+        "kafka.securityProtocol: SASL_PLAINTEXT would send the credentials of Secret balancer unencrypted"
+    )
+    assert b.reader.reads == 0
+
+    allowed = PoolService(
+        b.kube,
+        b.reader,
+        b.service.executions,
+        tmp_path,
+        TIMINGS,
+        b.service.metrics,
+        allow_cleartext_credentials=True,
+    )
+    props = allowed.connection(POOL, BrokerPoolSpec.model_validate({**SPEC, "kafka": cleartext}))
+    assert (props["security.protocol"], props["sasl.password"]) == ("SASL_PLAINTEXT", "s3cret")
+
+
 def test_kafka_unreachable_backs_off_doubling_and_keeps_the_other_conditions(tmp_path: Path) -> None:
     b = bed(tmp_path)
     b.sync("DryRun")

@@ -16,7 +16,7 @@ from kafka_balancer.errors import InputError, ScoringError
 from kafka_balancer.formats.goals_file import parse_goals
 from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.k8s.scored_loads import BackgroundScoring, ScoringSchedule, pass_times, prune
-from kafka_balancer.k8s.settings import spark_settings
+from kafka_balancer.k8s.settings import OperatorSettings, spark_settings
 from kafka_balancer.k8s.source import goals_document, merge_loads, topology_document
 from kafka_balancer.k8s.spark_application import application_manifest
 from kafka_balancer.k8s.spark_runs import SparkSettings, application_name, spark_memory
@@ -118,6 +118,14 @@ def test_settings_come_from_the_charts_environment() -> None:
         {"spark.a": "b"},
     )
     assert settings.spark_version  # empty means the installed pyspark's
+
+
+def test_cleartext_credentials_are_allowed_operator_wide_only_by_the_environment() -> None:
+    assert OperatorSettings.from_env({}).allow_cleartext_credentials is False
+    env = {"KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS": "true"}
+    assert OperatorSettings.from_env(env).allow_cleartext_credentials is True
+    with pytest.raises(InputError, match="ALLOW_CLEARTEXT_CREDENTIALS: expected true or false, got 'yes'"):
+        OperatorSettings.from_env({"KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS": "yes"})
 
 
 def test_the_jobs_own_error_line_is_the_message() -> None:

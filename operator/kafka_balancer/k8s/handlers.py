@@ -51,7 +51,15 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     memo.metrics = OperatorMetrics()
     executions = ExecutionService(kube, operator.state_dir, operator.timings, memo.metrics)
     source = ClusterSource.for_operator(kube, operator, memo.metrics)
-    memo.pools = PoolService(kube, source, executions, operator.state_dir, operator.timings, memo.metrics)
+    memo.pools = PoolService(
+        kube,
+        source,
+        executions,
+        operator.state_dir,
+        operator.timings,
+        memo.metrics,
+        allow_cleartext_credentials=operator.allow_cleartext_credentials,
+    )
     if operator.metrics_port is not None:
         memo.metrics.serve(operator.metrics_port)
 

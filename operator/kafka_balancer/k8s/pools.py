@@ -143,8 +143,12 @@ class PoolService:
         state_dir: Path,
         timings: Timings,
         metrics: OperatorMetrics,
+        *,
+        allow_cleartext_credentials: bool = False,
     ) -> None:
         self.kube = kube
+        # Operator-wide (KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS): a pool's spec cannot allow it.
+        self.allow_cleartext_credentials = allow_cleartext_credentials
         self.metrics = metrics
         self.source = source
         self.executions = executions
@@ -236,6 +240,14 @@ class PoolService:
         """Client properties with credentials from the pool's Secrets (files for TLS keys, mode 0600)."""
         kafka = spec.kafka
         sasl = None
+        cleartext = kafka.security_protocol == "SASL_PLAINTEXT"
+        if kafka.sasl is not None and cleartext and not self.allow_cleartext_credentials:
+            raise InputError(
+                f"kafka.securityProtocol: SASL_PLAINTEXT would send the credentials of Secret "
+                f"{kafka.sasl.secret_ref.name} unencrypted; use SASL_SSL, or allow it for every pool "
+                "with the operator setting KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS "
+                "(chart value kafka.allowCleartextCredentials)"
+            )
         if kafka.sasl is not None:
             data = pool_secret(
                 self.kube.read_secret, pool, "kafka.sasl.secretRef", kafka.sasl.secret_ref.name

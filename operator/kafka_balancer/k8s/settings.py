@@ -74,12 +74,25 @@ class OperatorSettings:
     # KAFKA_BALANCER_SCORING_STORAGE, _SCORING_VOLUME_CLAIM/_MOUNT, KAFKA_BALANCER_SPARK_*
     spark: SparkSettings | None = None
     timings: Timings = field(default_factory=Timings)
+    # KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS: pools may send SASL credentials over SASL_PLAINTEXT.
+    allow_cleartext_credentials: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> OperatorSettings:
         """The settings the environment carries; the flags of ``kafka-balancer run`` go over them
         (``dataclasses.replace``). :class:`InputError` names a variable that cannot be read."""
-        return cls(scoring=scoring_schedule(env), spark=spark_settings(env))
+        return cls(
+            scoring=scoring_schedule(env),
+            spark=spark_settings(env),
+            allow_cleartext_credentials=_flag(env, "ALLOW_CLEARTEXT_CREDENTIALS"),
+        )
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    text = env.get(ENV_PREFIX + name, "") or "false"
+    if text not in ("true", "false"):
+        raise InputError(f"{ENV_PREFIX}{name}: expected true or false, got {text!r}")
+    return text == "true"
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float], default: float) -> float:
