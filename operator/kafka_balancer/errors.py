@@ -59,6 +59,11 @@ class KubernetesUnavailable(KubernetesError):
     """The Kubernetes API did not answer usably (connection refused, timeout, 5xx): worth retrying."""
 
 
+class ForeignConfigMap(KubernetesError):
+    """A ConfigMap under one of a pool's names was not made by the operator for that pool; ``str()``
+    names it and what to do."""
+
+
 class WriteConflict(KubernetesError):
     """A conditional write found the object changed since it was read: another writer came first."""
 

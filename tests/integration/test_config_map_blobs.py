@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafka_balancer.errors import KubernetesError, WriteConflict
+from kafka_balancer.errors import ForeignConfigMap, KubernetesError, WriteConflict
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.port import PoolId
@@ -44,7 +44,7 @@ def test_a_small_document_stays_readable_text(kube_bed: kube.KubeBed, client: Ku
 
     got = json.loads(kube_bed.kubectl("get", "cm", "small-plan", "-n", NAMESPACE, "-o", "json").stdout)
     assert got["data"]["plan.json"].encode() == document
-    assert blobs.load(client, NAMESPACE, "small-plan", "plan.json") == ({"plan.id": "a"}, document)
+    assert blobs.load(client, NAMESPACE, "small-plan", OWNER, "plan.json") == ({"plan.id": "a"}, document)
 
 
 def test_a_document_over_one_mebibyte_round_trips(client: Kube) -> None:
@@ -53,7 +53,7 @@ def test_a_document_over_one_mebibyte_round_trips(client: Kube) -> None:
 
     blobs.store(client, NAMESPACE, "big-plan", OWNER, {"plan.id": "b"}, "plan.json", document)
 
-    fields, loaded = blobs.load(client, NAMESPACE, "big-plan", "plan.json") or ({}, b"")
+    fields, loaded = blobs.load(client, NAMESPACE, "big-plan", OWNER, "plan.json") or ({}, b"")
     assert loaded == document and fields["plan.id"] == "b"
 
 
@@ -63,12 +63,12 @@ def test_a_document_split_over_several_config_maps_round_trips_and_a_torn_set_is
     document = random.Random(9).randbytes(700_000)  # incompressible: several 100 kB chunks
     blobs.store(client, NAMESPACE, "split", OWNER, {"plan.id": "c"}, "state.json", document, limit=100_000)
 
-    fields, loaded = blobs.load(client, NAMESPACE, "split", "state.json") or ({}, b"")
+    fields, loaded = blobs.load(client, NAMESPACE, "split", OWNER, "state.json") or ({}, b"")
     assert loaded == document
     assert int(fields["chunks"]) == math.ceil(len(gzip.compress(document)) / 100_000) == 8
     client.write_config_map(NAMESPACE, "split-3", OWNER, {}, {"state.json.gz": b"something else"})
     with pytest.raises(KubernetesError, match="incomplete"):
-        blobs.load(client, NAMESPACE, "split", "state.json")
+        blobs.load(client, NAMESPACE, "split", OWNER, "state.json")
 
 
 def test_a_stale_conditional_writer_is_refused_and_cannot_tear_the_current_chunk_set(client: Kube) -> None:
@@ -78,7 +78,11 @@ def test_a_stale_conditional_writer_is_refused_and_cannot_tear_the_current_chunk
     written = blobs.store_if(
         client, NAMESPACE, "cond", OWNER, {"plan.id": "d"}, "state.json", first, blobs.ABSENT, limit=100_000
     )
-    _, _, read = blobs.load_versioned(client, NAMESPACE, "cond", "state.json") or ({}, b"", blobs.ABSENT)
+    _, _, read = blobs.load_versioned(client, NAMESPACE, "cond", OWNER, "state.json") or (
+        {},
+        b"",
+        blobs.ABSENT,
+    )
     assert read == written
     # Another process read the same version and wrote first.
     blobs.store_if(
@@ -89,7 +93,28 @@ def test_a_stale_conditional_writer_is_refused_and_cannot_tear_the_current_chunk
         blobs.store_if(
             client, NAMESPACE, "cond", OWNER, {"plan.id": "d"}, "state.json", stale, read, limit=100_000
         )
-    fields, loaded = blobs.load(client, NAMESPACE, "cond", "state.json") or ({}, b"")
+    fields, loaded = blobs.load(client, NAMESPACE, "cond", OWNER, "state.json") or ({}, b"")
     assert loaded == second and fields["plan.id"] == "d"
     # The first set's chunks were deleted once the head named the second.
     assert client.read_config_map(NAMESPACE, f"cond-{read.chunk_set}-1") is None
+
+
+def test_a_config_map_someone_else_made_under_a_pools_name_is_neither_read_nor_overwritten(
+    kube_bed: kube.KubeBed, client: Kube
+) -> None:
+    # Someone who may write ConfigMaps in the namespace makes the pool's plan ConfigMap first.
+    planted = big_plan(3).decode()
+    made = kube_bed.kubectl(
+        "-n", NAMESPACE, "create", "configmap", "main-plan", "--from-literal=plan.id=a",
+        f"--from-literal=plan.json={planted}",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+
+    with pytest.raises(ForeignConfigMap, match="was not made by the operator for BrokerPool main"):
+        blobs.load(client, NAMESPACE, "main-plan", OWNER, "plan.json")
+    with pytest.raises(ForeignConfigMap, match="it is neither read nor overwritten"):
+        blobs.store(client, NAMESPACE, "main-plan", OWNER, {"plan.id": "b"}, "plan.json", big_plan(5))
+
+    got = json.loads(kube_bed.kubectl("get", "cm", "main-plan", "-n", NAMESPACE, "-o", "json").stdout)
+    assert got["data"] == {"plan.id": "a", "plan.json": planted}
+    assert "ownerReferences" not in got["metadata"]

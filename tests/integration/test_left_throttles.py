@@ -83,7 +83,7 @@ def test_a_dead_brokers_throttle_is_released_at_the_first_reconcile_after_it_is_
             wait_until(
                 lambda: rates_on_added() == set(), timeout_s=30, what=f"no rate left on broker {added}"
             )
-            mirrored = blobs.load(client, NAMESPACE, execution_config_map("main"), STATE_KEY)
+            mirrored = blobs.load(client, NAMESPACE, execution_config_map("main"), POOL, STATE_KEY)
             assert mirrored is not None
             fields, document = mirrored
             assert fields["plan.id"] == "plan-a"

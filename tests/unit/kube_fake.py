@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_balancer.errors import KubernetesUnavailable, WriteConflict
-from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId, SecretData
+from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId, SecretData, check_owned
 from kafka_balancer.reconcile.events import Event
 
 
@@ -61,7 +61,10 @@ class FakeKube:
         found = self.config_maps.get((namespace, name))
         if found is None:
             return None
-        return ConfigMapData(dict(found.data), dict(found.binary), found.resource_version)
+        owner = self.owners.get((namespace, name))
+        return ConfigMapData(
+            dict(found.data), dict(found.binary), found.resource_version, owner.uid if owner else ""
+        )
 
     def write_config_map(
         self,
@@ -71,6 +74,9 @@ class FakeKube:
         data: Mapping[str, str],
         binary: Mapping[str, bytes] | None = None,
     ) -> None:
+        found = self.read_config_map(namespace, name)
+        if found is not None:
+            check_owned(found, namespace, name, owner)
         self.config_maps[(namespace, name)] = ConfigMapData(
             dict(data), dict(binary or {}), self._next_version()
         )

@@ -275,6 +275,26 @@ def test_credentials_go_over_sasl_plaintext_only_when_the_operator_allows_it(tmp
     assert (props["security.protocol"], props["sasl.password"]) == ("SASL_PLAINTEXT", "s3cret")
 
 
+def test_a_config_map_someone_else_made_under_the_pools_name_is_not_overwritten(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    stranger = PoolId("kafka", "main", "uid-of-nobody")
+    b.kube.write_config_map("kafka", "main-plan", stranger, {"plan.id": "0000000000", "plan.json": "{}"})
+
+    b.sync("Manual")
+
+    assert b.conditions()["ConfigMapsOwned"] == ("False", "ForeignConfigMap")
+    assert b.conditions()["Ready"] == ("False", "ForeignConfigMap")
+    assert b.kube.config_maps[("kafka", "main-plan")].data == {"plan.id": "0000000000", "plan.json": "{}"}
+    assert b.kube.owners[("kafka", "main-plan")] == stranger
+    assert b.cluster.submitted == []
+
+    b.kube.delete_config_map("kafka", "main-plan")
+    b.sync("Manual")
+    assert b.kube.owners[("kafka", "main-plan")] == POOL
+    assert "ConfigMapsOwned" not in b.conditions()  # a pass that wrote them drops the old failure
+    assert b.conditions()["Ready"][0] == "True"
+
+
 def test_kafka_unreachable_backs_off_doubling_and_keeps_the_other_conditions(tmp_path: Path) -> None:
     b = bed(tmp_path)
     b.sync("DryRun")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kafka_balancer.errors import KubernetesError
-from kafka_balancer.k8s.port import KubePort, PoolId
+from kafka_balancer.k8s.port import KubePort, PoolId, check_owned
 
 # Below the apiserver's 1 MiB per ConfigMap, with room for the other keys and the metadata.
 LIMIT = 900 * 1024
@@ -120,19 +120,23 @@ def _set_chunk_name(name: str, chunk_set: str, index: int) -> str:
     return f"{name}-{chunk_set}-{index}"
 
 
-def load(kube: KubePort, namespace: str, name: str, key: str) -> tuple[dict[str, str], bytes] | None:
-    """The fields and the document ``store`` wrote; None when absent (KubernetesError if torn)."""
-    found = load_versioned(kube, namespace, name, key)
+def load(
+    kube: KubePort, namespace: str, name: str, owner: PoolId, key: str
+) -> tuple[dict[str, str], bytes] | None:
+    """The fields and the document ``store`` wrote; None when absent (KubernetesError if torn,
+    ForeignConfigMap if not the pool's own)."""
+    found = load_versioned(kube, namespace, name, owner, key)
     return None if found is None else (found[0], found[1])
 
 
 def load_versioned(
-    kube: KubePort, namespace: str, name: str, key: str
+    kube: KubePort, namespace: str, name: str, owner: PoolId, key: str
 ) -> tuple[dict[str, str], bytes, Version] | None:
     """``load`` with the version a conditional writer (``store_if``) starts from."""
     found = kube.read_config_map(namespace, name)
     if found is None:
         return None
+    check_owned(found, namespace, name, owner)
     fields, binary = dict(found.data), found.binary
     if key in fields:
         return fields, fields.pop(key).encode(), Version(found.resource_version)
@@ -146,5 +150,6 @@ def load_versioned(
         part = kube.read_config_map(namespace, part_name)
         if part is None or f"{key}.gz" not in part.binary:
             raise KubernetesError(f"ConfigMap {namespace}/{part_name} is missing")
+        check_owned(part, namespace, part_name, owner)
         chunks.append(part.binary[f"{key}.gz"])
     return fields, unpack(chunks, fields[DIGEST]), Version(found.resource_version, chunk_set, count)

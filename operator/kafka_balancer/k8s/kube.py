@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kafka_balancer.api import API_VERSION, GROUP, VERSION
 from kafka_balancer.errors import KubernetesError, KubernetesUnavailable, WriteConflict
-from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId, SecretData
+from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId, SecretData, check_owned
 from kafka_balancer.reconcile.events import Event
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kafka-balancer"}
@@ -70,7 +70,9 @@ class Kube:
                 return None
             raise KubernetesError(f"reading ConfigMap {namespace}/{name}: {err.reason}") from err
         binary = {key: base64.b64decode(value) for key, value in (found.binary_data or {}).items()}
-        return ConfigMapData(dict(found.data or {}), binary, _version(found))
+        references = found.metadata.owner_references if found.metadata is not None else None
+        controllers = [r.uid for r in (references or []) if r.controller]
+        return ConfigMapData(dict(found.data or {}), binary, _version(found), (controllers or [""])[0])
 
     def write_config_map_if(
         self,
@@ -118,19 +120,29 @@ class Kube:
         data: Mapping[str, str],
         binary: Mapping[str, bytes] | None = None,
     ) -> None:
-        """Create or replace; the pool owns it, so deleting the pool deletes it."""
+        """Create, or replace the pool's own (:class:`ForeignConfigMap` for one someone else made);
+        the pool owns it, so deleting the pool deletes it."""
         body = _config_map_body(namespace, name, owner, data, binary)
+        found = self.read_config_map(namespace, name)
+        if found is None:
+            try:
+                with _transport(f"creating ConfigMap {namespace}/{name}"):
+                    self.core.create_namespaced_config_map(namespace, body)
+                return
+            except ApiException as err:
+                if err.status != 409:
+                    raise KubernetesError(f"creating ConfigMap {namespace}/{name}: {err.reason}") from err
+                found = self.read_config_map(namespace, name)  # made meanwhile: by whom?
+                if found is None:
+                    raise KubernetesError(f"creating ConfigMap {namespace}/{name}: {err.reason}") from err
+        check_owned(found, namespace, name, owner)
+        # Conditional on what was checked: nobody can swap in a ConfigMap of theirs in between.
+        body["metadata"]["resourceVersion"] = found.resource_version
         try:
             with _transport(f"writing ConfigMap {namespace}/{name}"):
                 self.core.replace_namespaced_config_map(name, namespace, body)
         except ApiException as err:
-            if err.status != 404:
-                raise KubernetesError(f"writing ConfigMap {namespace}/{name}: {err.reason}") from err
-            try:
-                with _transport(f"creating ConfigMap {namespace}/{name}"):
-                    self.core.create_namespaced_config_map(namespace, body)
-            except ApiException as err2:
-                raise KubernetesError(f"creating ConfigMap {namespace}/{name}: {err2.reason}") from err2
+            raise KubernetesError(f"writing ConfigMap {namespace}/{name}: {err.reason}") from err
 
     # -- custom resources ---------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.errors import InputError, KafkaOperationError
+from kafka_balancer.errors import ForeignConfigMap, InputError, KafkaOperationError
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.k8s import blobs
@@ -196,6 +196,12 @@ class PoolService:
             self.metrics.reconciles.labels(key, "unreachable").inc()
             self.metrics.kafka_reachable.labels(key).set(0)
             return SyncResult(retry_after=self.timings.backoff(retry), message=message)
+        except ForeignConfigMap as err:
+            # Someone else's ConfigMap under one of the pool's names: said, and looked at again next
+            # interval (it may be deleted, or be the old pool's, which Kubernetes deletes).
+            self.report_failure(pool, failure("ConfigMapsOwned", "ForeignConfigMap", str(err)))
+            self.metrics.reconciles.labels(key, "invalid").inc()
+            return SyncResult()
         self.metrics.reconciles.labels(key, "ok").inc()
         self.metrics.kafka_reachable.labels(key).set(1)
         _log.info("pool %s reconciled: %s", key, outcome.decision.message)
@@ -276,7 +282,7 @@ class PoolService:
         it is refused with an Event and taken as no plan, so the next plan written replaces it and an
         approval of the recorded id never runs the edit."""
         name = plan_config_map(pool.name)
-        found = blobs.load(self.kube, pool.namespace, name, PLAN_KEY)
+        found = blobs.load(self.kube, pool.namespace, name, pool, PLAN_KEY)
         if found is None:
             return None
         fields, document = found
@@ -310,8 +316,8 @@ class PoolService:
         if known is not None:
             return known
         found = self.kube.read_config_map(pool.namespace, loads_config_map(pool.name))
-        if found is None or PARTITIONS_KEY not in found.data:
-            return None
+        if found is None or PARTITIONS_KEY not in found.data or found.owner_uid != pool.uid:
+            return None  # none, or not the pool's own: the pass tells of no growth, and writing says why
         try:
             counts = json.loads(found.data[PARTITIONS_KEY])
             return {str(topic): int(n) for topic, n in counts.items()}

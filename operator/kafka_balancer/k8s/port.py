@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kafka_balancer.errors import ForeignConfigMap
 from kafka_balancer.reconcile.events import Event
 
 
@@ -27,6 +28,18 @@ class PoolId:
     def key(self) -> str:
         """``namespace/name``: the label of the pool's metrics and log lines."""
         return f"{self.namespace}/{self.name}"
+
+
+def check_owned(found: ConfigMapData, namespace: str, name: str, owner: PoolId) -> None:
+    """:class:`ForeignConfigMap` unless ``found`` is the pool's own: the operator never reads as its
+    record, nor overwrites, a ConfigMap someone else made under one of its names."""
+    if found.owner_uid != owner.uid:
+        raise ForeignConfigMap(
+            f"ConfigMap {namespace}/{name} was not made by the operator for BrokerPool {owner.name} (its "
+            "controller ownerReference does not name the pool): it is neither read nor overwritten; "
+            "delete or rename it (a pool deleted and made again waits for Kubernetes to delete the old "
+            "pool's ConfigMaps)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +59,9 @@ class ConfigMapData:
     data: dict[str, str]
     binary: dict[str, bytes] = field(default_factory=dict)
     resource_version: str = ""
+    # The uid of the object whose controller ownerReference it carries ("" for none): a pool's own
+    # ConfigMaps name that pool (see check_owned).
+    owner_uid: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,7 +79,7 @@ class StateMirror:
 
     def load(self) -> tuple[str, ExecutionState] | None:
         """The recorded execution (plan id, state); later writes are conditional on what was read."""
-        found = blobs.load_versioned(self.kube, self.pool.namespace, self.config_map, STATE_KEY)
+        found = blobs.load_versioned(self.kube, self.pool.namespace, self.config_map, self.pool, STATE_KEY)
         if found is None:
             self._version = blobs.ABSENT
             return None

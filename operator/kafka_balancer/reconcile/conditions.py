@@ -45,7 +45,7 @@ def merge_conditions(
 
 
 # Conditions whose False means the pool is not under control (Balanced=False is just work to do).
-_REQUIRED = ("SpecValid", "KafkaReachable", "PlanReady", "ApprovalValid")
+_REQUIRED = ("SpecValid", "KafkaReachable", "PlanReady", "ApprovalValid", "ConfigMapsOwned")
 
 
 def ready(conditions: Sequence[Condition]) -> Condition:
