@@ -147,6 +147,8 @@ def operator_as(installed: Installed, run_dir: Path) -> OperatorProcess:
         "--state-dir", str(run_dir / "state"),
         "--liveness", f"http://127.0.0.1:{port}/healthz",
         "--metrics-port", str(metrics_port),
+        # As the chart's Deployment sets KAFKA_BALANCER_NAMESPACE: the release's namespace.
+        "--lease-namespace", release.namespace,
         *([f"--namespace={release.pools}"] if release.watch_namespaces else []),
     ]  # fmt: skip
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ import pytest
 
 from kafka_balancer.errors import ExecutionFenced
 from kafka_balancer.k8s.kube import Kube
-from kafka_balancer.k8s.lease import PoolLease
+from kafka_balancer.k8s.lease import PoolLease, cluster_lease, cluster_lease_name, holder_pool
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.procs import wait_until
@@ -47,3 +47,24 @@ def test_one_holder_at_a_time_a_silent_holder_is_taken_over_and_fenced(client: K
     # Handed back: anyone takes it at once.
     assert holder.try_acquire()
     holder.release()
+
+
+def test_pools_of_two_namespaces_on_one_kafka_cluster_hold_its_lease_one_at_a_time(client: Kube) -> None:
+    orders = PoolId("team-a", "orders", "0b1c9a52-5a53-4c4e-9d1c-000000000004")
+    ledger = PoolId("team-b", "ledger", "0b1c9a52-5a53-4c4e-9d1c-000000000005")
+    first = cluster_lease(client, orders, "MkU3OEVBNTcwNTJENDM2Qk", NAMESPACE, duration_s=DURATION_S)
+    second = cluster_lease(client, ledger, "MkU3OEVBNTcwNTJENDM2Qk", NAMESPACE, duration_s=DURATION_S)
+    elsewhere = cluster_lease(client, ledger, "another-cluster-id", NAMESPACE, duration_s=DURATION_S)
+
+    assert first.try_acquire()
+    assert not second.try_acquire()
+    assert holder_pool(second.holder()) == "team-a/orders"
+    assert elsewhere.try_acquire()  # another Kafka cluster: its own lease
+    # One Lease in the operator's namespace, owned by no pool (it outlives them).
+    assert client.read_lease(NAMESPACE, cluster_lease_name("MkU3OEVBNTcwNTJENDM2Qk")) is not None
+
+    first.release()
+    assert second.try_acquire()
+    second.check()
+    second.release()
+    elsewhere.release()

@@ -33,7 +33,8 @@ class FakeKafkaCluster:
     reorder_on_cancel: bool = False
     racks: dict[int, str] = field(default_factory=dict)
     out_of_isr: dict[Tp, frozenset[int]] = field(default_factory=dict)  # replicas that fell behind
-    min_isr: dict[str, int] = field(default_factory=dict)  # topic -> min.insync.replicas (default 1)
+    min_isr: dict[str, int] = field(default_factory=dict)
+    id: str = "fake-cluster-Id_1"  # the Kafka cluster id  # topic -> min.insync.replicas (default 1)
     # KRaft: a broker shows a config change a moment after the controller commits it; reads of a
     # resource show its configs from before the last change this many times.
     stale_config_reads: int = 0
@@ -82,6 +83,9 @@ class FakeKafkaCluster:
 
     def _exists(self, kind: str, name: str) -> bool:
         return kind != "topic" or any(t == name for t, _ in self.replicas)
+
+    def cluster_id(self) -> str:
+        return self.id
 
     def leader(self, tp: Tp) -> int:
         return self.leaders.get(tp, self.replicas[tp][0])

@@ -295,7 +295,7 @@ def test_the_pool_shows_a_waiting_batch_and_the_skipped_moves(tmp_path: Path) ->
     state = _rounds(executor, clock, state, 3)
 
     fields, _ = execution_progress(state, clock.time())
-    status = ExecutionStatus("abc", ExecutionPhase.RUNNING, "", fields)
+    status = ExecutionStatus("abc", ExecutionPhase.RUNNING, "", fields, waiting=state.waiting)
 
     assert status.to_dict()["movesSkipped"] == 2
     assert status.to_dict()["waiting"] == state.waiting != ""

@@ -295,6 +295,38 @@ def test_a_config_map_someone_else_made_under_the_pools_name_is_not_overwritten(
     assert b.conditions()["Ready"][0] == "True"
 
 
+def test_a_pool_waits_while_another_pool_executes_on_the_same_kafka_cluster(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    # A pool of another namespace, reaching the same Kafka cluster, executes now.
+    other = PoolId("team-b", "orders", "uid-orders")
+    busy = b.service.executions.cluster_lease(other, b.cluster)
+    assert busy.try_acquire()
+    looks = iter(range(8))
+
+    b.sync(
+        "Manual",
+        live=Liveness(stopping=lambda: next(looks, 8) >= 8, paused=lambda: False),
+        annotations={APPROVE_ANNOTATION: plan_id},
+    )
+
+    told = "waiting: pool team-b/orders is executing a plan on the same Kafka cluster"
+    assert b.status()["execution"]["waiting"] == told
+    assert b.conditions()["Executing"] == ("True", "Waiting")
+    assert b.kube.message("ExecutionWaiting") == f"Plan {plan_id} is {told}."
+    assert b.cluster.submitted == [] and not any(b.cluster.configs.values())  # nothing written to Kafka
+
+    busy.release()
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+
+    assert b.status()["execution"]["phase"] == "Succeeded" and b.cluster.submitted
+    assert "waiting" not in b.status()["execution"]
+    # Handed back at the end: the other pool may execute again.
+    assert busy.try_acquire()
+    busy.release()
+
+
 def test_kafka_unreachable_backs_off_doubling_and_keeps_the_other_conditions(tmp_path: Path) -> None:
     b = bed(tmp_path)
     b.sync("DryRun")

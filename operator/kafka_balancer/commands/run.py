@@ -35,6 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds a silent replica still counts as alive in the peering (default: 60); executions "
         "are fenced by their own lease whatever this is",
     )
+    parser.add_argument(
+        "--lease-namespace",
+        help="namespace of the Leases that let one pool at a time execute on each Kafka cluster "
+        "(default: KAFKA_BALANCER_NAMESPACE, which the chart sets to the release's, else default)",
+    )
     parser.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
     parser.add_argument(
@@ -54,8 +59,10 @@ def run_run(args: argparse.Namespace) -> int:
     from kafka_balancer.k8s.settings import OperatorSettings
 
     # The environment (the chart's scoring values) first, the flags over it.
+    env = OperatorSettings.from_env()
     settings = replace(
-        OperatorSettings.from_env(),
+        env,
+        namespace=args.lease_namespace or env.namespace,
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespaces),
         peering=args.peering,

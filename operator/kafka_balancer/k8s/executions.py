@@ -38,14 +38,14 @@ from kafka_balancer.k8s.execution import (
     release_returned_brokers,
     settle_unfinished,
 )
-from kafka_balancer.k8s.lease import PoolLease
+from kafka_balancer.k8s.lease import PoolLease, cluster_lease, holder_pool
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import KubePort, PoolId
-from kafka_balancer.k8s.settings import Timings
+from kafka_balancer.k8s.settings import DEFAULT_NAMESPACE, Timings
 from kafka_balancer.k8s.state_mirror import StateMirror
 from kafka_balancer.kafka.admin import TIMEOUT_S, KafkaAdmin
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
-from kafka_balancer.kafka.fence import FencedAdmin
+from kafka_balancer.kafka.fence import FencedAdmin, Fences
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.progress import duration_text, eta_seconds
 from kafka_balancer.kube_quantity import binary_quantity
@@ -134,7 +134,6 @@ def execution_progress(state: ExecutionState, now: float) -> tuple[ExecutionProg
         dir_bytes_done=dir_done,
         dir_bytes_total=dir_total,
         moves_skipped=len(state.by_status(MoveStatus.SKIPPED)),
-        waiting=state.waiting or None,
     )
     return progress, message + (f", ETA {duration_text(eta)}" if eta is not None else "")
 
@@ -162,8 +161,11 @@ class ExecutionService:
         connect: Connect = kafka_admin,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> None:
         self.kube = kube
+        # Where the Kafka clusters' leases live (the operator's own namespace).
+        self.namespace = namespace
         self.state_dir = state_dir / "executions"
         self.timings = timings
         self.metrics = metrics
@@ -181,6 +183,17 @@ class ExecutionService:
             if pool.key not in self._leases:
                 self._leases[pool.key] = PoolLease(self.kube, pool, duration_s=self.timings.lease_duration_s)
             return self._leases[pool.key]
+
+    def cluster_lease(self, pool: PoolId, admin: AdminPort) -> PoolLease:
+        """The lease of the Kafka cluster ``admin`` reaches, as ``pool`` holds it."""
+        cluster = admin.cluster_id()
+        key = f"{pool.key} {cluster}"
+        with self._leases_lock:
+            if key not in self._leases:
+                self._leases[key] = cluster_lease(
+                    self.kube, pool, cluster, self.namespace, duration_s=self.timings.lease_duration_s
+                )
+            return self._leases[key]
 
     def execute(
         self,
@@ -242,7 +255,9 @@ class ExecutionService:
             if outage:
                 message = f"{message}; {outage[-1]}"
             write(
-                ExecutionStatus(stored.id, ExecutionPhase.RUNNING, message, fields),
+                ExecutionStatus(
+                    stored.id, ExecutionPhase.RUNNING, message, fields, waiting=state.waiting or None
+                ),
                 PlanProgress(fields.moves_done, len(state.moves) - fields.moves_done),
             )
 
@@ -258,12 +273,35 @@ class ExecutionService:
         mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check, on_recovered=recovered)
         options = options_of(spec.execution, self.timings.execution_poll_s)
 
+        def wait_for(cluster: PoolLease) -> bool:
+            """Hold the Kafka cluster's lease (True), waiting while another pool executes on it and
+            saying which; False once told to stop or halt meanwhile."""
+            told = ""
+            while not cluster.try_acquire():
+                if live.stopping() or halt() is not None:
+                    return False
+                holder = holder_pool(cluster.holder())
+                if holder != told:
+                    told = holder
+                    text = f"waiting: pool {holder} is executing a plan on the same Kafka cluster"
+                    _log.info("plan %s: %s", stored.id, text)
+                    self.kube.post_event(
+                        pool, Event("Normal", "ExecutionWaiting", sentence(f"Plan {stored.id} is {text}"))
+                    )
+                    write(ExecutionStatus(stored.id, ExecutionPhase.RUNNING, text, waiting=text))
+                self._sleep(self.timings.wake_s)
+            return True
+
         def run(admin: AdminPort) -> ExecutionState | None:
             """The final state once this process ran the plan to its end; None if another one
             finished it."""
             nonlocal resumed
+            cluster = self.cluster_lease(pool, admin)
             while True:
                 if not lease.acquire(lambda: live.stopping() or halt() is not None):
+                    raise ExecutionHalted(halt() or "the operator is stopping")
+                if not wait_for(cluster):
+                    lease.release()
                     raise ExecutionHalted(halt() or "the operator is stopping")
                 try:
                     recorded = mirror.load() if resumed else None
@@ -285,7 +323,7 @@ class ExecutionService:
                     write(ExecutionStatus(stored.id, ExecutionPhase.RUNNING, message))
                     return execute_plan(
                         mirror,
-                        lease,
+                        Fences(lease, cluster),
                         admin,
                         self.state_dir,
                         stored,
@@ -306,6 +344,7 @@ class ExecutionService:
                     if live.stopping():
                         raise
                 finally:
+                    cluster.release()
                     lease.release()
 
         # A broker that hangs must not stretch the dead-broker timeout to the client's request timeout.
@@ -391,7 +430,7 @@ class ExecutionService:
                 # are its own.
                 return []
             try:
-                with self._admins(spec, props, lease) as admin:
+                with self._admins(pool, spec, props, lease) as admin:
                     mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check)
                     return release_returned_brokers(admin, mirror, self.state_dir)
             except KafkaBalancerError as err:
@@ -417,31 +456,49 @@ class ExecutionService:
                 raise ExecutionBusy("another process holds the pool's execution lease")
             mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check)
             with self._connect(spec.kafka.bootstrap_servers, props, TIMEOUT_S) as admin:
-                return settle_unfinished(
-                    FencedAdmin(admin, lease),
-                    mirror,
-                    self.state_dir,
-                    clock=self._clock,
-                    sleep=self._sleep,
-                )
+                cluster = self.cluster_lease(pool, admin)
+                if not cluster.acquire(lambda: time.monotonic() > give_up):
+                    busy = holder_pool(cluster.holder())
+                    raise ExecutionBusy(f"pool {busy} is executing a plan on the same Kafka cluster")
+                try:
+                    return settle_unfinished(
+                        FencedAdmin(admin, Fences(lease, cluster)),
+                        mirror,
+                        self.state_dir,
+                        clock=self._clock,
+                        sleep=self._sleep,
+                    )
+                finally:
+                    cluster.release()
         finally:
             lease.release()
             lock.release()
 
     @contextmanager
     def _admins(
-        self, spec: BrokerPoolSpec, props: Mapping[str, str], lease: PoolLease
+        self, pool: PoolId, spec: BrokerPoolSpec, props: Mapping[str, str], lease: PoolLease
     ) -> Iterator[Callable[[], AdminPort]]:
-        """Fenced clients made on demand (a pass may find nothing to release), all closed after."""
+        """Fenced clients made on demand (a pass may find nothing to release), each holding the Kafka
+        cluster's lease too (:class:`ExecutionBusy` while another pool executes on the cluster); all
+        closed, and the cluster's lease handed back, after."""
         opened: list[AbstractContextManager[AdminPort]] = []
+        held: list[PoolLease] = []
 
         def admin() -> AdminPort:
             opened.append(self._connect(spec.kafka.bootstrap_servers, props, TIMEOUT_S))
-            return FencedAdmin(opened[-1].__enter__(), lease)
+            made = opened[-1].__enter__()
+            cluster = self.cluster_lease(pool, made)
+            if not cluster.try_acquire():
+                busy = holder_pool(cluster.holder())
+                raise ExecutionBusy(f"pool {busy} is executing a plan on the same Kafka cluster")
+            held.append(cluster)
+            return FencedAdmin(made, Fences(lease, cluster))
 
         try:
             yield admin
         finally:
+            for cluster in held:
+                cluster.release()
             for made in opened:
                 made.__exit__(None, None, None)
 

@@ -49,7 +49,9 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.watching.server_timeout = 300
     kube = Kube(str(operator.kubeconfig) if operator.kubeconfig else None)
     memo.metrics = OperatorMetrics()
-    executions = ExecutionService(kube, operator.state_dir, operator.timings, memo.metrics)
+    executions = ExecutionService(
+        kube, operator.state_dir, operator.timings, memo.metrics, namespace=operator.namespace
+    )
     source = ClusterSource.for_operator(kube, operator, memo.metrics)
     memo.pools = PoolService(
         kube,

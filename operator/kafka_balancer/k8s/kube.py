@@ -283,8 +283,11 @@ class Kube:
             "metadata": {
                 "name": lease.name,
                 "namespace": lease.namespace,
-                "labels": {**MANAGED_BY, "kafkabalancer.io/pool": lease.owner.name},
-                "ownerReferences": [owner_reference(lease.owner)],
+                "labels": {
+                    **MANAGED_BY,
+                    **({"kafkabalancer.io/pool": lease.owner.name} if lease.owner else {}),
+                },
+                "ownerReferences": [owner_reference(lease.owner)] if lease.owner else [],
                 **({"resourceVersion": lease.version} if lease.version is not None else {}),
             },
             "spec": {

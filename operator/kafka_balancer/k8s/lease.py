@@ -8,6 +8,7 @@ resourceVersion, so two processes can never both win the same takeover.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import secrets
@@ -38,8 +39,14 @@ def lease_name(pool: str) -> str:
     return f"{pool}-execution"
 
 
+def cluster_lease_name(cluster_id: str) -> str:
+    """A Kafka cluster id (base64, mixed case) as a Lease name (lower-case DNS label)."""
+    return f"kafka-cluster-{hashlib.sha256(cluster_id.encode()).hexdigest()[:16]}"
+
+
 class PoolLease:
-    """Acquire, renew in the background, check, release. One per pool per process."""
+    """Acquire, renew in the background, check, release. One per pool per process; the same for the
+    lease of the Kafka cluster a pool executes on (:func:`cluster_lease`)."""
 
     def __init__(
         self,
@@ -49,9 +56,14 @@ class PoolLease:
         duration_s: int,
         identity: str = IDENTITY,
         clock: Callable[[], float] = time.monotonic,
+        where: tuple[str, str] | None = None,
     ) -> None:
         self.kube = kube
         self.pool = pool
+        # The Lease: the pool's own (in its namespace, owned by it, deleted with it) unless ``where``
+        # (namespace, name) names another, owned by nobody.
+        self.owned = where is None
+        self.namespace, self.name = where or (pool.namespace, lease_name(pool.name))
         self.identity = identity
         self.duration_s = duration_s
         self.clock = clock
@@ -71,9 +83,9 @@ class PoolLease:
     def _write(self, holder: str | None, transitions: int, version: str | None) -> LeaseWrite:
         """This pool's Lease as this process writes it, conditional on ``version``."""
         return LeaseWrite(
-            self.pool.namespace,
-            lease_name(self.pool.name),
-            self.pool,
+            self.namespace,
+            self.name,
+            self.pool if self.owned else None,
             holder,
             self.duration_s,
             transitions,
@@ -94,9 +106,8 @@ class PoolLease:
         with self._lock:
             if self.ownership.owns():
                 return True
-            namespace, name = self.pool.namespace, lease_name(self.pool.name)
             try:
-                record = self.kube.read_lease(namespace, name)
+                record = self.kube.read_lease(self.namespace, self.name)
                 if record is not None and record.holder not in (None, self.identity):
                     may, self._observed = expired(
                         self._observed, record.version, record.holder, self.clock(), record.duration_s
@@ -130,6 +141,14 @@ class PoolLease:
             self._renewer = threading.Thread(target=self._renew_loop, name=f"lease {self.key}", daemon=True)
             self._renewer.start()
         return True
+
+    def holder(self) -> str | None:
+        """Who holds the Lease now, as its holder wrote itself (None: nobody, or unreadable)."""
+        try:
+            record = self.kube.read_lease(self.namespace, self.name)
+        except KubernetesError:
+            return None
+        return None if record is None else record.holder
 
     # -- while held --------------------------------------------------------------------------------
 
@@ -204,3 +223,24 @@ class PoolLease:
                 logger.warning("pool %s: lease not handed back (it expires instead): %s", self.key, err)
             self.ownership.lose("released")
         logger.info("lease of pool %s released by %s at wall=%.3f", self.key, self.identity, time.time())
+
+
+def cluster_lease(
+    kube: KubePort, pool: PoolId, cluster_id: str, namespace: str, *, duration_s: int
+) -> PoolLease:
+    """The lease of the Kafka cluster ``cluster_id``, as ``pool`` of this process holds it: every pool
+    of every namespace that reaches that cluster takes the same Lease (in the operator's own
+    ``namespace``), so two pools never execute on one cluster at once, nor touch each other's
+    throttles. Its holder names the pool (:func:`holder_pool`)."""
+    return PoolLease(
+        kube,
+        pool,
+        duration_s=duration_s,
+        identity=f"{IDENTITY} {pool.key}",
+        where=(namespace, cluster_lease_name(cluster_id)),
+    )
+
+
+def holder_pool(holder: str | None) -> str:
+    """The pool (namespace/name) of a cluster lease's holder."""
+    return (holder or "").rpartition(" ")[2] or "another pool"

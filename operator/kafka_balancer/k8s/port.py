@@ -81,7 +81,7 @@ class LeaseWrite:
 
     namespace: str
     name: str
-    owner: PoolId
+    owner: PoolId | None  # the pool it belongs to; None for a Kafka cluster's lease
     holder: str | None  # None hands the lease back
     duration_s: int
     transitions: int

@@ -22,6 +22,7 @@ from kafka_balancer.scoring.s3a import S3Storage
 ENV_PREFIX = "KAFKA_BALANCER_"
 DEFAULT_STATE_DIR = Path("/tmp/kafka-balancer")
 DEFAULT_PEERING = "kafka-balancer"
+DEFAULT_NAMESPACE = "default"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,9 @@ class OperatorSettings:
     timings: Timings = field(default_factory=Timings)
     # KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS: pools may send SASL credentials over SASL_PLAINTEXT.
     allow_cleartext_credentials: bool = False
+    # KAFKA_BALANCER_NAMESPACE (the chart: the release's): where the Kafka clusters' execution
+    # leases live, one per cluster, whatever namespaces its pools are in.
+    namespace: str = DEFAULT_NAMESPACE
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> OperatorSettings:
@@ -85,6 +89,7 @@ class OperatorSettings:
             scoring=scoring_schedule(env),
             spark=spark_settings(env),
             allow_cleartext_credentials=_flag(env, "ALLOW_CLEARTEXT_CREDENTIALS"),
+            namespace=env.get(ENV_PREFIX + "NAMESPACE") or DEFAULT_NAMESPACE,
         )
 
 

@@ -404,6 +404,16 @@ class KafkaAdmin:
 
     # -- metadata ----------------------------------------------------------------------------------
 
+    def cluster_id(self) -> str:
+        """The Kafka cluster's id: the same whichever bootstrap servers reach it."""
+        what = "describing the cluster"
+        timeout_s = self._timeout(what)
+        try:
+            described = served(self._ck).describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
+        except Exception as err:
+            raise self._confluent_failed(what, err, timeout_s) from err
+        return str(described.cluster_id)
+
     def broker_ids(self) -> frozenset[int]:
         return frozenset(self.broker_racks())
 

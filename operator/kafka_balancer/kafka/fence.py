@@ -20,12 +20,26 @@ class Fence(Protocol):
         """Return if this process still owns the execution; raise ExecutionFenced otherwise."""
 
 
+class Fences:
+    """Several fences as one: every one of them must hold (a pool's lease and its Kafka cluster's)."""
+
+    def __init__(self, *fences: Fence) -> None:
+        self.fences = fences
+
+    def check(self) -> None:
+        for fence in self.fences:
+            fence.check()
+
+
 class FencedAdmin:
     """An :class:`AdminPort` that checks ``fence`` before every write it passes on to ``admin``."""
 
     def __init__(self, admin: AdminPort, fence: Fence) -> None:
         self.admin = admin
         self.fence = fence
+
+    def cluster_id(self) -> str:
+        return self.admin.cluster_id()
 
     def broker_ids(self) -> frozenset[int]:
         return self.admin.broker_ids()

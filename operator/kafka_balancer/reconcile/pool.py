@@ -169,9 +169,8 @@ def executing_condition(execution: ExecutionStatus | None) -> Condition:
         return Condition("Executing", FALSE, "Idle", "no execution has run")
     plan, message = execution.plan_id, execution.message or ""
     if execution.phase is ExecutionPhase.RUNNING:
-        waiting = execution.progress.waiting if execution.progress is not None else None
-        if waiting:
-            return Condition("Executing", TRUE, "Waiting", f"executing plan {plan}: {waiting}")
+        if execution.waiting:
+            return Condition("Executing", TRUE, "Waiting", f"executing plan {plan}: {execution.waiting}")
         return Condition("Executing", TRUE, "Running", f"executing plan {plan}: {message}".rstrip(": "))
     if execution.phase is ExecutionPhase.FAILED:
         return Condition("Executing", FALSE, "ExecutionFailed", f"plan {plan} failed: {message}")

@@ -53,7 +53,6 @@ class ExecutionProgress:
     dir_bytes_done: int = 0
     dir_bytes_total: int = 0
     moves_skipped: int = 0  # left alone: a topic deleted, replicas someone else changed
-    waiting: str | None = None  # why the next batch waits (its partitions' health), if it does
 
     def to_dict(self) -> dict[str, Any]:
         # etaSeconds and eta are written even when None: the merge patch then removes the last ETA.
@@ -69,8 +68,6 @@ class ExecutionProgress:
             "etaSeconds": self.eta_seconds,
             "eta": self.eta,
             "movesSkipped": self.moves_skipped,
-            # Written even when None: the merge patch then removes the last wait.
-            "waiting": self.waiting,
         }
 
 
@@ -83,9 +80,13 @@ class ExecutionStatus:
     message: str | None = None
     progress: ExecutionProgress | None = None
     moves_done: int | None = None  # without progress: the moves recorded done
+    # Why the execution waits (another pool on the cluster, its next batch's partitions' health).
+    waiting: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         doc = _present({"planId": self.plan_id, "phase": self.phase.value, "movesDone": self.moves_done})
+        # Written even when None: the merge patch then removes the last wait.
+        doc["waiting"] = self.waiting
         if self.progress is not None:
             doc.update(self.progress.to_dict())
         if self.message is not None:
