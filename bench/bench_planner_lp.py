@@ -13,7 +13,7 @@ its replication factor in replicas, no rack over its limit when RackAware holds,
 disk and replica count and each topic cell within their bands, minimising Σ disk[p] x[p, b] over
 the brokers that did not hold p. Every plan that meets those bands is one of its points, so the
 optimum is a lower bound on the plan's bytes; what it leaves out (network, cpu, leaders, bans)
-only lowers it further, which keeps it valid. Of DESIGN.md's drain contract (a drained replica
+only lowers it further, which keeps it valid. Of docs/design.md's drain contract (a drained replica
 goes to a broker of its own rack when one can take it) it keeps what the plan kept: each
 partition holds at least as many replicas in a rack as it had on that rack's draining brokers,
 where the plan does so; every such plan is still a point. A second LP
@@ -78,7 +78,7 @@ def drained_home(state: WorkingModel, after: WorkingModel, draining: BoolArray) 
     brokers of that rack, where the plan (``after``) kept at least as many in that rack; 0
     elsewhere.
 
-    DESIGN.md's drain contract sends a drained replica to a broker of its own rack when one can
+    docs/design.md's drain contract sends a drained replica to a broker of its own rack when one can
     take it; the plan's bytes are judged against the plans that do the same where it did."""
     rows = state.original_replicas
     held = rows >= 0

@@ -7,7 +7,7 @@ snapshot, plans it in-process (default goals without TopicReplicaDistribution, t
 goals), and runs ``kafka_generate/KafkaGenerate.java`` (compiled here against the jars of
 ``hack/kafka/provision.sh``), which calls the placement step of Kafka 4.3.1's ``--generate``
 over all active brokers with their racks. Kafka's placer draws from an unseeded ``Random``, so it
-runs several times. Every plan is judged by the small load model below (the DESIGN.md rules,
+runs several times. Every plan is judged by the small load model below (the docs/design.md rules,
 written again here so the planner's own arithmetic is not trusted): bytes moved, replica moves,
 worst deviation from the mean per resource and count, RackAware violations. Prints a table,
 then the figures as JSON.
@@ -191,7 +191,7 @@ def brokers_of(snapshot: dict[str, Any]) -> Brokers:
 def broker_table(
     snapshot: dict[str, Any], brokers: Brokers, assignment: Assignment, leaders: dict[tuple[str, int], int]
 ) -> FloatArray:
-    """Per broker: disk, networkIn, networkOut, cpu, replicas, leaders (DESIGN.md's load model)."""
+    """Per broker: disk, networkIn, networkOut, cpu, replicas, leaders (docs/design.md's load model)."""
     table = np.zeros((len(brokers.index), len(COLUMNS)))
     for p in snapshot["partitions"]:
         key = (p["topic"], p["partition"])

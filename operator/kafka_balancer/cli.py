@@ -1,6 +1,6 @@
 """The ``kafka-balancer`` command line.
 
-Exit codes (DESIGN.md): 0 done; 2 bad input (one line naming the field, no output file);
+Exit codes (docs/design.md): 0 done; 2 bad input (one line naming the field, no output file);
 3 hard goals cannot be satisfied (says which and why, no output file). Each command's
 implementation lives in its layer; this module only parses arguments, sends the Kafka clients' own
 log lines to ``--kafka-log`` (kafka/client_log.py) and maps errors. Every command's ``--help`` ends

@@ -120,7 +120,7 @@ TOPOLOGY_SCHEMA = (
 
 
 def expected_loads() -> dict[int, list[float]]:
-    """The DESIGN load model, written out independently: [disk, in, out, cpu, replicas, leaders]."""
+    """The load model of docs/design.md, written out anew: [disk, in, out, cpu, replicas, leaders]."""
     loads = {b: [0.0] * 6 for b in (1, 2, 3, 4)}
     for _, _, replicas, leader, disk, n_in, n_out, cpu, fcpu in PARTITIONS:
         for b in replicas:

@@ -1,4 +1,4 @@
-"""An independent reading of DESIGN.md's contracts, written from the text, not from the planner.
+"""An independent reading of docs/design.md's contracts, written from the text, not from the planner.
 
 Plain Python loops on the JSON documents (snapshot, plan) so that a bug in the planner's numpy
 code cannot hide in a shared helper.

@@ -390,7 +390,7 @@ def test_a_plan_carries_the_bands_its_bounds_rely_on() -> None:
 
 
 # Racks a = brokers 0 and 1, b = brokers 2 and 3. Broker 1 drains: its replicas of t-0 and t-1
-# (10 each) go to broker 0, the only other broker of rack a, and stay in that rack (DESIGN.md's
+# (10 each) go to broker 0, the only other broker of rack a, and stay in that rack (docs/design.md's
 # drain). Broker 0 holds 20 of its own and may hold 30.
 DRAINED: Layout = (
     ("t", 10.0, (1, 2)),

@@ -1,1 +1,1 @@
-"""The file contracts of DESIGN.md: snapshot in, goals manifests in, Kafka reassignment JSON out."""
+"""The file contracts of docs/design.md: snapshot in, goals manifests in, Kafka reassignment JSON out."""

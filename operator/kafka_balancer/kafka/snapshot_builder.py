@@ -1,4 +1,4 @@
-"""Samples + cluster metadata + broker capacities → the DESIGN snapshot (version 1). Pure, no I/O.
+"""Samples + cluster metadata + broker capacities → the snapshot of docs/design.md (version 1). Pure, no I/O.
 
 The rules are the scoring job's (:mod:`kafka_balancer.scoring.transforms`), applied to one window
 of ``window_ms`` ending at the newest partition sample, ``(newest − window, newest]``:

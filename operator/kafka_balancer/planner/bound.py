@@ -69,7 +69,7 @@ them.
    partitions each can gain), whichever is more; summed over topics, this is a bound beside (5)'s
    max(Σ removed, Σ added), which lets one topic's leavers stand for another's arrivals (mid:
    3.4 GB where the topics need 4.7).
-9. DESIGN.md's drain sends a drained replica to a broker of its own rack when one can take it
+9. docs/design.md's drain sends a drained replica to a broker of its own rack when one can take it
    within the hard goals, and the plan keeps it in that rack (the optimizer pins it there
    before any goal acts). A partition with k such replicas kept in rack r, of which the active
    brokers of r held j before, ends with at least k replicas there, so those brokers gain at

@@ -56,7 +56,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
     state, goals, before_loads, before = _optimised(cluster, ordered)
     # A plan that meets every band replans to nothing as it is. One that drained a broker into
     # its rack is left as it is too: planned afresh, the drained broker is empty and nothing
-    # keeps its replicas in their rack (DESIGN.md's drain), which a replan may then move across.
+    # keeps its replicas in their rack (docs/design.md's drain), which a replan may then move across.
     for _ in range(MAX_REPLANS):
         if state.any_pinned or all(g.status(state).satisfied for g in goals):
             break
@@ -111,7 +111,7 @@ def _optimised(
     _drain(state, goals)
     _rehome_offline(state, goals)
     _demote(state, goals)
-    # Inside every band nothing moves (DESIGN.md's stability): leaders are evened only in a plan
+    # Inside every band nothing moves (docs/design.md's stability): leaders are evened only in a plan
     # that fixes some band anyway.
     even = not all(status.satisfied for status in before)
     _settle(state, goals, even)

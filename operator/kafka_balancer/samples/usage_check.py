@@ -45,7 +45,7 @@ def measured_usage(broker_samples: pa.Table) -> dict[int, BrokerUsage]:
 
 
 def modelled_network(cluster: Cluster) -> dict[int, tuple[float, float]]:
-    """Broker id → (network in, network out) bytes/s under the DESIGN load model."""
+    """Broker id → (network in, network out) bytes/s under the load model of docs/design.md."""
     loads = WorkingModel(cluster).broker_loads()
     return {b.id: (load.loads[1], load.loads[2]) for b, load in zip(cluster.brokers, loads, strict=True)}
 

@@ -58,7 +58,7 @@ def topology_frame(spark: SparkSession, topology: Cluster) -> DataFrame:
 
 
 def snapshot_document(topology: Cluster, model: pd.DataFrame) -> dict[str, Any]:
-    """The DESIGN snapshot of the model, validated by the same parser ``plan`` uses."""
+    """The snapshot (docs/design.md) of the model, validated by the same parser ``plan`` uses."""
     partitions = [
         {
             "topic": str(r.topic),
