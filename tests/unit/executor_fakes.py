@@ -33,8 +33,9 @@ class FakeKafkaCluster:
     reorder_on_cancel: bool = False
     racks: dict[int, str] = field(default_factory=dict)
     out_of_isr: dict[Tp, frozenset[int]] = field(default_factory=dict)  # replicas that fell behind
-    min_isr: dict[str, int] = field(default_factory=dict)
-    id: str = "fake-cluster-Id_1"  # the Kafka cluster id  # topic -> min.insync.replicas (default 1)
+    min_isr: dict[str, int] = field(default_factory=dict)  # topic -> min.insync.replicas (default 1)
+    id: str = "fake-cluster-Id_1"  # the Kafka cluster id
+    cordoning: bool = True  # the brokers know cordoned.log.dirs (Kafka 4.3 and later)
     # KRaft: a broker shows a config change a moment after the controller commits it; reads of a
     # resource show its configs from before the last change this many times.
     stale_config_reads: int = 0
@@ -86,6 +87,10 @@ class FakeKafkaCluster:
 
     def cluster_id(self) -> str:
         return self.id
+
+    def broker_config_names(self, broker: int) -> frozenset[str]:
+        known = {"log.retention.ms", "leader.replication.throttled.rate"}
+        return frozenset(known | ({"cordoned.log.dirs"} if self.cordoning else set()))
 
     def leader(self, tp: Tp) -> int:
         return self.leaders.get(tp, self.replicas[tp][0])

@@ -327,6 +327,47 @@ def test_a_pool_waits_while_another_pool_executes_on_the_same_kafka_cluster(tmp_
     busy.release()
 
 
+def test_a_drained_broker_is_cordoned_while_drained_and_uncordoned_when_the_drain_is_withdrawn(
+    tmp_path: Path,
+) -> None:
+    b = bed(tmp_path)
+
+    b.sync("DryRun", spec={"drain": [2]})
+
+    assert b.status()["cordonedBrokers"] == [2]
+    assert b.conditions()["Cordoned"] == ("True", "Cordoned")
+    assert b.cluster.configs[("broker", "2")] == {"cordoned.log.dirs": "*"}
+
+    b.sync("DryRun", spec={"drain": []})
+
+    assert b.status()["cordonedBrokers"] == []
+    assert "Cordoned" not in b.conditions()
+    assert b.cluster.configs[("broker", "2")] == {}
+
+
+def test_a_deleted_pool_uncordons_the_brokers_it_drained(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("DryRun", spec={"drain": [2]})
+    assert b.cluster.configs[("broker", "2")] == {"cordoned.log.dirs": "*"}
+
+    b.service.clean_up_blocking(POOL, {**SPEC, "mode": "DryRun", "drain": [2]}, b.status())
+
+    assert b.cluster.configs[("broker", "2")] == {}
+
+
+def test_a_kafka_without_cordoning_is_said_and_the_drain_goes_on(tmp_path: Path) -> None:
+    kafka = cluster()
+    kafka.cordoning = False
+    b = bed(tmp_path, kafka)
+
+    b.sync("DryRun", spec={"drain": [2]})
+
+    status, reason = b.conditions()["Cordoned"]
+    assert (status, reason) == ("False", "Unsupported")
+    assert b.conditions()["Ready"][0] == "True"  # informational: the drain is planned all the same
+    assert b.status()["cordonedBrokers"] == [] and not any(kafka.configs.values())
+
+
 def test_kafka_unreachable_backs_off_doubling_and_keeps_the_other_conditions(tmp_path: Path) -> None:
     b = bed(tmp_path)
     b.sync("DryRun")
@@ -524,7 +565,7 @@ def test_a_deleted_pool_cancels_its_unfinished_execution_and_leaves_no_throttle(
     b.sync("Manual", live=stopping, annotations={APPROVE_ANNOTATION: plan_id})
     assert b.cluster.ongoing and any(b.cluster.configs.values())
 
-    cancelled = b.service.clean_up_blocking(POOL, {**SPEC, "mode": "Manual"})
+    cancelled = b.service.clean_up_blocking(POOL, {**SPEC, "mode": "Manual"}, b.status())
 
     assert cancelled == plan_id
     assert b.cluster.ongoing == {}
@@ -581,7 +622,9 @@ def test_a_new_plan_first_settles_the_unfinished_one_it_replaces(tmp_path: Path)
     assert set(cancels) >= in_flight_before, "the old plan's moves in flight were cancelled first"
     assert (b.status()["execution"]["planId"], b.status()["execution"]["phase"]) == (new, "Succeeded")
     assert all(1 not in replicas for replicas in b.cluster.replicas.values())
-    assert not any(b.cluster.configs.values())
+    # No throttle left; the drained broker stays cordoned while it is drained.
+    left = {k: c for k, c in b.cluster.configs.items() if c}
+    assert left == {("broker", "1"): {"cordoned.log.dirs": "*"}}
 
 
 def test_a_failed_execution_is_a_warning_event_and_makes_the_pool_unready(tmp_path: Path) -> None:

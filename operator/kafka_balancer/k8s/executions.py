@@ -44,6 +44,7 @@ from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.settings import DEFAULT_NAMESPACE, Timings
 from kafka_balancer.k8s.state_mirror import StateMirror
 from kafka_balancer.kafka.admin import TIMEOUT_S, KafkaAdmin
+from kafka_balancer.kafka.cordon import sync_cordons
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
 from kafka_balancer.kafka.fence import FencedAdmin, Fences
 from kafka_balancer.kafka.port import AdminPort
@@ -440,6 +441,14 @@ class ExecutionService:
                 lease.release()
         finally:
             lock.release()
+
+    def cordon(
+        self, spec: BrokerPoolSpec, props: Mapping[str, str], wanted: frozenset[int], ours: frozenset[int]
+    ) -> frozenset[int] | None:
+        """kafka/cordon.py's sync_cordons on the pool's cluster: the brokers held cordoned now, or
+        None when its Kafka does not know cordoning."""
+        with self._connect(spec.kafka.bootstrap_servers, props, TIMEOUT_S) as admin:
+            return sync_cordons(admin, wanted, ours)
 
     def settle_deleted(self, pool: PoolId, spec: BrokerPoolSpec, props: Mapping[str, str]) -> str | None:
         """A deleted pool's moves still in flight are cancelled and its throttles removed; the id of

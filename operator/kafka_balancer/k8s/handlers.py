@@ -144,9 +144,17 @@ async def pool_daemon(
 
 @kopf.on.delete(GROUP, VERSION, "brokerpools", retries=6, backoff=10)  # type: ignore[arg-type]
 async def pool_deleted(
-    namespace: str, name: str, uid: str, spec: kopf.Spec, logger: kopf.Logger, memo: kopf.Memo, **_: Any
+    namespace: str,
+    name: str,
+    uid: str,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    logger: kopf.Logger,
+    memo: kopf.Memo,
+    **_: Any,
 ) -> None:
-    """The pool's finalizer: our moves still in flight are cancelled and our throttles removed.
+    """The pool's finalizer: our moves still in flight are cancelled, our throttles removed and the
+    brokers we cordoned uncordoned.
 
     After the retries (about a minute) the pool is let go anyway, so a Kafka that is gone for good
     cannot block the deletion forever; the log says what may be left.
@@ -154,7 +162,7 @@ async def pool_deleted(
     pools: PoolService = memo.pools
     pool = PoolId(namespace, name, uid)
     try:
-        cancelled = await pools.clean_up(pool, dict(spec))
+        cancelled = await pools.clean_up(pool, dict(spec), dict(status))
     except ExecutionBusy as err:
         raise kopf.TemporaryError(str(err), delay=10) from err
     except KafkaOperationError as err:

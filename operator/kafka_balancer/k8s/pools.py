@@ -37,6 +37,7 @@ from kafka_balancer.reconcile.connection import client_properties
 from kafka_balancer.reconcile.events import Event, sentence
 from kafka_balancer.reconcile.pool import (
     GUARD_REASON,
+    Cordoning,
     LoadSource,
     PoolInput,
     PoolOutcome,
@@ -163,8 +164,8 @@ class PoolService:
     async def sync(self, pool: PoolObject, retry: int, live: Liveness) -> SyncResult:
         return await asyncio.to_thread(self.sync_blocking, pool, retry, live)
 
-    async def clean_up(self, pool: PoolId, spec: Mapping[str, Any]) -> str | None:
-        return await asyncio.to_thread(self.clean_up_blocking, pool, spec)
+    async def clean_up(self, pool: PoolId, spec: Mapping[str, Any], status: Mapping[str, Any]) -> str | None:
+        return await asyncio.to_thread(self.clean_up_blocking, pool, spec, status)
 
     # -- the work, in a worker thread ---------------------------------------------------------------
 
@@ -227,9 +228,12 @@ class PoolService:
             self.executions.release_left_throttles(pool.id, spec, props)
         return SyncResult(outcome)
 
-    def clean_up_blocking(self, pool: PoolId, spec: Mapping[str, Any]) -> str | None:
-        """The pool's finalizer: our moves still in flight are cancelled and our throttles removed.
-        Returns the plan cancelled; raises KafkaOperationError or ExecutionBusy to be retried."""
+    def clean_up_blocking(
+        self, pool: PoolId, spec: Mapping[str, Any], status: Mapping[str, Any]
+    ) -> str | None:
+        """The pool's finalizer: our moves still in flight are cancelled, our throttles removed and
+        the brokers we cordoned uncordoned. Returns the plan cancelled; raises KafkaOperationError or
+        ExecutionBusy to be retried."""
         self.metrics.forget(pool.key)
         self.known_partitions.pop(pool.key, None)
         try:
@@ -240,7 +244,11 @@ class PoolService:
                 "pool %s deleted; its Kafka connection is unusable, nothing cleaned: %s", pool.key, err
             )
             return None
-        return self.executions.settle_deleted(pool, parsed, props)
+        cancelled = self.executions.settle_deleted(pool, parsed, props)
+        cordoned = frozenset(int(b) for b in status.get("cordonedBrokers") or [])
+        if cordoned:
+            self.executions.cordon(parsed, props, frozenset(), cordoned)
+        return cancelled
 
     def connection(self, pool: PoolId, spec: BrokerPoolSpec) -> dict[str, str]:
         """Client properties with credentials from the pool's Secrets (files for TLS keys, mode 0600)."""
@@ -333,6 +341,7 @@ class PoolService:
     ) -> PoolOutcome:
         """Read Kafka (raises KafkaOperationError), decide, write ConfigMaps, status, goal status."""
         metadata, loads = self.source.read(pool.id, spec, props, goals)
+        cordoning = self.cordon(pool, spec, props)
         started = time.monotonic()
         outcome = decide_pool(
             PoolInput(
@@ -349,6 +358,7 @@ class PoolService:
                 usage_source=self.source.usage_sources.get(pool.id.key),
                 now=time.time(),
                 known_partitions=self.partition_counts(pool.id),
+                cordoning=cordoning,
             )
         )
         self.metrics.plan_seconds.labels(pool.id.key).observe(time.monotonic() - started)
@@ -362,6 +372,25 @@ class PoolService:
             self.known_partitions[pool.id.key] = outcome.partitions
         self.metrics.new_partitions.labels(pool.id.key).inc(outcome.new_partitions)
         return outcome
+
+    def cordon(self, pool: PoolObject, spec: BrokerPoolSpec, props: Mapping[str, str]) -> Cordoning | None:
+        """Cordon the brokers the pool drains, uncordon those it no longer does (KIP-1066); None when
+        there is neither. Each broker is put on record (status.cordonedBrokers) before it is
+        cordoned, so a crash in between cannot leave one the operator does not know it cordoned."""
+        recorded = frozenset(int(b) for b in pool.status.get("cordonedBrokers") or [])
+        wanted = frozenset(spec.drain)
+        if not wanted and not recorded:
+            return None
+        if wanted - recorded:
+            ahead = {"cordonedBrokers": sorted(recorded | wanted)}
+            self.kube.patch_status(PLURAL_POOLS, pool.id.namespace, pool.id.name, ahead)
+        try:
+            ours = self.executions.cordon(spec, props, wanted, recorded | wanted)
+        except KafkaOperationError as err:
+            return Cordoning(recorded | wanted, error=str(err))
+        if ours is None:
+            return Cordoning(recorded, supported=False)
+        return Cordoning(ours)
 
     def write(self, pool: PoolObject, outcome: PoolOutcome) -> None:
         """The new plan and its report into the pool's ConfigMaps, then the pool's and goals' status."""

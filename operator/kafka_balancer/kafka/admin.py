@@ -590,6 +590,19 @@ class KafkaAdmin:
                 raise self._confluent_failed(what, err, timeout_s) from err
         return found
 
+    def broker_config_names(self, broker: int) -> frozenset[str]:
+        """Every config ``broker`` knows, set or not: what its Kafka version supports."""
+        what = f"describing configs of broker {broker}"
+        timeout_s = self._timeout(what)
+        try:
+            futures = served(self._ck).describe_configs(
+                [ConfigResource("broker", str(broker))], request_timeout=timeout_s
+            )
+            entries = [future.result(timeout=timeout_s) for future in futures.values()]
+        except Exception as err:
+            raise self._confluent_failed(what, err, timeout_s) from err
+        return frozenset(name for found in entries for name in found)
+
     def alter_configs(
         self, kind: str, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()
     ) -> None:

@@ -73,6 +73,9 @@ class FencedAdmin:
     def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
         return self.admin.min_insync_replicas(topics)
 
+    def broker_config_names(self, broker: int) -> frozenset[str]:
+        return self.admin.broker_config_names(broker)
+
     def alter_reassignments(self, targets: Mapping[Tp, tuple[int, ...] | None]) -> dict[Tp, str]:
         self.fence.check()
         return self.admin.alter_reassignments(targets)

@@ -126,6 +126,18 @@ class PoolInput:
     # Each topic's partition count at the last pass that made a plan (PoolOutcome.partitions); None:
     # no such pass since the operator started, so no partition counts as new.
     known_partitions: Mapping[str, int] | None = None
+    # None: the pass had nothing to cordon or uncordon (no drain, nothing on record).
+    cordoning: Cordoning | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cordoning:
+    """What cordoning the pool's drained brokers came to this pass (KIP-1066; done by k8s/ through
+    the kafka layer before the pass decides)."""
+
+    ours: frozenset[int]  # the brokers the operator holds cordoned: status.cordonedBrokers
+    supported: bool = True  # False: Kafka older than 4.3, nothing cordoned
+    error: str | None = None  # Kafka refused or did not answer; tried again next pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,6 +389,7 @@ def decide_pool(inp: PoolInput) -> PoolOutcome:
     healing = inp.spec.self_healing.enabled
     conditions = [
         *observation_conditions(inp),
+        *cordon_conditions(inp),
         *planned.conditions,
         *failure_conditions(inp, brokers),
         *log_dir_conditions(inp.metadata, healing, guarded=brokers.guard is not None),
@@ -449,6 +462,33 @@ def observe_brokers(inp: PoolInput) -> _Brokers:
         tuple(b for b in left if b not in was_drained),
         guard_exceeded(views, policy, failed_disks(inp.metadata) if healing.enabled else ()),
     )
+
+
+def cordon_conditions(inp: PoolInput) -> list[Condition]:
+    """``Cordoned``, while the pool drains or holds brokers cordoned: which, or why none."""
+    cordoning = inp.cordoning
+    if cordoning is None:
+        return []
+    draining = ", ".join(map(str, sorted(inp.spec.drain))) or "none"
+    if cordoning.error is not None:
+        message = (
+            f"cordoning the drained brokers ({draining}) failed, tried again next pass: {cordoning.error}"
+        )
+        return [Condition("Cordoned", FALSE, "CordonFailed", message)]
+    if not cordoning.supported:
+        message = (
+            "cordoning needs Kafka 4.3 or later (KIP-1066): a partition created during the drain may get "
+            f"replicas on the drained brokers ({draining})"
+        )
+        return [Condition("Cordoned", FALSE, "Unsupported", message)]
+    if not cordoning.ours:
+        return []
+    held = ", ".join(map(str, sorted(cordoning.ours)))
+    message = (
+        f"broker(s) {held} cordoned (cordoned.log.dirs=*): a partition created meanwhile gets no replica "
+        "on them; uncordoned when the drain is withdrawn"
+    )
+    return [Condition("Cordoned", TRUE, "Cordoned", message)]
 
 
 def observation_conditions(inp: PoolInput) -> list[Condition]:
@@ -927,6 +967,7 @@ def finish(
         plan=None if current is None else plan_status(inp, current, execution),
         goals=goals,
         worst_goal=None if goals is None else worst_goal(goals),
+        cordoned_brokers=None if inp.cordoning is None else tuple(sorted(inp.cordoning.ours)),
     )
     return PoolOutcome(
         status,

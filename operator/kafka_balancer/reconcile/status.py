@@ -267,10 +267,13 @@ class PoolStatus:
     plan: PlanStatus | None = None
     goals: tuple[GoalStatus, ...] | None = None
     worst_goal: str | None = None  # written with goals: see worst_goal()
+    # The brokers the operator cordoned (KIP-1066) and has not uncordoned yet: its record of them.
+    cordoned_brokers: tuple[int, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _present(
             {
+                "cordonedBrokers": None if self.cordoned_brokers is None else list(self.cordoned_brokers),
                 "observedGeneration": self.observed_generation,
                 "brokerCount": self.broker_count,
                 "brokers": None if self.brokers is None else [b.to_dict() for b in self.brokers],
