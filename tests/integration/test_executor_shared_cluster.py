@@ -225,3 +225,52 @@ def test_a_batch_waits_while_a_broker_outside_the_plan_is_down_and_goes_on_once_
         assert ongoing_reassignments(kafka_bed, traffic.topic) == []
         assert_no_throttle_left(kafka_bed, traffic.topic)
         traffic.assert_all_read_back()
+
+
+def _set_default_rates(bed: KafkaBed, rate: str | None) -> None:
+    """The cluster-wide default replication rates (kafka-configs --entity-default), or none."""
+    op = AlterConfigOpType.SET if rate is not None else AlterConfigOpType.DELETE
+    names = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+    entries = [ConfigEntry(name, rate, incremental_operation=op) for name in names]
+    admin = admin_of(bed)
+    [done] = admin.incremental_alter_configs(
+        [ConfigResource("broker", "", incremental_configs=entries)]
+    ).values()
+    done.result(timeout=30)
+
+
+def test_a_cluster_wide_default_rate_caps_the_executions_throttle(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    _set_default_rates(kafka_bed, "60000")
+    try:
+        with topic_with_traffic(kafka_bed, "capped", [[1, 2], [1, 2]]) as traffic:
+            plan = tmp_path / "plan.json"
+            moves = [{"topic": traffic.topic, "partition": p, "replicas": r} for p, r in TARGETS.items()]
+            plan.write_text(json.dumps({"version": 1, "partitions": moves}))
+            state = tmp_path / "state.json"
+            args = ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers]
+            executor = cli(*args, "--state", str(state), "--throttle", "1000000", "--poll-interval", "0.3")
+            try:
+                wait_until(lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a copy")
+                admin = admin_of(kafka_bed)
+                resources = [ConfigResource("broker", str(b)) for b in (1, 2, 3, 4)]
+                rates = {
+                    entry.value
+                    for future in admin.describe_configs(resources, request_timeout=30).values()
+                    for entry in future.result(timeout=30).values()
+                    if entry.name.endswith("replication.throttled.rate")
+                    and entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+                }
+                out, err = executor.communicate(timeout=300)
+            finally:
+                executor.kill()
+                executor.communicate(timeout=30)
+            assert executor.returncode == 0, (out, err)
+            assert rates == {"60000"}, rates  # never the 1,000,000 asked for
+            assert "throttle capped at 60000 B/s (asked 1000000)" in out, out
+            assert ongoing_reassignments(kafka_bed, traffic.topic) == []
+            assert_no_throttle_left(kafka_bed, traffic.topic)
+            traffic.assert_all_read_back()
+    finally:
+        _set_default_rates(kafka_bed, None)

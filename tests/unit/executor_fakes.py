@@ -88,6 +88,9 @@ class FakeKafkaCluster:
     def cluster_id(self) -> str:
         return self.id
 
+    def default_broker_configs(self) -> dict[str, str]:
+        return dict(self.configs.get(("broker", ""), {}))
+
     def broker_config_names(self, broker: int) -> frozenset[str]:
         known = {"log.retention.ms", "leader.replication.throttled.rate"}
         return frozenset(known | ({"cordoned.log.dirs"} if self.cordoning else set()))

@@ -306,3 +306,33 @@ def test_the_pool_shows_a_waiting_batch_and_the_skipped_moves(tmp_path: Path) ->
         f"2 partition move(s) skipped (doomed-0: {TOPIC_DELETED}; doomed-1: {TOPIC_DELETED}); "
         "the next plan places them anew"
     )
+
+
+def test_a_cluster_wide_default_rate_caps_the_throttle_and_is_said(tmp_path: Path) -> None:
+    cluster = _cluster()
+    # Someone set the replication rates for every broker (kafka-configs --entity-default).
+    cluster.configs[("broker", "")] = {
+        "leader.replication.throttled.rate": "600",
+        "follower.replication.throttled.rate": "700",
+    }
+    executor, clock = _executor(cluster, tmp_path)  # asks for 1000
+
+    state = executor.round(executor.commit(new_state(cluster, PLAN, executor.options, clock.time())))
+
+    throttled = cluster.throttled_when_submitted[0]
+    rates = {broker: configs for (kind, broker), configs in throttled.items() if kind == "broker" and broker}
+    assert rates and all(set(c.values()) == {"600"} for c in rates.values()), rates
+    assert "throttle capped at 600 B/s (asked 1000) by the cluster-wide default" in summary(
+        state, clock.time()
+    )
+    _, message = execution_progress(state, clock.time())
+    assert message.endswith(
+        "throttle capped at 600 B/s (asked 1000) by the cluster-wide default "
+        "replication rate (kafka-configs --entity-default)"
+    )
+
+    # The cap lifted: the rate the execution asked for from the next round on.
+    del cluster.configs[("broker", "")]
+    state = executor.round(state)
+    assert {cluster.configs[("broker", b)]["leader.replication.throttled.rate"] for b in rates} == {"1000"}
+    assert "capped" not in summary(state, clock.time())

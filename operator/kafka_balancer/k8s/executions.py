@@ -48,7 +48,7 @@ from kafka_balancer.kafka.cordon import sync_cordons
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
 from kafka_balancer.kafka.fence import FencedAdmin, Fences
 from kafka_balancer.kafka.port import AdminPort
-from kafka_balancer.kafka.progress import duration_text, eta_seconds
+from kafka_balancer.kafka.progress import cap_text, duration_text, eta_seconds
 from kafka_balancer.kube_quantity import binary_quantity
 from kafka_balancer.reconcile.approval import halt_reason, repair_opted_in
 from kafka_balancer.reconcile.events import Event, sentence
@@ -136,7 +136,8 @@ def execution_progress(state: ExecutionState, now: float) -> tuple[ExecutionProg
         dir_bytes_total=dir_total,
         moves_skipped=len(state.by_status(MoveStatus.SKIPPED)),
     )
-    return progress, message + (f", ETA {duration_text(eta)}" if eta is not None else "")
+    message += f", ETA {duration_text(eta)}" if eta is not None else ""
+    return progress, message + (f"; {cap_text(state)}" if cap_text(state) else "")
 
 
 def skipped_text(state: ExecutionState) -> str:

@@ -590,6 +590,24 @@ class KafkaAdmin:
                 raise self._confluent_failed(what, err, timeout_s) from err
         return found
 
+    def default_broker_configs(self) -> dict[str, str]:
+        """The cluster-wide broker defaults set dynamically (``kafka-configs --entity-default``)."""
+        what = "describing the cluster-wide broker defaults"
+        timeout_s = self._timeout(what)
+        try:
+            futures = served(self._ck).describe_configs(
+                [ConfigResource("broker", "")], request_timeout=timeout_s
+            )
+            entries = [future.result(timeout=timeout_s) for future in futures.values()]
+        except Exception as err:
+            raise self._confluent_failed(what, err, timeout_s) from err
+        return {
+            entry.name: entry.value
+            for found in entries
+            for entry in found.values()
+            if entry.value is not None and entry.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+        }
+
     def broker_config_names(self, broker: int) -> frozenset[str]:
         """Every config ``broker`` knows, set or not: what its Kafka version supports."""
         what = f"describing configs of broker {broker}"

@@ -36,6 +36,7 @@ from kafka_balancer.kafka.log_dir_moves import (
 )
 from kafka_balancer.kafka.plan_check import check_plan, named_dir_brokers
 from kafka_balancer.kafka.port import AdminPort
+from kafka_balancer.kafka.progress import cap_text
 from kafka_balancer.kafka.steps import Racks, next_step
 from kafka_balancer.kafka.throttle import leftover_throttles, sync_throttles, throttles_on_down_brokers
 from kafka_balancer.model.plan import ReassignmentPlan
@@ -142,6 +143,8 @@ class Executor:
         self.committed: ExecutionState | None = None
         # Partitions whose pending move waits for a reassignment someone else started (told once).
         self.waiting_for_others: set[Tp] = set()
+        # The last cap a cluster-wide default put on the throttle, told once.
+        self.told_cap = ""
 
     def commit(self, state: ExecutionState) -> ExecutionState:
         state = replace(state, updated_at=self.clock())
@@ -171,7 +174,12 @@ class Executor:
         state = self.commit(self.stop_stuck(self.steer_dirs(self.observe(state))))
         state = self.elect_leaders_first(state)
         state = self.submit(state)
-        return sync_throttles(self.admin, state, self.commit)
+        state = sync_throttles(self.admin, state, self.commit)
+        capped = cap_text(state)
+        if capped and capped != self.told_cap:
+            self.log(capped)
+        self.told_cap = capped or self.told_cap
+        return state
 
     def finish(self, state: ExecutionState) -> ExecutionState:
         restore_order(self.admin, state, clock=self.clock, sleep=self.sleep)

@@ -76,6 +76,9 @@ class FencedAdmin:
     def broker_config_names(self, broker: int) -> frozenset[str]:
         return self.admin.broker_config_names(broker)
 
+    def default_broker_configs(self) -> dict[str, str]:
+        return self.admin.default_broker_configs()
+
     def alter_reassignments(self, targets: Mapping[Tp, tuple[int, ...] | None]) -> dict[Tp, str]:
         self.fence.check()
         return self.admin.alter_reassignments(targets)

@@ -21,6 +21,17 @@ def eta_seconds(state: ExecutionState, now: float) -> float | None:
     return (total - done) * elapsed / done
 
 
+def cap_text(state: ExecutionState) -> str:
+    """What a cluster-wide default rate did to the execution's throttle: "" when nothing."""
+    rates = set(state.broker_rates.values())
+    if state.throttle_rate is None or not rates or max(rates) >= state.throttle_rate:
+        return ""
+    return (
+        f"throttle capped at {max(rates)} B/s (asked {state.throttle_rate}) by the cluster-wide default "
+        "replication rate (kafka-configs --entity-default)"
+    )
+
+
 def summary(state: ExecutionState, now: float) -> str:
     done, total = state.bytes_done, state.bytes_total
     counts = {status: len(state.by_status(status)) for status in MoveStatus}
@@ -32,6 +43,8 @@ def summary(state: ExecutionState, now: float) -> str:
         # Copies between a broker's own log dirs: disk I/O, no network, counted apart.
         dir_done, dir_total = state.dir_bytes_done, state.dir_bytes_total
         lines.insert(1, f"log-dir bytes: {dir_done}/{dir_total} ({100.0 * dir_done / dir_total:.1f}%)")
+    if cap_text(state):
+        lines.append(cap_text(state))
     eta = eta_seconds(state, now)
     if state.finished_at is not None:
         lines.append(f"finished after {duration_text(state.finished_at - state.created_at)}")

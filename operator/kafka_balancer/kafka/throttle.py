@@ -79,13 +79,14 @@ def sync_throttles(
             admin.alter_configs("topic", topic, {}, names)
             state = commit(replace(state, throttled_topics=_without(state.throttled_topics, topic)))
 
-    rate = str(state.throttle_rate)
+    effective = capped_rate(admin, state.throttle_rate) if brokers else state.throttle_rate
+    rate = str(effective)
     for broker, names in state.throttled_brokers.items():
-        # Ours already, maybe at another rate: a resume with a new --throttle, or a broker that was
-        # down kept ours from an earlier plan.
-        if broker in brokers and names and state.broker_rates.get(broker) != state.throttle_rate:
+        # Ours already, maybe at another rate: a resume with a new --throttle, a cap set or lifted
+        # meanwhile, or a broker that was down kept ours from an earlier plan.
+        if broker in brokers and names and state.broker_rates.get(broker) != effective:
             admin.alter_configs("broker", broker, dict.fromkeys(names, rate))
-            state = commit(replace(state, broker_rates=_rated(state, broker)))
+            state = commit(replace(state, broker_rates=_rated(state, broker, effective)))
     # Configs neither ours yet nor found set by someone else before.
     missing = {
         broker: [
@@ -107,7 +108,7 @@ def sync_throttles(
                     **state.throttled_brokers,
                     broker: (*state.throttled_brokers.get(broker, ()), *ours),
                 },
-                broker_rates=_rated(state, broker),
+                broker_rates=_rated(state, broker, effective),
                 foreign_throttles=_foreign(state, "broker", broker, missing[broker], present),
             )
         )
@@ -204,11 +205,22 @@ def _foreign(
     return tuple(sorted(set(state.foreign_throttles) | found))
 
 
-def _rated(state: ExecutionState, broker: str) -> dict[str, int]:
-    """The broker rates once ``broker`` carries the state's rate (the ``None`` rate sets nothing)."""
-    if state.throttle_rate is None:
+def _rated(state: ExecutionState, broker: str, rate: int | None) -> dict[str, int]:
+    """The broker rates once ``broker`` carries ``rate`` (the ``None`` rate sets nothing)."""
+    if rate is None:
         return dict(state.broker_rates)
-    return {**state.broker_rates, broker: state.throttle_rate}
+    return {**state.broker_rates, broker: rate}
+
+
+def capped_rate(admin: AdminPort, rate: int | None) -> int | None:
+    """``rate``, but never above a replication rate set as the cluster-wide default
+    (``kafka-configs --entity-default``): whoever set it meant it as a cap for every broker, and a
+    rate set per broker overrides the default."""
+    if rate is None:
+        return None
+    defaults = admin.default_broker_configs()
+    caps = [int(defaults[name]) for name in BROKER_RATES if defaults.get(name, "").isdigit()]
+    return min([rate, *caps])
 
 
 def _without(records: Mapping[str, V], key: str) -> dict[str, V]:
