@@ -3,6 +3,7 @@ sample retention, merging scored loads with the latest metadata, the job's input
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from pathlib import Path
@@ -156,6 +157,7 @@ class FakeScorer:
         self.calls: Counter[str] = Counter()
         self.fail: str | None = None
         self.release = threading.Event()
+        self.load = {"disk": 7.0, "networkIn": 1.0, "networkOut": 2.0, "cpu": 0.5}
 
     def score(self, request: ScoringRequest) -> ScoringResult:
         self.calls[request.run] += 1
@@ -167,7 +169,7 @@ class FakeScorer:
                 {
                     "topic": "t",
                     "partition": 0,
-                    "load": {"disk": 7.0, "networkIn": 1.0, "networkOut": 2.0, "cpu": 0.5},
+                    "load": self.load,
                 }
             ]
         }
@@ -311,3 +313,20 @@ def test_s3_settings_come_from_the_charts_environment() -> None:
     )
     with pytest.raises(InputError, match="KAFKA_BALANCER_S3_PATH_STYLE: expected true or false"):
         spark_settings({"KAFKA_BALANCER_SCORING_STORAGE": "s3a://b/p", "KAFKA_BALANCER_S3_PATH_STYLE": "yes"})
+
+
+@pytest.mark.parametrize(("field", "value"), [("disk", math.nan), ("cpu", -0.5), ("networkIn", math.inf)])
+def test_a_scored_load_not_a_finite_non_negative_number_refuses_the_run(field: str, value: float) -> None:
+    fake = FakeScorer()
+    fake.release.set()
+    fake.load[field] = value
+    scoring = BackgroundScoring(lambda engine: fake, ScoringSchedule())
+
+    scoring.submit("ns/p", "Fake", request("r1"))
+    scoring.wait("ns/p", 5)
+
+    assert scoring.latest("ns/p", now_ms=1_000_500) is None  # the collector's loads are used instead
+    assert scoring.last_error["ns/p"] == (
+        f"scored load of t-0: {field} is {value}, not a finite non-negative number; "
+        "the scoring run's output is refused"
+    )

@@ -8,6 +8,7 @@ loads of the last two collector passes instead.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.api import Scoring
-from kafka_balancer.errors import KafkaBalancerError
+from kafka_balancer.errors import KafkaBalancerError, ScoringError
 from kafka_balancer.kafka.sample_store import SUFFIX
 from kafka_balancer.model.cluster import PartitionLoad
 from kafka_balancer.samples.schema import BROKER_DIR, PARTITION_DIR
@@ -74,17 +75,27 @@ def prune(store: Path, older_than_ms: int) -> int:
     return removed
 
 
+LOAD_FIELDS = ("disk", "networkIn", "networkOut", "cpu", "followerCpu")
+
+
 def loads_of(snapshot: Mapping[str, Any]) -> Loads:
-    return {
-        (str(p["topic"]), int(p["partition"])): PartitionLoad(
-            float(p["load"]["disk"]),
-            float(p["load"]["networkIn"]),
-            float(p["load"]["networkOut"]),
-            float(p["load"]["cpu"]),
-            float(p["load"].get("followerCpu", 0.0)),
-        )
-        for p in snapshot.get("partitions", [])
-    }
+    """The per-partition loads of a scoring run's snapshot. The job's output is input like any other
+    (a pool may name its own scoring image): a load that is not a finite, non-negative number is
+    refused (:class:`ScoringError`), and the pool plans on the collector's loads instead."""
+    loads: Loads = {}
+    for p in snapshot.get("partitions", []):
+        load = p["load"]
+        values = [
+            float(load.get(name, 0.0)) if name == "followerCpu" else float(load[name]) for name in LOAD_FIELDS
+        ]
+        for name, value in zip(LOAD_FIELDS, values, strict=True):
+            if not math.isfinite(value) or value < 0:
+                raise ScoringError(
+                    f"scored load of {p['topic']}-{p['partition']}: {name} is {value}, not a finite "
+                    "non-negative number; the scoring run's output is refused"
+                )
+        loads[(str(p["topic"]), int(p["partition"]))] = PartitionLoad(*values)
+    return loads
 
 
 @dataclass(frozen=True)
