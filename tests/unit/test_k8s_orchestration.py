@@ -345,6 +345,49 @@ def test_a_drained_broker_is_cordoned_while_drained_and_uncordoned_when_the_drai
     assert b.cluster.configs[("broker", "2")] == {}
 
 
+def test_a_pool_deleted_with_its_namespace_cleans_up_with_the_connection_it_last_used(
+    tmp_path: Path,
+) -> None:
+    b = bed(tmp_path)
+    b.kube.secrets[("kafka", "balancer")] = {"username": b"balancer", "password": b"s3cret"}
+    b.kube.secret_annotations[("kafka", "balancer")] = {"kafkabalancer.io/pools": "main"}
+    secured = {
+        "kafka": {
+            "bootstrapServers": "k:9093",
+            "securityProtocol": "SASL_SSL",
+            "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": "balancer"}},
+        }
+    }
+    b.sync("Manual", spec=secured)
+    plan_id = b.status()["plan"]["id"]
+    b.cluster.stuck = set(REPLICAS)
+    stopping = Liveness(stopping=lambda: bool(b.cluster.submitted), paused=lambda: False)
+    b.sync("Manual", spec=secured, live=stopping, annotations={APPROVE_ANNOTATION: plan_id})
+    assert b.cluster.ongoing and any(b.cluster.configs.values())
+    # The namespace is deleted: Kubernetes deletes the Secret before the pool's finalizer runs.
+    del b.kube.secrets[("kafka", "balancer")]
+
+    cancelled = b.service.clean_up_blocking(POOL, {**SPEC, **secured, "mode": "Manual"}, b.status())
+
+    assert cancelled == plan_id
+    assert b.cluster.ongoing == {} and not any(b.cluster.configs.values())
+
+
+def test_a_deleted_pool_whose_kafka_is_unreachable_says_it_waits_then_that_it_let_go(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    err = KafkaOperationError("cannot reach Kafka at k:9092: KafkaException")
+
+    b.service.cleanup_waits(POOL, err, 0, 180, 10)
+    assert b.kube.message("CleanupWaiting") == (
+        "The pool's deletion waits to cancel its moves and remove its throttles: Kafka unreachable "
+        "(cannot reach Kafka at k:9092: KafkaException); retried every 10 s, for 29 more minute(s)."
+    )
+    b.service.cleanup_waits(POOL, err, 179, 180, 10)
+    assert b.kube.message("CleanupAbandoned").startswith(
+        "Kafka unreachable for 30 minutes: the pool is let go; moves of its plan may still be in flight"
+    )
+
+
 def test_a_deleted_pool_uncordons_the_brokers_it_drained(tmp_path: Path) -> None:
     b = bed(tmp_path)
     b.sync("DryRun", spec={"drain": [2]})

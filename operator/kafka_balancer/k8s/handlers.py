@@ -29,6 +29,10 @@ from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
 ANNOTATION_PREFIX = "kafkabalancer.io"
 # kopf's wait for a daemon to end once told to stop (a sync in flight ends in its worker thread).
 DAEMON_CANCELLATION_S = 10.0
+# A deleted pool whose Kafka cannot be reached keeps its finalizer this long (retries x seconds):
+# a throttle or a move left behind is worse than a deletion that waits.
+CLEANUP_RETRIES = 180
+CLEANUP_RETRY_S = 10
 
 
 @kopf.on.startup()
@@ -142,13 +146,14 @@ async def pool_daemon(
         retry = 0
 
 
-@kopf.on.delete(GROUP, VERSION, "brokerpools", retries=6, backoff=10)  # type: ignore[arg-type]
+@kopf.on.delete(GROUP, VERSION, "brokerpools", retries=CLEANUP_RETRIES, backoff=CLEANUP_RETRY_S)  # type: ignore[arg-type]
 async def pool_deleted(
     namespace: str,
     name: str,
     uid: str,
     spec: kopf.Spec,
     status: kopf.Status,
+    retry: int,
     logger: kopf.Logger,
     memo: kopf.Memo,
     **_: Any,
@@ -156,16 +161,20 @@ async def pool_deleted(
     """The pool's finalizer: our moves still in flight are cancelled, our throttles removed and the
     brokers we cordoned uncordoned.
 
-    After the retries (about a minute) the pool is let go anyway, so a Kafka that is gone for good
-    cannot block the deletion forever; the log says what may be left.
+    While Kafka cannot be reached the deletion waits, retried every CLEANUP_RETRY_S for
+    CLEANUP_RETRIES times (30 minutes), with an Event each time; then the pool is let go anyway, so a
+    Kafka that is gone for good cannot block the deletion forever, and an Event says what may be left.
     """
     pools: PoolService = memo.pools
     pool = PoolId(namespace, name, uid)
     try:
         cancelled = await pools.clean_up(pool, dict(spec), dict(status))
     except ExecutionBusy as err:
-        raise kopf.TemporaryError(str(err), delay=10) from err
+        raise kopf.TemporaryError(str(err), delay=CLEANUP_RETRY_S) from err
     except KafkaOperationError as err:
-        raise kopf.TemporaryError(f"cannot reach Kafka to cancel the pool's moves: {err}", delay=10) from err
+        pools.cleanup_waits(pool, err, retry, CLEANUP_RETRIES, CLEANUP_RETRY_S)
+        raise kopf.TemporaryError(
+            f"cannot reach Kafka to clean up the pool: {err}", delay=CLEANUP_RETRY_S
+        ) from err
     if cancelled:
         logger.info("pool %s deleted: plan %s cancelled, throttles removed", pool.key, cancelled)

@@ -158,6 +158,9 @@ class PoolService:
         # Each pool's topics' partition counts at its last plan: what makes a partition new at the next.
         # In memory: after a restart the first plan places new partitions without telling them apart.
         self.known_partitions: dict[str, Mapping[str, int]] = {}
+        # Each pool's spec and client properties at its last pass: what its deletion cleans up with
+        # when its Secrets are gone already (a namespace deleted with the pool). In memory only.
+        self.last_connection: dict[str, tuple[BrokerPoolSpec, dict[str, str]]] = {}
 
     # -- the boundary: kopf's event loop awaits these ---------------------------------------------
 
@@ -182,6 +185,7 @@ class PoolService:
             spec = parse_spec(pool.spec)
             goals = parse_goals(pool.goals)
             props = self.connection(pool.id, spec)
+            self.last_connection[key] = (spec, props)
         except InputError as err:
             # An unusable spec or Secret: say so; the next spec change (or interval) tries again.
             self.report_failure(pool, failure("SpecValid", "InvalidSpec", str(err)))
@@ -240,14 +244,21 @@ class PoolService:
             parsed = parse_spec(spec)
             props = self.connection(pool, parsed)
         except InputError as err:
-            _log.warning(
-                "pool %s deleted; its Kafka connection is unusable, nothing cleaned: %s", pool.key, err
-            )
-            return None
+            # A pool deleted with its namespace: its Secrets went first. The credentials it last
+            # connected with (in this process) still clean up what it left.
+            last = self.last_connection.get(pool.key)
+            if last is None:
+                _log.warning(
+                    "pool %s deleted; its Kafka connection is unusable, nothing cleaned: %s", pool.key, err
+                )
+                return None
+            _log.info("pool %s deleted (%s): cleaning up with the connection it last used", pool.key, err)
+            parsed, props = last
         cancelled = self.executions.settle_deleted(pool, parsed, props)
         cordoned = frozenset(int(b) for b in status.get("cordonedBrokers") or [])
         if cordoned:
             self.executions.cordon(parsed, props, frozenset(), cordoned)
+        self.last_connection.pop(pool.key, None)
         return cancelled
 
     def connection(self, pool: PoolId, spec: BrokerPoolSpec) -> dict[str, str]:
@@ -372,6 +383,25 @@ class PoolService:
             self.known_partitions[pool.id.key] = outcome.partitions
         self.metrics.new_partitions.labels(pool.id.key).inc(outcome.new_partitions)
         return outcome
+
+    def cleanup_waits(
+        self, pool: PoolId, err: KafkaOperationError, retry: int, retries: int, every_s: int
+    ) -> None:
+        """An Event on a deleted pool whose clean-up cannot reach Kafka: it waits, or (the last try)
+        is let go with what may be left."""
+        if retry + 1 >= retries:
+            message = (
+                f"Kafka unreachable for {retries * every_s // 60} minutes: the pool is let go; moves of "
+                f"its plan may still be in flight and its throttles or cordons set ({err})"
+            )
+            self.kube.post_event(pool, Event("Warning", "CleanupAbandoned", sentence(message)))
+            return
+        left = (retries - retry - 1) * every_s // 60
+        message = (
+            f"the pool's deletion waits to cancel its moves and remove its throttles: Kafka unreachable "
+            f"({err}); retried every {every_s} s, for {left} more minute(s)"
+        )
+        self.kube.post_event(pool, Event("Warning", "CleanupWaiting", sentence(message)))
 
     def cordon(self, pool: PoolObject, spec: BrokerPoolSpec, props: Mapping[str, str]) -> Cordoning | None:
         """Cordon the brokers the pool drains, uncordon those it no longer does (KIP-1066); None when
