@@ -26,8 +26,9 @@ from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, Pool
 from kafka_balancer.reconcile.events import Event
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kafka-balancer"}
-# The execution's own calls (state, lease) give up after this long instead of hanging on a dead
-# connection: their callers retry, and the lease deadline decides how long that may go on.
+# Every call gives up after this long instead of hanging on a dead connection: the callers retry
+# (the next pass, the next step), and for an execution the lease deadline decides how long that may go
+# on.
 REQUEST_TIMEOUT_S = 10.0
 
 
@@ -127,7 +128,9 @@ class Kube:
         if found is None:
             try:
                 with _transport(f"creating ConfigMap {namespace}/{name}"):
-                    self.core.create_namespaced_config_map(namespace, body)
+                    self.core.create_namespaced_config_map(
+                        namespace, body, _request_timeout=REQUEST_TIMEOUT_S
+                    )
                 return
             except ApiException as err:
                 if err.status != 409:
@@ -140,7 +143,9 @@ class Kube:
         body["metadata"]["resourceVersion"] = found.resource_version
         try:
             with _transport(f"writing ConfigMap {namespace}/{name}"):
-                self.core.replace_namespaced_config_map(name, namespace, body)
+                self.core.replace_namespaced_config_map(
+                    name, namespace, body, _request_timeout=REQUEST_TIMEOUT_S
+                )
         except ApiException as err:
             raise KubernetesError(f"writing ConfigMap {namespace}/{name}: {err.reason}") from err
 
@@ -150,7 +155,13 @@ class Kube:
         try:
             with _transport(f"patching {plural} {namespace}/{name} status"):
                 self.custom.patch_namespaced_custom_object_status(
-                    GROUP, VERSION, namespace, plural, name, {"status": dict(status)}
+                    GROUP,
+                    VERSION,
+                    namespace,
+                    plural,
+                    name,
+                    {"status": dict(status)},
+                    _request_timeout=REQUEST_TIMEOUT_S,
                 )
         except ApiException as err:
             if err.status == 404:  # deleted meanwhile: nothing to report on
@@ -162,7 +173,7 @@ class Kube:
     def read_secret(self, namespace: str, name: str) -> SecretData | None:
         try:
             with _transport(f"reading Secret {namespace}/{name}"):
-                secret = self.core.read_namespaced_secret(name, namespace)
+                secret = self.core.read_namespaced_secret(name, namespace, _request_timeout=REQUEST_TIMEOUT_S)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -189,7 +200,10 @@ class Kube:
         self, group: str, version: str, plural: str, namespace: str, manifest: Mapping[str, Any]
     ) -> bool:
         try:
-            self.custom.create_namespaced_custom_object(group, version, namespace, plural, dict(manifest))
+            with _transport(f"creating {manifest['kind']} {namespace}/{manifest['metadata']['name']}"):
+                self.custom.create_namespaced_custom_object(
+                    group, version, namespace, plural, dict(manifest), _request_timeout=REQUEST_TIMEOUT_S
+                )
         except ApiException as err:
             if err.status == 409:
                 return False
@@ -201,7 +215,10 @@ class Kube:
         self, group: str, version: str, plural: str, namespace: str, name: str
     ) -> dict[str, Any] | None:
         try:
-            found: Any = self.custom.get_namespaced_custom_object(group, version, namespace, plural, name)
+            with _transport(f"reading {plural} {namespace}/{name}"):
+                found: Any = self.custom.get_namespaced_custom_object(
+                    group, version, namespace, plural, name, _request_timeout=REQUEST_TIMEOUT_S
+                )
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -210,7 +227,10 @@ class Kube:
 
     def delete_custom_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
         try:
-            self.custom.delete_namespaced_custom_object(group, version, namespace, plural, name)
+            with _transport(f"deleting {plural} {namespace}/{name}"):
+                self.custom.delete_namespaced_custom_object(
+                    group, version, namespace, plural, name, _request_timeout=REQUEST_TIMEOUT_S
+                )
         except ApiException as err:
             if err.status != 404:
                 raise KubernetesError(f"deleting {plural} {namespace}/{name}: {err.reason}") from err
@@ -220,7 +240,7 @@ class Kube:
     def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             with _transport(f"reading pod {namespace}/{name}"):
-                found = self.core.read_namespaced_pod(name, namespace)
+                found = self.core.read_namespaced_pod(name, namespace, _request_timeout=REQUEST_TIMEOUT_S)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -231,7 +251,9 @@ class Kube:
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         try:
             with _transport(f"listing pods {selector} in {namespace}"):
-                found = self.core.list_namespaced_pod(namespace, label_selector=selector)
+                found = self.core.list_namespaced_pod(
+                    namespace, label_selector=selector, _request_timeout=REQUEST_TIMEOUT_S
+                )
         except ApiException as err:
             raise KubernetesError(f"listing pods {selector} in {namespace}: {err.reason}") from err
         documents: list[dict[str, Any]] = self.core.api_client.sanitize_for_serialization(found.items)
@@ -240,7 +262,7 @@ class Kube:
     def delete_pod(self, namespace: str, name: str) -> None:
         try:
             with _transport(f"deleting pod {namespace}/{name}"):
-                self.core.delete_namespaced_pod(name, namespace)
+                self.core.delete_namespaced_pod(name, namespace, _request_timeout=REQUEST_TIMEOUT_S)
         except ApiException as err:
             if err.status != 404:
                 raise KubernetesError(f"deleting pod {namespace}/{name}: {err.reason}") from err
@@ -248,7 +270,9 @@ class Kube:
     def pod_log(self, namespace: str, name: str, lines: int) -> str:
         try:
             with _transport(f"reading the log of pod {namespace}/{name}"):
-                text: str = self.core.read_namespaced_pod_log(name, namespace, tail_lines=lines)
+                text: str = self.core.read_namespaced_pod_log(
+                    name, namespace, tail_lines=lines, _request_timeout=REQUEST_TIMEOUT_S
+                )
         except ApiException:
             return ""  # no log (never started, or gone): the caller reports what it has
         return text
