@@ -18,10 +18,14 @@ from kafka_balancer.formats.goals_file import parse_goals
 from kafka_balancer.formats.plan_file import plan_document
 from kafka_balancer.formats.snapshot import cluster_to_snapshot, parse_snapshot
 from kafka_balancer.goals.spec import GoalSpec
+from kafka_balancer.k8s.source import metadata_of
+from kafka_balancer.kafka.collector import Observation, PartitionInfo
+from kafka_balancer.kafka.snapshot_builder import BrokerInfo
 from kafka_balancer.model.cluster import Cluster, PartitionLoad
 from kafka_balancer.planner.optimizer import plan
 from kafka_balancer.planner.plan import Plan
 from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
+from kafka_balancer.reconcile.pool import reassigning_condition
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, build_cluster
 from tests.unit import checker
 from tests.unit.clusters import broker, goals_yaml, partition, snapshot
@@ -152,6 +156,11 @@ def test_a_catastrophic_pattern_over_thousands_of_long_topic_names_cannot_stall_
 import sys
 from kafka_balancer.api import Capacity
 from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
+from kafka_balancer.k8s.source import metadata_of
+
+from kafka_balancer.kafka.collector import Observation, PartitionInfo
+from kafka_balancer.kafka.snapshot_builder import BrokerInfo
+from kafka_balancer.reconcile.pool import reassigning_condition
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, build_cluster
 parts = tuple(PartitionMeta("a" * 200 + "-" + str(t), p, (1, 2), 1) for t in range(4500) for p in range(2))
 metadata = ClusterMetadata({1: "a", 2: "b"}, parts)
@@ -163,3 +172,34 @@ print(sum(p.movable for p in cluster.partitions))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "9000"  # neither pattern matches a name of a's and digits
+
+
+def test_a_partition_another_tool_is_reassigning_is_planned_where_it_goes_and_not_moved() -> None:
+    # Kafka's metadata shows the union of the old and new replicas while a reassignment copies.
+    obs = Observation(
+        0,
+        (BrokerInfo(1, "a"), BrokerInfo(2, "b"), BrokerInfo(3, "c")),
+        {
+            ("orders", 0): PartitionInfo((3, 1, 2), 1, frozenset({1, 2})),
+            ("orders", 1): PartitionInfo((1, 2), 1, frozenset({1, 2})),
+        },
+        {},
+        {},
+        {},
+        {},
+        reassigning={("orders", 0): (3, 1)},
+    )
+    metadata = metadata_of(obs)
+    views = [BrokerView(b, r, Lifecycle.ACTIVE, 0.0) for b, r in ((1, "a"), (2, "b"), (3, "c"))]
+    capacity = Capacity.model_validate({"disk": "1T", "networkIn": "100M", "networkOut": "100M", "cpu": "8"})
+
+    found = {p.partition: p for p in build_cluster(metadata, views, capacity, [], {}).partitions}
+
+    assert found[0].replicas == (3, 1) and not found[0].movable  # its target, RF 2, left alone
+    assert found[1].replicas == (1, 2) and found[1].movable
+    said = reassigning_condition(metadata)
+    assert said is not None and (said.type, said.status, said.reason) == ("Reassigning", "True", "InFlight")
+    assert (
+        said.message
+        == "1 partition(s) being reassigned (orders-0): left out of the plan until their reassignment ends"
+    )

@@ -670,6 +670,37 @@ def test_a_new_plan_first_settles_the_unfinished_one_it_replaces(tmp_path: Path)
     assert left == {("broker", "1"): {"cordoned.log.dirs": "*"}}
 
 
+def test_another_tools_reassignment_makes_the_execution_wait_not_fail(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    # Another tool moves a partition of another topic when the approved execution would start.
+    b.cluster.replicas[("audit", 0)] = (1, 2)
+    b.cluster.sizes[("audit", 0)] = 10
+    b.cluster.ongoing[("audit", 0)] = ((3, 1), 0)
+    b.cluster.stuck = {("audit", 0)}
+    looks = iter(range(10))
+    live = Liveness(stopping=lambda: next(looks, 10) >= 10, paused=lambda: False)
+
+    b.sync("Manual", live=live, annotations={APPROVE_ANNOTATION: plan_id})
+
+    waiting = b.status()["execution"]["waiting"]
+    assert waiting == (
+        "the execution waits to start: 1 reassignment(s) not started by this execution are in flight "
+        "(e.g. audit-0)"
+    )
+    assert b.conditions()["Executing"] == ("True", "Waiting")
+    assert b.metric("kafka_balancer_execution_failed") == 0 and "ExecutionFailed" not in b.kube.reasons()
+    assert b.kube.message("ExecutionWaiting") == f"Plan {plan_id}: {waiting}."
+    assert not any(target for batch in b.cluster.submitted for target in batch.values())
+
+    b.cluster.stuck = set()  # the other tool's reassignment ends
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+
+    assert b.status()["execution"]["phase"] == "Succeeded"
+    assert "waiting" not in b.status()["execution"]
+
+
 def test_a_failed_execution_is_a_warning_event_and_makes_the_pool_unready(tmp_path: Path) -> None:
     b = bed(tmp_path)
     b.sync("Manual")

@@ -54,6 +54,7 @@ def options_of(spec: ExecutionSpec, poll_interval_s: float = 2.0) -> ExecuteOpti
         timeout_per_move_s=float(spec.move_timeout_seconds),
         dead_broker_timeout_s=float(spec.dead_broker_timeout_seconds),
         health_timeout_s=float(spec.health_timeout_seconds),
+        wait_at_start=True,
         poll_interval_s=poll_interval_s,
     )
 

@@ -252,8 +252,16 @@ def metadata_of(obs: Observation) -> ClusterMetadata:
     for info in obs.partitions.values():
         for replica in info.replicas:
             brokers.setdefault(replica, "")
+    # A partition another tool is reassigning shows the union of its old and new replicas; it is
+    # planned where it is going, and left where it is (see PartitionMeta.reassigning).
     partitions = tuple(
-        PartitionMeta(topic, pid, info.replicas, info.leader)
+        PartitionMeta(
+            topic,
+            pid,
+            obs.reassigning.get((topic, pid), info.replicas),
+            info.leader,
+            reassigning=(topic, pid) in obs.reassigning,
+        )
         for (topic, pid), info in sorted(obs.partitions.items())
     )
     return ClusterMetadata(brokers, partitions, frozenset(brokers) - live)

@@ -70,6 +70,8 @@ class Observation:
     requests: Counter[str] = field(default_factory=Counter)
     # Each live broker's log dirs (JBOD) and the replicas in each; an offline dir lists none.
     log_dirs: Mapping[int, tuple[LogDirState, ...]] = field(default_factory=dict)
+    # The partitions being reassigned when the pass read them, each with its target replicas.
+    reassigning: Mapping[Tp, tuple[int, ...]] = field(default_factory=dict)
 
 
 def _fail(what: str, err: BaseException) -> KafkaOperationError:
@@ -116,6 +118,18 @@ class AdminReader:
             for name, topic in metadata.topics.items()
             if topic.error is None
             for pid, p in topic.partitions.items()
+        }
+
+    def reassigning(self) -> dict[Tp, tuple[int, ...]]:
+        """The partitions being reassigned now (by anyone), each with the replicas it is moving to."""
+        self.requests["ListPartitionReassignments"] += 1
+        try:
+            listed = self._kafka_python().list_partition_reassignments()
+        except Exception as err:
+            raise _fail("listing partition reassignments", err) from err
+        return {
+            (tp.topic, tp.partition): tuple(b for b in info["replicas"] if b not in info["removing_replicas"])
+            for tp, info in listed.items()
         }
 
     def log_dirs(self, brokers: Iterable[int]) -> dict[int, tuple[LogDirState, ...]]:
@@ -200,6 +214,7 @@ def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Obse
     dirs = reader.log_dirs(b.id for b in brokers)
     sizes = leader_sizes(dirs, leaders)
     committed = reader.committed_offsets(len(brokers))
+    reassigning = reader.reassigning()
     return Observation(
         ts_ms=ts_ms,
         brokers=brokers,
@@ -210,6 +225,7 @@ def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Obse
         committed=committed,
         requests=Counter(reader.requests) - before,
         log_dirs=dirs,
+        reassigning=reassigning,
     )
 
 

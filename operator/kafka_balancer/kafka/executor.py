@@ -60,6 +60,9 @@ class ExecuteOptions:
     outage_timeout_s: float = 300.0
     # A batch whose partitions are not healthy waits for them this long, then the execution stops.
     health_timeout_s: float = 1800.0
+    # What would stop the start (another tool's reassignments, an under-replicated cluster) is waited
+    # for instead, for the health timeout: the operator's choice; the command line stops at once.
+    wait_at_start: bool = False
     poll_interval_s: float = 1.0
     settle_timeout_s: float = 120.0
     force: bool = False
@@ -159,7 +162,7 @@ class Executor:
         if self.options.order is not None:
             state = replace(state, order=self.options.order)
         state = self.ride_out(lambda s: self.commit(self.observe(s)), state)
-        self.ride_out(self.preflight, state)
+        state = self.start_when_ready(state)
         while True:
             self.stop_if_cancelled(state)
             state = self.ride_out(self.round, state)
@@ -267,15 +270,36 @@ class Executor:
                 state = state.with_move(replace(move, progress_bytes=copied, progress_at=now))
         return state
 
-    def preflight(self, state: ExecutionState) -> None:
+    def start_when_ready(self, state: ExecutionState) -> ExecutionState:
+        """Start once :meth:`preflight` finds nothing in the way. What it finds stops the execution
+        (the command line: a person decides), or, with ``wait_at_start`` (the operator: an Auto pool
+        must not fail every interval while another tool reassigns), is waited for as a batch's
+        health is, for at most the health timeout."""
+        waited = False
+        while (found := self.ride_out(self.preflight, state)) is not None:
+            problem, hint = found
+            if not self.options.wait_at_start:
+                raise ExecutionError(f"{problem}; {hint}")
+            self.stop_if_cancelled(state)
+            state = self.wait(state, f"the execution waits to start: {problem}", self.clock())
+            waited = True
+            self.sleep(self.options.poll_interval_s)
+        if waited:
+            self.log("nothing in the way any more: starting")
+            state = self.commit(replace(state, waiting="", waiting_since=None))
+        return state
+
+    def preflight(self, state: ExecutionState) -> tuple[str, str] | None:
+        """What stands in the way of starting, and what a person can do about it; None: nothing."""
         if self.options.force:
-            return
+            return None
         ours = {m.tp for m in state.by_status(MoveStatus.IN_FLIGHT)}
         foreign = sorted(tp for tp in self.admin.reassignments() if tp not in ours)
         if foreign:
-            raise ExecutionError(
+            return (
                 f"{len(foreign)} reassignment(s) not started by this execution are in flight "
-                f"(e.g. {_tp(foreign[0])}); wait for them or use --force"
+                f"(e.g. {_tp(foreign[0])})",
+                "wait for them or use --force",
             )
         # A replica out of the ISR on a live broker is a cluster in trouble, unless the plan takes it
         # off that broker: a replica on a log dir gone offline stays out of the ISR until it is moved
@@ -289,10 +313,11 @@ class Executor:
             if tp not in ours and (set(p.replicas) - p.isr) & live & kept.get(tp, set(p.replicas))
         )
         if under:
-            raise ExecutionError(
-                f"{len(under)} partition(s) are under-replicated on live brokers (e.g. {_tp(under[0])}); "
-                "fix the cluster first or use --force"
+            return (
+                f"{len(under)} partition(s) are under-replicated on live brokers (e.g. {_tp(under[0])})",
+                "fix the cluster first or use --force",
             )
+        return None
 
     def steer_dirs(self, state: ExecutionState, only: list[Tp] | None = None) -> ExecutionState:
         """For the in-flight moves with planned log dirs (``only`` these, if given): ask for the
@@ -466,17 +491,21 @@ class Executor:
 
     def wait_for_health(self, state: ExecutionState, unhealthy: list[str], now: float) -> ExecutionState:
         """Submit nothing while ``unhealthy`` names partitions, for at most the health timeout."""
-        since = now if state.waiting_since is None else state.waiting_since
         more = f" and {len(unhealthy) - SHOWN_PROBLEMS} more" if len(unhealthy) > SHOWN_PROBLEMS else ""
         text = (
             f"the next batch waits for {len(unhealthy)} partition(s) to be healthy: "
             f"{', '.join(unhealthy[:SHOWN_PROBLEMS])}{more}"
         )
+        return self.wait(state, text, now)
+
+    def wait(self, state: ExecutionState, text: str, now: float) -> ExecutionState:
+        """Record (and tell once) why the execution waits; past the health timeout, stop it."""
+        since = now if state.waiting_since is None else state.waiting_since
         limit = self.options.health_timeout_s
         if now - since > limit:
             raise ExecutionError(
                 f"{text}, for {now - since:.0f}s, longer than the health timeout of {limit:.0f}s; "
-                f"nothing more was submitted: once they are healthy, {self.resume_hint}"
+                f"nothing more was submitted: once that is over, {self.resume_hint}"
             )
         if text != state.waiting:
             self.log(text)

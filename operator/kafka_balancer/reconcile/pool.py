@@ -65,6 +65,9 @@ from kafka_balancer.reconcile.status import (
     worst_goal,
 )
 
+# The Reassigning condition names this many of the partitions being reassigned.
+SHOWN_REASSIGNING = 5
+
 
 @dataclass(frozen=True, slots=True)
 class StoredPlan:
@@ -403,6 +406,7 @@ def decide_pool(inp: PoolInput) -> PoolOutcome:
         *log_dir_events(inp.metadata, healing, inp.status),
         *planned.events,
         *demotion_events(inp, demoted),
+        *reassigning_events(inp, reassigning_condition(inp.metadata)),
     ]
     if demoted is not None:
         conditions.append(demoted)
@@ -492,13 +496,40 @@ def cordon_conditions(inp: PoolInput) -> list[Condition]:
 
 
 def observation_conditions(inp: PoolInput) -> list[Condition]:
-    """Kafka answered; where the loads and the broker cpu came from (informational)."""
+    """Kafka answered; where the loads and the broker cpu came from, and what other tools are
+    reassigning (informational)."""
     conditions = [Condition("KafkaReachable", TRUE, "Connected", "metadata read from the bootstrap servers")]
     if inp.load_source is not None:
         conditions.append(loads_condition(inp.load_source))
     if inp.usage_source is not None:
         conditions.append(usage_condition(inp.usage_source))
+    reassigning = reassigning_condition(inp.metadata)
+    if reassigning is not None:
+        conditions.append(reassigning)
     return conditions
+
+
+def reassigning_condition(metadata: ClusterMetadata) -> Condition | None:
+    """``Reassigning``, while partitions are being reassigned (by anyone: another tool, a person,
+    an execution of this operator's): they are planned where they are going and left out of the
+    plan until it ends, and an execution waits for those it did not start."""
+    moving = sorted(f"{p.topic}-{p.partition}" for p in metadata.partitions if p.reassigning)
+    if not moving:
+        return None
+    shown = ", ".join(moving[:SHOWN_REASSIGNING]) + (" …" if len(moving) > SHOWN_REASSIGNING else "")
+    message = (
+        f"{len(moving)} partition(s) being reassigned ({shown}): left out of the plan until their "
+        "reassignment ends"
+    )
+    return Condition("Reassigning", TRUE, "InFlight", message)
+
+
+def reassigning_events(inp: PoolInput, condition: Condition | None) -> list[Event]:
+    """An Event when reassignments appear (not at every pass while they run)."""
+    before = next((c for c in inp.status.get("conditions") or [] if c.get("type") == "Reassigning"), None)
+    if condition is None or before is not None:
+        return []
+    return [Event("Normal", "ReassignmentsInFlight", sentence(condition.message))]
 
 
 def judge_stored_plan(inp: PoolInput) -> Decision:

@@ -23,6 +23,9 @@ class PartitionMeta:
     leader: int
     # The log dir of each replica, aligned with ``replicas``; empty when the pass could not tell.
     log_dirs: tuple[str, ...] = ()
+    # Being reassigned by someone else when the pass read it: ``replicas`` are its target, and it is
+    # left out of the plan (not movable) until that reassignment ends.
+    reassigning: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +144,7 @@ def build_cluster(
             p.replicas,
             p.leader if p.leader in p.replicas else p.replicas[0],
             loads.get((p.topic, p.partition), ZERO_LOAD),
-            movable=movable.get(p.topic, True),
+            movable=movable.get(p.topic, True) and not p.reassigning,
             log_dirs=p.log_dirs if with_dirs else (),
         )
         for p in metadata.partitions
