@@ -404,28 +404,24 @@ class KafkaAdmin:
 
     # -- metadata ----------------------------------------------------------------------------------
 
-    def cluster_id(self) -> str:
-        """The Kafka cluster's id: the same whichever bootstrap servers reach it."""
+    def _described(self) -> Any:
         what = "describing the cluster"
         timeout_s = self._timeout(what)
         try:
-            described = served(self._ck).describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
+            return served(self._ck).describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
         except Exception as err:
             raise self._confluent_failed(what, err, timeout_s) from err
-        return str(described.cluster_id)
+
+    def cluster_id(self) -> str:
+        """The Kafka cluster's id: the same whichever bootstrap servers reach it."""
+        return str(self._described().cluster_id)
 
     def broker_ids(self) -> frozenset[int]:
         return frozenset(self.broker_racks())
 
     def broker_racks(self) -> dict[int, str | None]:
         """Each live broker's rack (None where the broker sets no ``broker.rack``)."""
-        what = "describing the cluster"
-        timeout_s = self._timeout(what)
-        try:
-            described = served(self._ck).describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
-        except Exception as err:
-            raise self._confluent_failed(what, err, timeout_s) from err
-        return {node.id: node.rack for node in described.nodes}
+        return {node.id: node.rack for node in self._described().nodes}
 
     def partitions(self, topics: Iterable[str] | None = None) -> dict[Tp, PartitionState]:
         """Every partition of ``topics`` (all topics if None); unknown topics are simply absent."""
