@@ -30,6 +30,7 @@ from tests.support.kafka_checks import (
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 TARGETS = {0: [3, 1], 1: [4, 2]}
 DELETED = "its topic was deleted during the execution"
 
@@ -228,15 +229,16 @@ def test_a_batch_waits_while_a_broker_outside_the_plan_is_down_and_goes_on_once_
 
 
 def _set_default_rates(bed: KafkaBed, rate: str | None) -> None:
-    """The cluster-wide default replication rates (kafka-configs --entity-default), or none."""
-    op = AlterConfigOpType.SET if rate is not None else AlterConfigOpType.DELETE
+    """The cluster-wide default replication rates, or none, as a person sets them: kafka-configs
+    --entity-default (the Python clients refuse the default entity's empty name)."""
     names = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
-    entries = [ConfigEntry(name, rate, incremental_operation=op) for name in names]
-    admin = admin_of(bed)
-    [done] = admin.incremental_alter_configs(
-        [ConfigResource("broker", "", incremental_configs=entries)]
-    ).values()
-    done.result(timeout=30)
+    change = (
+        ["--add-config", ",".join(f"{name}={rate}" for name in names)]
+        if rate is not None
+        else ["--delete-config", ",".join(names)]
+    )
+    done = bed.run_tool(CONFIG_COMMAND, ["--entity-type", "brokers", "--entity-default", "--alter", *change])
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_a_cluster_wide_default_rate_caps_the_executions_throttle(
@@ -254,10 +256,13 @@ def test_a_cluster_wide_default_rate_caps_the_executions_throttle(
             try:
                 wait_until(lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a copy")
                 admin = admin_of(kafka_bed)
-                resources = [ConfigResource("broker", str(b)) for b in (1, 2, 3, 4)]
+                # One broker a call: librdkafka takes a single broker resource per DescribeConfigs.
                 rates = {
                     entry.value
-                    for future in admin.describe_configs(resources, request_timeout=30).values()
+                    for b in (1, 2, 3, 4)
+                    for future in admin.describe_configs(
+                        [ConfigResource("broker", str(b))], request_timeout=30
+                    ).values()
                     for entry in future.result(timeout=30).values()
                     if entry.name.endswith("replication.throttled.rate")
                     and entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
@@ -270,6 +275,8 @@ def test_a_cluster_wide_default_rate_caps_the_executions_throttle(
             assert rates == {"60000"}, rates  # never the 1,000,000 asked for
             assert "throttle capped at 60000 B/s (asked 1000000)" in out, out
             assert ongoing_reassignments(kafka_bed, traffic.topic) == []
+            # The default rates are the person's: every broker shows them until they go.
+            _set_default_rates(kafka_bed, None)
             assert_no_throttle_left(kafka_bed, traffic.topic)
             traffic.assert_all_read_back()
     finally:

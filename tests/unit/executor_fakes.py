@@ -88,7 +88,7 @@ class FakeKafkaCluster:
     def cluster_id(self) -> str:
         return self.id
 
-    def default_broker_configs(self) -> dict[str, str]:
+    def default_broker_configs(self, broker: int) -> dict[str, str]:
         return dict(self.configs.get(("broker", ""), {}))
 
     def broker_config_names(self, broker: int) -> frozenset[str]:

@@ -586,22 +586,26 @@ class KafkaAdmin:
                 raise self._confluent_failed(what, err, timeout_s) from err
         return found
 
-    def default_broker_configs(self) -> dict[str, str]:
-        """The cluster-wide broker defaults set dynamically (``kafka-configs --entity-default``)."""
-        what = "describing the cluster-wide broker defaults"
+    def default_broker_configs(self, broker: int) -> dict[str, str]:
+        """The cluster-wide broker defaults set dynamically (``kafka-configs --entity-default``), as
+        ``broker`` reports them: each of its configs lists the sources it could come from (its
+        synonyms), the cluster-wide default among them even where the broker has its own value."""
+        what = f"describing configs of broker {broker}"
         timeout_s = self._timeout(what)
         try:
             futures = served(self._ck).describe_configs(
-                [ConfigResource("broker", "")], request_timeout=timeout_s
+                [ConfigResource("broker", str(broker))], request_timeout=timeout_s
             )
             entries = [future.result(timeout=timeout_s) for future in futures.values()]
         except Exception as err:
             raise self._confluent_failed(what, err, timeout_s) from err
+        default = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
         return {
-            entry.name: entry.value
+            name: str(source.value)
             for found in entries
-            for entry in found.values()
-            if entry.value is not None and entry.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+            for name, entry in found.items()
+            for source in (entry, *entry.synonyms.values())
+            if source.source == default and source.value is not None
         }
 
     def broker_config_names(self, broker: int) -> frozenset[str]:

@@ -76,8 +76,8 @@ class FencedAdmin:
     def broker_config_names(self, broker: int) -> frozenset[str]:
         return self.admin.broker_config_names(broker)
 
-    def default_broker_configs(self) -> dict[str, str]:
-        return self.admin.default_broker_configs()
+    def default_broker_configs(self, broker: int) -> dict[str, str]:
+        return self.admin.default_broker_configs(broker)
 
     def alter_reassignments(self, targets: Mapping[Tp, tuple[int, ...] | None]) -> dict[Tp, str]:
         self.fence.check()

@@ -79,7 +79,7 @@ def sync_throttles(
             admin.alter_configs("topic", topic, {}, names)
             state = commit(replace(state, throttled_topics=_without(state.throttled_topics, topic)))
 
-    effective = capped_rate(admin, state.throttle_rate) if brokers else state.throttle_rate
+    effective = capped_rate(admin, state.throttle_rate, int(min(brokers))) if brokers else state.throttle_rate
     rate = str(effective)
     for broker, names in state.throttled_brokers.items():
         # Ours already, maybe at another rate: a resume with a new --throttle, a cap set or lifted
@@ -212,13 +212,13 @@ def _rated(state: ExecutionState, broker: str, rate: int | None) -> dict[str, in
     return {**state.broker_rates, broker: rate}
 
 
-def capped_rate(admin: AdminPort, rate: int | None) -> int | None:
+def capped_rate(admin: AdminPort, rate: int | None, broker: int) -> int | None:
     """``rate``, but never above a replication rate set as the cluster-wide default
-    (``kafka-configs --entity-default``): whoever set it meant it as a cap for every broker, and a
-    rate set per broker overrides the default."""
+    (``kafka-configs --entity-default``, as ``broker`` reports it): whoever set it meant it as a cap
+    for every broker, and a rate set per broker overrides the default."""
     if rate is None:
         return None
-    defaults = admin.default_broker_configs()
+    defaults = admin.default_broker_configs(broker)
     caps = [int(defaults[name]) for name in BROKER_RATES if defaults.get(name, "").isdigit()]
     return min([rate, *caps])
 
