@@ -19,8 +19,10 @@ POOL = PoolId(NAMESPACE, "main", "0b1c9a52-5a53-4c4e-9d1c-000000000003")
 DURATION_S = 4
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client(kube_bed: kube.KubeBed) -> Iterator[Kube]:
+    """One namespace for the module: the bed has no namespace controller, so a deleted one stays
+    terminating and cannot be made again."""
     created = kube_bed.kubectl("create", "namespace", NAMESPACE)
     assert created.returncode == 0, created.stderr
     yield Kube(str(kube_bed.kubeconfig))
