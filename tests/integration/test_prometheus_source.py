@@ -250,9 +250,10 @@ def test_the_operator_queries_an_https_prometheus_with_the_ca_and_token_of_the_p
         source = ClusterSource(secrets=secrets)
         both = {"caSecretRef": {"name": "prom"}, "bearerTokenSecretRef": {"name": "prom"}}
 
-        # A Secret its writer did not mean for the pool is not used: the pool says so.
-        refused = measured(both)
-        assert refused is not None and refused.reason == "PrometheusFailed", refused
+        # A Secret its writer did not mean for the pool is not used: the pool says so (from its
+        # second pass: the first has no interval to measure).
+        refused = wait_until(lambda: measured(both), timeout_s=30, what="a pass that reads the Secret")
+        assert refused.reason == "PrometheusFailed", refused
         assert "Secret team-tls/prom is not meant for this pool" in refused.message, refused.message
         annotated = kube_bed.kubectl(
             "-n", namespace, "annotate", "secret", "prom", "kafkabalancer.io/pools=secured"

@@ -15,10 +15,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-import re2
-
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.errors import InfeasibleError
+from kafka_balancer.errors import InfeasibleError, InputError
 from kafka_balancer.formats.plan_file import plan_document
 from kafka_balancer.formats.report import report_document
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType, default_goal_set
@@ -588,8 +586,8 @@ def replan(inp: PoolInput, views: Sequence[BrokerView], decision: Decision) -> _
             inp.spec.demote,
             heal_log_dirs=inp.spec.self_healing.enabled,
         )
-    except re2.error as err:
-        invalid = Condition("SpecValid", FALSE, "InvalidExcludedTopics", f"spec.excludedTopics: {err}")
+    except InputError as err:
+        invalid = Condition("SpecValid", FALSE, "InvalidExcludedTopics", str(err))
         return _Planned((invalid,), (), decision, complete=False)
     valid = Condition("SpecValid", TRUE, "Valid", "the spec is usable")
     growth = grown(inp.known_partitions, cluster.partitions)

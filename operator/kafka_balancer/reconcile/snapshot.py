@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
-import re2
+import regex
 
 from kafka_balancer.api import Capacity
+from kafka_balancer.errors import InputError
 from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, LogDir, Partition, PartitionLoad
 from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
@@ -92,6 +93,39 @@ def broker_capacity(capacity: Capacity, broker_id: int) -> tuple[float, float, f
     return disk, net_in, net_out, cpu
 
 
+# How long one pattern may take on one topic name: far above any sane pattern's microseconds.
+MATCH_TIMEOUT_S = 0.05
+
+
+def movable_topics(patterns: Sequence[str], topics: Set[str]) -> dict[str, bool]:
+    """Each topic: True unless a pattern of ``excludedTopics`` matches it whole (Python's syntax).
+
+    A user writes these patterns, and a backtracking engine can take exponential time on one (such
+    as ``(a|aa)+c`` against a long name) while holding the process. Each topic is matched once,
+    with the GIL released and a time limit per match; a pattern that runs past it is refused
+    (:class:`InputError`) rather than tried on the next topic, so a pass spends at most that limit
+    on it."""
+    try:
+        compiled = [regex.compile(pattern, regex.VERSION0) for pattern in patterns]
+    except regex.error as err:
+        raise InputError(f"spec.excludedTopics: {err}") from None
+    movable: dict[str, bool] = {}
+    for topic in sorted(topics):
+        for pattern, rx in zip(patterns, compiled, strict=True):
+            try:
+                if rx.fullmatch(topic, timeout=MATCH_TIMEOUT_S, concurrent=True):
+                    movable[topic] = False
+                    break
+            except TimeoutError:
+                raise InputError(
+                    f"spec.excludedTopics: {pattern!r} took over {MATCH_TIMEOUT_S * 1000:.0f} ms on topic "
+                    f"{topic!r}: refused (a pattern that backtracks without bound would stall the operator)"
+                ) from None
+        else:
+            movable[topic] = True
+    return movable
+
+
 def build_cluster(
     metadata: ClusterMetadata,
     views: Sequence[BrokerView],
@@ -111,12 +145,7 @@ def build_cluster(
     Log dirs go in when the metadata has them for every broker of the model, so the intra-broker
     goals work and the planner re-homes the replicas of an offline dir; with an offline dir and not
     ``heal_log_dirs`` (self-healing off) they stay out, and so its replicas stay where they are."""
-    # RE2 matches in time linear in the topic name, whatever the pattern: a pattern such as (a+)+b,
-    # which backtracking engines take exponential time on, cannot hold the process. Each topic is
-    # matched once, not once per partition.
-    excluded = [re2.compile(pattern) for pattern in excluded_topics]
-    topics = {p.topic for p in metadata.partitions}
-    movable = {t: not any(rx.fullmatch(t) for rx in excluded) for t in topics} if excluded else {}
+    movable = movable_topics(excluded_topics, {p.topic for p in metadata.partitions})
     # A missing broker that no replica names is not in the cluster: nothing may be moved to it.
     kept = [v for v in views if v.state is not Lifecycle.MISSING or v.id in metadata.brokers]
     dirs = metadata.log_dirs
