@@ -737,6 +737,19 @@ def test_no_execution_no_throttle_release_needs_no_kafka_connection(tmp_path: Pa
     assert connections == []  # nothing recorded in <pool>-execution: no client is made
 
 
+def test_a_deleted_pool_that_never_executed_needs_no_kafka_connection(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("DryRun")
+
+    def unreachable(*_: object) -> _NoClose:
+        raise AssertionError("the deletion of a pool with nothing in flight connected to Kafka")
+
+    b.service.executions._connect = unreachable
+
+    # Its Kafka may be gone for good: the finalizer must not wait for it.
+    assert b.service.clean_up_blocking(POOL, {**SPEC, "mode": "DryRun"}, b.status()) is None
+
+
 def test_an_execution_whose_lease_another_process_holds_writes_nothing_to_kafka(tmp_path: Path) -> None:
     b = bed(tmp_path)
     b.sync("Manual")

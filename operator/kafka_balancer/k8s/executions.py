@@ -465,6 +465,9 @@ class ExecutionService:
             if not lease.acquire(lambda: time.monotonic() > give_up):
                 raise ExecutionBusy("another process holds the pool's execution lease")
             mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check)
+            recorded = mirror.load()
+            if recorded is None or recorded[1].finished_at is not None:
+                return None  # nothing in flight: no need to reach Kafka (it may be gone for good)
             with self._connect(spec.kafka.bootstrap_servers, props, TIMEOUT_S) as admin:
                 cluster = self.cluster_lease(pool, admin)
                 if not cluster.acquire(lambda: time.monotonic() > give_up):
