@@ -43,6 +43,7 @@ def test_a_running_execution_reports_bytes_moves_and_the_time_left_at_its_rate()
         "dirBytesTotal": 0,
         "etaSeconds": 40,
         "eta": "0h00m40s",
+        "movesSkipped": 0,
         "message": "1/3 moves, 60% of bytes, ETA 0h00m40s",
     }
 
