@@ -586,40 +586,35 @@ class KafkaAdmin:
                 raise self._confluent_failed(what, err, timeout_s) from err
         return found
 
-    def default_broker_configs(self, broker: int) -> dict[str, str]:
-        """The cluster-wide broker defaults set dynamically (``kafka-configs --entity-default``), as
-        ``broker`` reports them: each of its configs lists the sources it could come from (its
-        synonyms), the cluster-wide default among them even where the broker has its own value."""
+    def _broker_entries(self, broker: int) -> dict[str, Any]:
+        """Every config entry ``broker`` describes (defaults and synonyms included), by name."""
         what = f"describing configs of broker {broker}"
         timeout_s = self._timeout(what)
         try:
             futures = served(self._ck).describe_configs(
                 [ConfigResource("broker", str(broker))], request_timeout=timeout_s
             )
-            entries = [future.result(timeout=timeout_s) for future in futures.values()]
+            return {
+                name: entry for f in futures.values() for name, entry in f.result(timeout=timeout_s).items()
+            }
         except Exception as err:
             raise self._confluent_failed(what, err, timeout_s) from err
+
+    def default_broker_configs(self, broker: int) -> dict[str, str]:
+        """The cluster-wide broker defaults set dynamically (``kafka-configs --entity-default``), as
+        ``broker`` reports them: each of its configs lists the sources it could come from (its
+        synonyms), the cluster-wide default among them even where the broker has its own value."""
         default = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
         return {
             name: str(source.value)
-            for found in entries
-            for name, entry in found.items()
+            for name, entry in self._broker_entries(broker).items()
             for source in (entry, *entry.synonyms.values())
             if source.source == default and source.value is not None
         }
 
     def broker_config_names(self, broker: int) -> frozenset[str]:
         """Every config ``broker`` knows, set or not: what its Kafka version supports."""
-        what = f"describing configs of broker {broker}"
-        timeout_s = self._timeout(what)
-        try:
-            futures = served(self._ck).describe_configs(
-                [ConfigResource("broker", str(broker))], request_timeout=timeout_s
-            )
-            entries = [future.result(timeout=timeout_s) for future in futures.values()]
-        except Exception as err:
-            raise self._confluent_failed(what, err, timeout_s) from err
-        return frozenset(name for found in entries for name in found)
+        return frozenset(self._broker_entries(broker))
 
     def alter_configs(
         self, kind: str, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()
