@@ -1,4 +1,5 @@
-"""The operator removes a throttle an execution had to leave on a dead broker once that broker is back.
+"""What an execution leaves behind is taken back by the operator's passes: a throttle left on a dead
+broker once that broker is back, and a failed plan that is not run again (cancelled, throttles gone).
 
 Real Kafka bed and real apiserver: the execution state is mirrored in the pool's ConfigMap as the
 operator keeps it; the broker really goes down and comes back with its data.
@@ -9,18 +10,34 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
-from tests.support.kafka_checks import create_topic, delete_topic, extra_broker
+from prometheus_client import CollectorRegistry
+from tests.support.kafka_checks import (
+    assert_no_throttle_left,
+    create_topic,
+    delete_topic,
+    extra_broker,
+    ongoing_reassignments,
+    partitions,
+    topic_with_traffic,
+)
 
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.execution import inherited_throttles, release_returned_brokers
+from kafka_balancer.k8s.executions import ExecutionService
 from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.pools import parse_spec
 from kafka_balancer.k8s.port import PoolId
+from kafka_balancer.k8s.settings import Timings
 from kafka_balancer.k8s.state_mirror import STATE_KEY, StateMirror
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.execution_state import BROKER_RATES, ExecutionState, Move, MoveStatus
+from kafka_balancer.kafka.throttle import sync_throttles
+from kafka_balancer.reconcile.events import Event
 from kafka_balancer.reconcile.pool import execution_config_map
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
@@ -28,13 +45,28 @@ from kafka_balancer_dev.localbed.procs import wait_until
 
 NAMESPACE = "kb-test-left-throttles"
 POOL = PoolId(NAMESPACE, "main", "0b1c9a52-5a53-4c4e-9d1c-000000000002")
+# A second pool of the namespace, for the failed plan's record.
+FAILED = PoolId(NAMESPACE, "failed", "0b1c9a52-5a53-4c4e-9d1c-000000000003")
+CAPACITY = {"disk": "1Gi", "networkIn": "10Mi", "networkOut": "10Mi", "cpu": 2}
 
 
-@pytest.fixture
-def client(kube_bed: kube.KubeBed) -> Iterator[Kube]:
+class EventsKept(Kube):
+    """The real apiserver, with Events kept here: kopf posts them from its own event loop, which no
+    operator runs in this test."""
+
+    def __init__(self, kubeconfig: str) -> None:
+        super().__init__(kubeconfig)
+        self.events: list[Event] = []
+
+    def post_event(self, pool: PoolId, event: Event) -> None:
+        self.events.append(event)
+
+
+@pytest.fixture(scope="module")
+def client(kube_bed: kube.KubeBed) -> Iterator[EventsKept]:
     created = kube_bed.kubectl("create", "namespace", NAMESPACE)
     assert created.returncode == 0, created.stderr
-    yield Kube(str(kube_bed.kubeconfig))
+    yield EventsKept(str(kube_bed.kubeconfig))
     kube_bed.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
 
 
@@ -93,3 +125,58 @@ def test_a_dead_brokers_throttle_is_released_at_the_first_reconcile_after_it_is_
             for admin in made:
                 admin.close()
             delete_topic(kafka_bed, topic)
+
+
+def test_a_failed_plan_that_is_not_run_again_is_cancelled_and_leaves_no_throttle(
+    kafka_bed: KafkaBed, client: EventsKept, tmp_path: Path
+) -> None:
+    service = ExecutionService(
+        client, tmp_path, Timings(), OperatorMetrics(CollectorRegistry()), namespace=NAMESPACE
+    )
+    spec = parse_spec({"kafka": {"bootstrapServers": kafka_bed.bootstrap_servers}, "capacity": CAPACITY})
+    with (
+        topic_with_traffic(kafka_bed, "failed", [[1, 2]]) as traffic,
+        closing(KafkaAdmin(kafka_bed.bootstrap_servers)) as admin,
+    ):
+        # What a Manual execution leaves when it fails mid-copy: its record unfinished, a move in
+        # flight (copying at 10 kB/s, so it is still copying), its throttles set.
+        now = time.time()
+        move = Move(
+            traffic.topic, 0, (1, 2), (3, 2), size=2_000_000, status=MoveStatus.IN_FLIGHT, started_at=now
+        )
+        state = ExecutionState(moves=(move,), created_at=now, updated_at=now, throttle_rate=10_000)
+        mirror = StateMirror(client, FAILED)
+
+        def commit(current: ExecutionState) -> ExecutionState:
+            mirror.write("plan-b", current, force=True)
+            return current
+
+        state = commit(sync_throttles(admin, state, commit))
+        admin.alter_reassignments({(traffic.topic, 0): (3, 2)})
+        assert ongoing_reassignments(kafka_bed, traffic.topic)
+
+        # A pass whose status says nothing failed (a paused plan, say) leaves the execution alone.
+        assert service.release_left_throttles(FAILED, spec, {}, None) == []
+        assert ongoing_reassignments(kafka_bed, traffic.topic)
+
+        released = service.release_left_throttles(FAILED, spec, {}, "plan-b")
+
+        assert released == sorted(state.throttled_brokers)
+        # The controller has cancelled it; the brokers' metadata shows it a moment later.
+        wait_until(
+            lambda: (
+                not ongoing_reassignments(kafka_bed, traffic.topic)
+                and partitions(kafka_bed, traffic.topic)[0][0] == [1, 2]
+            ),
+            timeout_s=30,
+            what="the failed plan's move cancelled, back on brokers 1 and 2",
+        )
+        assert_no_throttle_left(kafka_bed, traffic.topic)
+        recorded = mirror.load()
+        assert recorded is not None and recorded[0] == "plan-b" and recorded[1].finished_at is not None
+        assert {m.status for m in recorded[1].moves} == {MoveStatus.CANCELLED}
+        assert [e.message for e in client.events] == [
+            "Plan plan-b failed and is not run again: 1 move(s) in flight cancelled and every "
+            "throttle it set removed."
+        ]
+        traffic.assert_all_read_back()

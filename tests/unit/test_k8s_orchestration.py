@@ -721,6 +721,64 @@ def test_a_failed_execution_is_a_warning_event_and_makes_the_pool_unready(tmp_pa
     assert b.metric("kafka_balancer_execution_failed") == 1
 
 
+def failing_mid_copy(b: Bed) -> str:
+    """An approved Manual plan whose execution fails with moves in flight and throttles set: Kafka's
+    controller stops answering right after the first batch went in, for longer than the outage
+    timeout, and the batch copies nothing meanwhile. Both are over when this returns. The plan's id."""
+    b.sync("Manual")
+    plan_id: str = b.status()["plan"]["id"]
+    submit = b.cluster.alter_reassignments
+
+    def then_down(targets: Mapping[tuple[str, int], tuple[int, ...] | None]) -> dict[tuple[str, int], str]:
+        answer = submit(targets)
+        b.cluster.controller_down_ticks = 10**6
+        b.cluster.stuck = set(REPLICAS)
+        return answer
+
+    b.cluster.alter_reassignments = then_down  # type: ignore[method-assign]
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+    b.cluster.alter_reassignments = submit  # type: ignore[method-assign]
+    b.cluster.controller_down_ticks = 0
+    b.cluster.stuck = set()
+    assert b.status()["execution"]["phase"] == "Failed"
+    assert b.cluster.ongoing and any(b.cluster.configs.values()), "moves in flight, throttles set"
+    return plan_id
+
+
+def test_a_failed_plan_no_longer_approved_is_cancelled_and_leaves_no_throttle(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    plan_id = failing_mid_copy(b)
+    in_flight = set(b.cluster.ongoing)
+
+    b.sync("Manual")  # the approval was withdrawn: the failed plan is not run again
+
+    assert not b.cluster.ongoing and not any(b.cluster.configs.values()), "nothing in flight, no throttle"
+    assert {tp: r for tp, r in b.cluster.replicas.items() if tp in in_flight} == {
+        tp: REPLICAS[tp] for tp in in_flight
+    }, "the moves in flight went back to their replicas"
+    plan, state = b.mirrored_state()
+    assert plan == plan_id and state.finished_at is not None
+    assert {m.status for m in state.moves} <= {MoveStatus.CANCELLED, MoveStatus.DONE, MoveStatus.PENDING}
+    assert b.kube.message("FailedPlanSettled") == (
+        f"Plan {plan_id} failed and is not run again: {len(in_flight)} move(s) in flight cancelled "
+        "and every throttle it set removed."
+    )
+    submitted = len(b.cluster.submitted)
+    b.sync("Manual")
+    assert len(b.cluster.submitted) == submitted and b.kube.reasons().count("FailedPlanSettled") == 1
+
+
+def test_a_failed_plan_still_approved_is_resumed_not_cancelled(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    plan_id = failing_mid_copy(b)
+
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+
+    assert "FailedPlanSettled" not in b.kube.reasons()
+    assert b.status()["execution"]["phase"] == "Succeeded" and b.status()["plan"]["executedId"] == plan_id
+    assert not any(b.cluster.configs.values())
+
+
 @pytest.mark.parametrize("retry", [0, 1])
 def test_no_execution_no_throttle_release_needs_no_kafka_connection(tmp_path: Path, retry: int) -> None:
     b = bed(tmp_path)

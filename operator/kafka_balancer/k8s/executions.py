@@ -413,10 +413,14 @@ class ExecutionService:
         return phase
 
     def release_left_throttles(
-        self, pool: PoolId, spec: BrokerPoolSpec, props: Mapping[str, str]
+        self, pool: PoolId, spec: BrokerPoolSpec, props: Mapping[str, str], failed: str | None = None
     ) -> list[str]:
-        """Level-based: throttles an execution had to leave on a broker that was down go once it is
-        back. Only by the holder of the pool's execution lease, taken only when some were left."""
+        """Level-based, at every pass that does not execute: throttles an execution had to leave on a
+        broker that was down go once it is back; and ``failed``, the plan the status says failed, is
+        cancelled if its record is unfinished: this pass does not run it again (a Manual approval
+        that no longer names it, a newer plan, a pause), so nothing else would take its moves in
+        flight and its throttles back. Only by the holder of the pool's execution lease, taken only
+        when there is something to do. Returns the brokers whose throttles went."""
         lock = self._locks[pool.key]
         if not lock.acquire(blocking=False):
             return []  # an execution (or the pool's deletion) is handling the pool's throttles right now
@@ -427,13 +431,19 @@ class ExecutionService:
             except KafkaBalancerError as err:
                 _log.warning("pool %s: left throttles not looked at: %s", pool.key, err)
                 return []
-            if recorded is None or not recorded[1].throttled_brokers or not lease.try_acquire():
+            if recorded is None:
+                return []
+            plan, state = recorded
+            abandoned = plan == failed and state.finished_at is None
+            if not (abandoned or state.throttled_brokers) or not lease.try_acquire():
                 # Nothing left behind; or another process holds the pool's execution: its throttles
                 # are its own.
                 return []
             try:
                 with self._admins(pool, spec, props, lease) as admin:
                     mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check)
+                    if abandoned:
+                        return self._settle_failed(pool, plan, state, admin(), mirror)
                     return release_returned_brokers(admin, mirror, self.state_dir)
             except KafkaBalancerError as err:
                 _log.warning("pool %s: left throttles not released yet: %s", pool.key, err)
@@ -442,6 +452,24 @@ class ExecutionService:
                 lease.release()
         finally:
             lock.release()
+
+    def _settle_failed(
+        self, pool: PoolId, plan: str, state: ExecutionState, admin: AdminPort, mirror: StateMirror
+    ) -> list[str]:
+        in_flight = len(state.by_status(MoveStatus.IN_FLIGHT))
+        settle_unfinished(admin, mirror, self.state_dir, clock=self._clock, sleep=self._sleep)
+        after = mirror.load()
+        left = sorted(after[1].throttled_brokers) if after is not None else []
+        text = f"Plan {plan} failed and is not run again: {in_flight} move(s) in flight cancelled"
+        if left:
+            text += (
+                f"; its throttles stay on broker(s) {', '.join(left)}, which are down, until they are back"
+            )
+        else:
+            text += " and every throttle it set removed"
+        _log.info("pool %s: %s", pool.key, text)
+        self.kube.post_event(pool, Event("Normal", "FailedPlanSettled", sentence(text)))
+        return sorted(set(state.throttled_brokers) - set(left))
 
     def cordon(
         self, spec: BrokerPoolSpec, props: Mapping[str, str], wanted: frozenset[int], ours: frozenset[int]

@@ -49,7 +49,7 @@ from kafka_balancer.reconcile.pool import (
     rfc3339,
 )
 from kafka_balancer.reconcile.snapshot import ClusterMetadata
-from kafka_balancer.reconcile.status import BalancerGoalStatus, PoolStatus
+from kafka_balancer.reconcile.status import BalancerGoalStatus, ExecutionPhase, ExecutionStatus, PoolStatus
 from kafka_balancer.report.document import report_text
 
 PLURAL_POOLS = "brokerpools"
@@ -229,7 +229,9 @@ class PoolService:
                 finally:
                     self.metrics.execution_running.labels(key).set(0)
         else:
-            self.executions.release_left_throttles(pool.id, spec, props)
+            last = ExecutionStatus.from_dict(pool.status.get("execution"))
+            failed = last.plan_id if last is not None and last.phase is ExecutionPhase.FAILED else None
+            self.executions.release_left_throttles(pool.id, spec, props, failed)
         return SyncResult(outcome)
 
     def clean_up_blocking(
