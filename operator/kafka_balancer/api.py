@@ -223,7 +223,7 @@ class Execution(_Spec):
     )
     order: Literal["Plan", "SmallestFirst"] = "Plan"
     move_timeout_seconds: int = Field(default=600, ge=10, le=86400, alias="moveTimeoutSeconds")
-    dead_broker_timeout_seconds: int = Field(default=30, ge=5, le=86400, alias="deadBrokerTimeoutSeconds")
+    dead_broker_timeout_seconds: int = Field(default=300, ge=5, le=86400, alias="deadBrokerTimeoutSeconds")
     health_timeout_seconds: int = Field(default=1800, ge=10, le=86400, alias="healthTimeoutSeconds")
 
     @field_validator("throttle_bytes_per_second")

@@ -156,7 +156,7 @@ def _add_execution_commands(commands: Any) -> None:
     execute.add_argument(
         "--dead-broker-timeout",
         type=_positive,
-        default=30,
+        default=300,
         help="seconds a move waits for a destination broker that left the cluster (a restart comes back)",
     )
     execute.add_argument(

@@ -1,6 +1,6 @@
 """The executor under Kafka faults on the real bed: the KRaft controller stopped (shorter and longer
-than the outage timeout, and during a cancel) and a destination broker frozen with SIGSTOP. Every
-test reads every message back and checks that no throttle is left."""
+than the outage timeout, and during a cancel), a destination broker frozen with SIGSTOP, and one
+restarted mid-move. Every test reads every message back and checks that no throttle is left."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ from tests.support.kafka_checks import (
 from kafka_balancer.kafka.admin import TIMEOUT_S
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
+
+# How long the restarted broker is away: longer than the dead-broker timeout's old default (30 s).
+RESTART_S = 40.0
 
 
 def _assert_as_planned(bed: KafkaBed, topic: str, targets: dict[int, list[int]]) -> None:
@@ -245,5 +248,46 @@ def test_a_frozen_destination_broker_is_given_up_after_the_dead_broker_timeout_a
         cancel = cli("cancel", "--state", str(state), "--bootstrap-server", kafka_bed.bootstrap_servers)
         out, err = cancel.communicate(timeout=180)
         assert cancel.returncode == 0, (out, err)
+        assert_no_throttle_left(kafka_bed, topic)
+        traffic.assert_all_read_back()
+
+
+def test_a_destination_broker_restarted_mid_move_for_longer_than_30s_keeps_its_moves(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    with (
+        extra_broker(kafka_bed, "b") as added,
+        topic_with_traffic(kafka_bed, "restart", [[1, 2], [1, 2]]) as traffic,
+    ):
+        topic = traffic.topic
+        targets = {0: [added, 1], 1: [added, 2]}
+        plan = write_plan(tmp_path / "plan.json", topic, targets)
+        state = tmp_path / "state.json"
+        # The default dead-broker timeout: what a rolling restart meets.
+        executor = cli(*_execute(kafka_bed, plan, state))
+        try:
+            wait_until(
+                lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a move copying"
+            )
+            kafka_bed.stop_broker(added)
+            stopped = time.monotonic()
+            try:
+                # The restart itself: the broker stays away for longer than the old 30 s default.
+                while time.monotonic() - stopped < RESTART_S:
+                    assert executor.poll() is None, executor.communicate()
+                    time.sleep(1)
+            finally:
+                kafka_bed.restart_broker(added)
+            away = time.monotonic() - stopped
+            out, err = executor.communicate(timeout=300)
+        finally:
+            executor.kill()
+            executor.communicate(timeout=30)
+        print(f"\nbroker {added} away for {away:.1f}s mid-move")
+        assert executor.returncode == 0, (out, err)
+        assert {m["status"] for m in read_state(state)["moves"]} == {"done"}, read_state(state)["moves"]
+        assert read_state(state)["goneBrokers"] == []
+        _assert_as_planned(kafka_bed, topic, targets)
+        assert ongoing_reassignments(kafka_bed, topic) == []
         assert_no_throttle_left(kafka_bed, topic)
         traffic.assert_all_read_back()

@@ -142,7 +142,7 @@ def test_the_pools_execution_settings_reach_the_executor() -> None:
     assert default.order is MoveOrder.PLAN
     assert (stepped.throttle, stepped.replicas_at_a_time) == (2**20, 1)
     assert stepped.order is MoveOrder.SMALLEST_FIRST
-    assert (default.timeout_per_move_s, default.dead_broker_timeout_s) == (600.0, 30.0)
+    assert (default.timeout_per_move_s, default.dead_broker_timeout_s) == (600.0, 300.0)
     assert (stepped.timeout_per_move_s, stepped.dead_broker_timeout_s) == (120.0, 15.0)
     assert (default.health_timeout_s, stepped.health_timeout_s) == (1800.0, 60.0)
 

@@ -299,12 +299,18 @@ class KafkaBed:
         self._write_state()
         return broker_id
 
-    def stop_broker(self, broker_id: int) -> None:
-        """Stop one broker gracefully (controlled shutdown); return once it has left cluster metadata."""
+    def stop_broker(self, broker_id: int, *, crash: bool = False) -> None:
+        """Stop one broker gracefully (controlled shutdown), or with ``crash`` kill it (SIGKILL: a node
+        lost, an OOM kill; its next start recovers its unflushed logs); return once it has left
+        cluster metadata."""
         node = self._brokers.pop(broker_id, None)
         if node is None:
             raise BedError(f"no running broker {broker_id} in this bed (running: {sorted(self._brokers)})")
-        self._stop_node(node)
+        if crash:
+            self._thaw(node)
+            node.process.kill()
+        else:
+            self._stop_node(node)
         self._stopped[broker_id] = node
         self._write_state()
         if self._brokers:

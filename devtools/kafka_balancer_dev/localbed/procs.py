@@ -85,6 +85,12 @@ class ManagedProcess:
             self._popen.kill()
             self._popen.wait()
 
+    def kill(self) -> None:
+        """SIGKILL at once, no shutdown of its own; reaps the child."""
+        if self._popen.poll() is None:
+            self._popen.kill()
+        self._popen.wait()
+
     def signal_stop(self) -> None:
         """Send SIGTERM without waiting (to stop several processes in parallel)."""
         if self._popen.poll() is None:

@@ -55,7 +55,7 @@ class ExecuteOptions:
     max_moves: int = 10
     timeout_per_move_s: float = 600.0
     # A destination broker that left the cluster: waited for this long (a restart comes back).
-    dead_broker_timeout_s: float = 30.0
+    dead_broker_timeout_s: float = 300.0
     # Kafka not answering (its controller down, a broker hanging) is ridden out for this long.
     outage_timeout_s: float = 300.0
     # A batch whose partitions are not healthy waits for them this long, then the execution stops.
