@@ -18,6 +18,8 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 # Their real home: confluent_kafka.admin does not re-export them typed.
+from confluent_kafka.admin._acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
+from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 from confluent_kafka.admin._scram import (
     ScramCredentialInfo,
     ScramMechanism,
@@ -70,6 +72,62 @@ class SecuredAccess:
         path.touch(mode=0o600)
         path.write_text(cfg.render_properties(self.properties))
         return path
+
+
+# The cluster resource's one name, as ``kafka-acls.sh --cluster`` writes it.
+CLUSTER_RESOURCE = "kafka-cluster"
+
+
+@dataclass(frozen=True)
+class Acl:
+    """One ACL of a principal as ``kafka-acls.sh`` spells it: ``resource`` ``cluster``, ``topic`` or
+    ``group``; ``operation`` Kafka's name (``Describe``, ``AlterConfigs``…); ``pattern`` ``literal``
+    (``*`` matches every name) or ``prefixed``; ``allow`` False for a deny ACL."""
+
+    resource: str
+    name: str
+    operation: str
+    pattern: str = "literal"
+    allow: bool = True
+
+    def binding(self, principal: str) -> AclBinding:
+        try:
+            resource = (
+                ResourceType.BROKER if self.resource == "cluster" else ResourceType[self.resource.upper()]
+            )
+            operation = AclOperation[_snake(self.operation)]
+            pattern = ResourcePatternType[self.pattern.upper()]
+        except KeyError as err:
+            raise BedError(f"not an ACL kafka-acls.sh knows: {self}") from err
+        permission = AclPermissionType.ALLOW if self.allow else AclPermissionType.DENY
+        return AclBinding(resource, self.name, pattern, principal, "*", operation, permission)
+
+
+def _snake(name: str) -> str:
+    """``AlterConfigs`` → ``ALTER_CONFIGS``."""
+    return "".join(f"_{c}" if c.isupper() and i else c for i, c in enumerate(name)).upper()
+
+
+def _key(binding: AclBinding) -> tuple[object, ...]:
+    return (
+        binding.restype,
+        binding.name,
+        binding.resource_pattern_type,
+        binding.principal,
+        binding.operation,
+        binding.permission_type,
+    )
+
+
+_BINDING_FIELDS = (
+    "restype",
+    "name",
+    "resource_pattern_type",
+    "principal",
+    "host",
+    "operation",
+    "permission_type",
+)
 
 
 @dataclass(frozen=True)
@@ -127,7 +185,10 @@ class KafkaBed:
     every broker also listens with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512) and SSL (see
     :meth:`secured_access`); brokers and the bed's own calls keep using PLAINTEXT. With
     ``metrics_agent`` (the directory ``hack/prometheus/provision.sh`` prints) every broker runs the
-    Prometheus JMX exporter on its own loopback port (:attr:`metrics_endpoints`).
+    Prometheus JMX exporter on its own loopback port (:attr:`metrics_endpoints`). With ``authorizer``
+    (and ``secured``) every node enforces ACLs (KRaft's StandardAuthorizer, nothing allowed without
+    one): the PLAINTEXT listeners' principal is a super user, the secured listeners' users get only
+    what :meth:`add_acls` grants them.
     """
 
     def __init__(
@@ -142,9 +203,12 @@ class KafkaBed:
         secured: bool = False,
         metrics_agent: Path | None = None,
         pod_host: str | None = None,
+        authorizer: bool = False,
     ) -> None:
         if brokers < 1:
             raise BedError(f"a Kafka bed needs at least one broker, got {brokers}")
+        if authorizer and not secured:
+            raise BedError("an authorizer needs the secured listeners (secured=True): they carry the users")
         if not any(libs_dir.glob("kafka_2.13-*.jar")):
             raise BedError(f"no Kafka jars in {libs_dir} (run hack/kafka/provision.sh)")
         self.libs_dir = libs_dir
@@ -166,6 +230,7 @@ class KafkaBed:
             raise BedError(f"no {METRICS_AGENT_JAR} in {metrics_agent} (run hack/prometheus/provision.sh)")
         self.metrics_agent = metrics_agent
         self.pod_host = pod_host
+        self.authorizer = authorizer
 
     # -- what callers read -------------------------------------------------------------------------
 
@@ -218,6 +283,63 @@ class KafkaBed:
         return SecuredAccess(kind, ",".join(f"{cfg.HOST}:{port}" for port in ports), props)
 
     @property
+    def scram_principal(self) -> str:
+        """The principal of the SCRAM user of :meth:`secured_access` (``SCRAM-*`` and ``SASL_SSL``)."""
+        if self._secrets is None:
+            raise BedError("this Kafka bed has no secured listeners (start it with secured=True)")
+        return f"User:{self._secrets.scram_user}"
+
+    def add_acls(self, principal: str, acls: Sequence[Acl]) -> None:
+        """Create ``acls`` for ``principal``; return once every broker enforces them."""
+        self._change_acls(principal, acls, add=True)
+
+    def remove_acls(self, principal: str, acls: Sequence[Acl]) -> None:
+        """Delete ``acls`` of ``principal`` (exactly those); return once no broker enforces them."""
+        self._change_acls(principal, acls, add=False)
+
+    def _change_acls(self, principal: str, acls: Sequence[Acl], *, add: bool) -> None:
+        if not self.authorizer:
+            raise BedError("this Kafka bed enforces no ACLs (start it with authorizer=True)")
+        bindings = [acl.binding(principal) for acl in acls]
+        admin = AdminClient(with_client_log({"bootstrap.servers": self.bootstrap_servers}))
+        try:
+            if add:
+                futures = list(admin.create_acls(bindings, request_timeout=30).values())
+            else:
+                filters = [AclBindingFilter(*(getattr(b, f) for f in _BINDING_FIELDS)) for b in bindings]
+                futures = list(admin.delete_acls(filters, request_timeout=30).values())
+            for future in futures:
+                future.result(timeout=60)
+        except Exception as err:
+            raise BedError(f"changing ACLs of {principal} failed: {type(err).__name__}: {err}") from err
+        changed = {_key(b) for b in bindings}
+        for node in self._brokers.values():
+            wait_until(
+                lambda node=node: (changed <= self._acls_on(node, principal)) == add,  # type: ignore[misc]
+                timeout_s=self.start_timeout_s,
+                what=f"broker {node.node_id} to enforce the ACL change of {principal}",
+            )
+
+    def _acls_on(self, node: _Node, principal: str) -> set[tuple[object, ...]]:
+        """The ACLs of ``principal`` as ``node``'s own authorizer has them (it answers DescribeAcls)."""
+        admin = AdminClient(with_client_log({"bootstrap.servers": f"{cfg.HOST}:{node.port}"}))
+        # None matches any name and any host (the stubs type them str).
+        wanted = AclBindingFilter(
+            ResourceType.ANY,
+            None,  # type: ignore[arg-type]
+            ResourcePatternType.ANY,
+            principal,
+            None,  # type: ignore[arg-type]
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+        try:
+            found = admin.describe_acls(wanted, request_timeout=5).result(timeout=10)
+        except Exception:  # the broker is busy starting: ask again
+            return set()
+        return {_key(b) for b in found}
+
+    @property
     def metrics_endpoints(self) -> dict[int, str]:
         """Running broker id → ``host:port`` of its JMX exporter (a bed started with ``metrics_agent``)."""
         return {
@@ -252,6 +374,8 @@ class KafkaBed:
             controller_props = cfg.controller_properties(
                 controller_port=controller_port, metadata_dir=controller_dir / "metadata"
             )
+            if self.authorizer:
+                controller_props = cfg.with_authorizer(controller_props)
             plans: list[tuple[int, str | None, int, Path, dict[str, str]]] = [
                 (cfg.CONTROLLER_ID, None, controller_port, controller_dir, controller_props)
             ]
@@ -450,6 +574,8 @@ class KafkaBed:
                 keystore=self._secrets.tls.keystore,
                 keystore_password=self._secrets.tls.keystore_password,
             )
+        if self.authorizer:
+            props = cfg.with_authorizer(props)
         if self.pod_host is not None:
             props = cfg.with_pod_listener(props, host=self.pod_host, port=free_port(self.pod_host))
         return directory, props

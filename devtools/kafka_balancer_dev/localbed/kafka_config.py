@@ -199,6 +199,24 @@ def with_secured_listeners(
     }
 
 
+# KRaft's own authorizer, on the controller and every broker (the controller answers ACL changes).
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+# Who the PLAINTEXT listeners authenticate: the bed's own calls, brokers to each other and to the
+# controller. Super user, so the bed runs as before and only the secured listeners' users need ACLs.
+BED_PRINCIPAL = "User:ANONYMOUS"
+
+
+def with_authorizer(props: Mapping[str, str]) -> dict[str, str]:
+    """``props`` of a node with ACLs enforced: what no ACL allows is refused (the default a hardened
+    cluster runs with), except to the bed's own principal."""
+    return {
+        **props,
+        "authorizer.class.name": AUTHORIZER,
+        "allow.everyone.if.no.acl.found": "false",
+        "super.users": BED_PRINCIPAL,
+    }
+
+
 def render_properties(props: Mapping[str, str]) -> str:
     """Java properties text; values here never need escaping beyond what is rejected below."""
     for key, value in props.items():
