@@ -34,6 +34,12 @@ class KafkaUnavailableError(KafkaOperationError):
     every change. ``str()`` names the operation and, for the controller's requests, the controller."""
 
 
+class KafkaAccessDenied(KafkaOperationError):
+    """Kafka's ACLs keep part of the cluster from the principal (topics it may not describe, consumer
+    groups whose offsets it may not read): a plan made on what it sees would ignore the rest, so
+    nothing is planned. ``str()`` names a few of them and how many."""
+
+
 class ExecutionError(KafkaOperationError):
     """A plan's execution was refused, stalled or could not be verified."""
 

@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.errors import KafkaOperationError
+from kafka_balancer.errors import KafkaAccessDenied, KafkaOperationError
 from kafka_balancer.k8s.executions import ExecutionService, Liveness
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
@@ -50,6 +50,8 @@ class FakeReader:
 
     cluster: FakeKafkaCluster
     unreachable: bool = False
+    # What Kafka's ACLs keep from the principal, as the collector says it (None: nothing).
+    denied: str | None = None
     reads: int = 0
     load_sources: dict[str, LoadSource] = field(default_factory=dict)
     usage_sources: dict[str, UsageSource] = field(default_factory=dict)
@@ -64,6 +66,8 @@ class FakeReader:
         self.reads += 1
         if self.unreachable:
             raise KafkaOperationError("no broker of k:9092 answered within 10 s")
+        if self.denied is not None:
+            raise KafkaAccessDenied(self.denied)
         partitions = tuple(
             PartitionMeta(t, p, replicas, self.cluster.leader((t, p)))
             for (t, p), replicas in sorted(self.cluster.replicas.items())
@@ -98,6 +102,9 @@ class Bed:
 
     def conditions(self) -> dict[str, tuple[str, str]]:
         return {c["type"]: (c["status"], c["reason"]) for c in self.status().get("conditions", [])}
+
+    def condition_message(self, kind: str) -> str:
+        return str(next(c["message"] for c in self.status()["conditions"] if c["type"] == kind))
 
     def mirrored_state(self) -> Any:
         found = self.kube.read_config_map("kafka", "main-execution")
@@ -409,6 +416,20 @@ def test_a_kafka_without_cordoning_is_said_and_the_drain_goes_on(tmp_path: Path)
     assert (status, reason) == ("False", "Unsupported")
     assert b.conditions()["Ready"][0] == "True"  # informational: the drain is planned all the same
     assert b.status()["cordonedBrokers"] == [] and not any(kafka.configs.values())
+
+
+def test_a_cluster_partly_hidden_by_acls_is_said_on_the_pool_and_not_planned(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    b.sync("DryRun")
+    b.reader.denied = "reading the cluster at k:9092: 1 topic(s) it may not describe: secret"
+
+    b.sync("DryRun", retry=0)
+
+    status, reason = b.conditions()["KafkaReachable"]
+    assert (status, reason) == ("False", "NotAuthorized")
+    assert b.conditions()["Ready"] == ("False", "NotAuthorized")
+    assert "secret" in b.condition_message("KafkaReachable")
+    assert b.metric("kafka_balancer_reconciles_total", result="unreachable") == 1
 
 
 def test_kafka_unreachable_backs_off_doubling_and_keeps_the_other_conditions(tmp_path: Path) -> None:

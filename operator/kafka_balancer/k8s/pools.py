@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.errors import ForeignConfigMap, InputError, KafkaOperationError
+from kafka_balancer.errors import ForeignConfigMap, InputError, KafkaAccessDenied, KafkaOperationError
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.k8s import blobs
@@ -197,7 +197,9 @@ class PoolService:
             outcome = self.decide_and_write(pool, spec, goals, props)
         except KafkaOperationError as err:
             message = str(err)  # names the bootstrap servers and what failed (login, TLS, timeout)
-            self.report_failure(pool, failure("KafkaReachable", "Unreachable", message))
+            # Reached, but ACLs hide part of the cluster: said apart, as no retry alone fixes it.
+            reason = "NotAuthorized" if isinstance(err, KafkaAccessDenied) else "Unreachable"
+            self.report_failure(pool, failure("KafkaReachable", reason, message))
             self.metrics.reconciles.labels(key, "unreachable").inc()
             self.metrics.kafka_reachable.labels(key).set(0)
             return SyncResult(retry_after=self.timings.backoff(retry), message=message)

@@ -118,6 +118,15 @@ def _credentials(props: Mapping[str, str]) -> tuple[str | None, str | None]:
     )
 
 
+def principal_of(props: Mapping[str, str]) -> str | None:
+    """The principal Kafka's default principal builder makes of a SASL login (``User:<name>``); None
+    for other logins (a certificate's principal depends on the brokers' mapping rules)."""
+    username, _ = _credentials(props)
+    if username is None or not props.get("security.protocol", "").upper().startswith("SASL"):
+        return None
+    return f"User:{username}"
+
+
 def _ca_file(props: Mapping[str, str]) -> str | None:
     """The CA bundle (PEM): ``ssl.ca.location``, or a Java truststore of type PEM."""
     if "ssl.ca.location" in props:

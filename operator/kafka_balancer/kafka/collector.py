@@ -3,7 +3,8 @@
 One pass reads brokers and racks, partition metadata (replicas, leader, ISR), every broker's log
 dirs (one DescribeLogDirs per broker: the dir of each replica, each dir online or not, and each
 partition's log size on its leader), start and end offsets (ListOffsets) and every consumer group's
-committed offsets (ListGroups + OffsetFetch). Two consecutive passes give one sample per partition:
+committed offsets (ListGroups + OffsetFetch), and the ACLs that deny the principal a topic or group
+(DescribeAcls). Two consecutive passes give one sample per partition:
 
 - average record size: size delta ÷ end-offset delta when both grew, else size ÷ (end − start);
 - bytes in: end-offset delta × average record size (messages in: the offset delta);
@@ -13,11 +14,21 @@ Broker cpu and network columns come from an optional :class:`BrokerUsageSource` 
 Admin API has no resource usage, so without one they stay null. A pass whose source fails keeps its
 partition samples and leaves the broker columns null (the scoring rules ignore nulls). Every broker
 request a pass causes is counted, by API, so the cost is visible.
+
+A pass never goes on with part of the cluster: Kafka's authorizer leaves out, without an error, every
+topic the principal may not describe (from Metadata, and from DescribeLogDirs too), so nothing the
+pass reads reveals such a topic. So a pass first asks for a topic no one made, under a fresh random
+name: "unknown topic" means the principal may describe any name, "not authorized" that some topics
+may be hidden and which cannot be told. Then it reads the ACLs that deny it a topic or a group by
+name (DescribeAcls, which needs the DESCRIBE on the cluster the pass needs anyway); and a group whose
+offsets it may not read answers with an error. Each stops the pass with :class:`KafkaAccessDenied`,
+naming what it can.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
@@ -25,18 +36,27 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pyarrow as pa
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
 from confluent_kafka.admin._listoffsets import OffsetSpec
+from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 from kafka import KafkaAdminClient
 
-from kafka_balancer.errors import KafkaOperationError, MetricsSourceError
+from kafka_balancer.errors import KafkaAccessDenied, KafkaOperationError, MetricsSourceError
 from kafka_balancer.kafka.admin import (
     LogDirState,
     check_connection,
     confluent_config,
     kafka_python_config,
     log_dir_states,
+    principal_of,
 )
 from kafka_balancer.kafka.client_log import served
 from kafka_balancer.kafka.sample_store import SampleStore
@@ -47,6 +67,46 @@ from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
 TIMEOUT_S = 30.0
 Tp = tuple[str, int]
 K = TypeVar("K")
+# How many of the topics or groups the principal cannot see an error names (then: "and N more").
+NAMED = 5
+# Deny ACLs that hide a topic or a group: DESCRIBE, or every operation.
+_HIDING = (AclOperation.DESCRIBE, AclOperation.ALL)
+_KINDS = {ResourceType.TOPIC: "topic", ResourceType.GROUP: "group"}
+
+
+@dataclass(frozen=True)
+class Denial:
+    """A deny ACL that hides ``kind`` (``topic`` or ``group``) ``name`` from the principal; a prefixed
+    one hides every name that starts with it."""
+
+    kind: str
+    name: str
+    prefixed: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.name}*" if self.prefixed else self.name
+
+
+def unseen(denials: Iterable[Denial], refused_groups: Iterable[str]) -> str | None:
+    """Why the principal cannot see the whole cluster, naming a few of what it cannot see; None when
+    nothing is kept from it."""
+    names: dict[str, set[str]] = {"topic": set(), "group": set()}
+    for denial in denials:
+        names[denial.kind].add(str(denial))
+    names["group"].update(refused_groups)
+    parts = []
+    for kind, how in (("topic", "describe"), ("group", "read the offsets of")):
+        found = sorted(names[kind])
+        if found:
+            more = f" and {len(found) - NAMED} more" if len(found) > NAMED else ""
+            parts.append(f"{len(found)} {kind}(s) it may not {how}: {', '.join(found[:NAMED])}{more}")
+    if not parts:
+        return None
+    return (
+        f"Kafka's ACLs keep part of the cluster from this principal, {'; '.join(parts)}; "
+        "nothing is planned on part of the cluster (grant DESCRIBE on every topic and group, "
+        "see docs/security.md)"
+    )
 
 
 @dataclass(frozen=True)
@@ -88,6 +148,7 @@ class AdminReader:
 
     def __init__(self, bootstrap: str, props: Mapping[str, str] | None = None) -> None:
         props = props or {}
+        self._principal = principal_of(props)
         self._ck = AdminClient(confluent_config(bootstrap, props))
         self._kp_config = kafka_python_config(bootstrap, props)
         self._kp: KafkaAdminClient | None = None
@@ -156,8 +217,70 @@ class AdminReader:
             raise _fail("listing offsets", err) from err
         return {(tp.topic, tp.partition): info.offset for tp, info in _settled(futures).items()}
 
-    def committed_offsets(self, broker_count: int) -> dict[tuple[str, Tp], int]:
-        """(group, partition) → committed offset, for every consumer group."""
+    def may_describe_any_topic(self) -> bool:
+        """Whether the principal may describe a topic whatever its name: asked of a name no one made
+        (DescribeTopics never creates a topic)."""
+        self.requests["Metadata"] += 1
+        name = f"kafka-balancer-probe-{uuid.uuid4().hex}"
+        try:
+            futures = served(self._ck).describe_topics(TopicCollection([name]), request_timeout=TIMEOUT_S)
+            futures[name].result(timeout=TIMEOUT_S)
+        except KafkaException as err:
+            reported = err.args[0] if err.args else None
+            code = reported.code() if isinstance(reported, KafkaError) else None
+            if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return True
+            if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                return False
+            raise _fail("describing a topic", err) from err
+        except Exception as err:
+            raise _fail("describing a topic", err) from err
+        return True  # someone made it meanwhile: described all the same
+
+    def denials(self) -> list[Denial]:
+        """The deny ACLs that hide a topic or a group from this principal (or from everyone); none
+        when the cluster enforces no ACLs."""
+        self.requests["DescribeAcls"] += 1
+        # None matches any name, principal and host (the stubs type them str).
+        wanted = AclBindingFilter(
+            ResourceType.ANY,
+            None,  # type: ignore[arg-type]
+            ResourcePatternType.ANY,
+            None,  # type: ignore[arg-type]
+            None,  # type: ignore[arg-type]
+            AclOperation.ANY,
+            AclPermissionType.DENY,
+        )
+        try:
+            found = (
+                served(self._ck).describe_acls(wanted, request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+            )
+        except KafkaException as err:
+            reported = err.args[0] if err.args else None
+            if isinstance(reported, KafkaError) and reported.code() == KafkaError.SECURITY_DISABLED:
+                return []  # no authorizer: nothing is kept from anyone
+            if (
+                isinstance(reported, KafkaError)
+                and reported.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+            ):
+                # Without it DescribeLogDirs answers no dir at all, and ListGroups only some groups.
+                raise KafkaAccessDenied(
+                    "Kafka's ACLs do not let this principal DESCRIBE the cluster, which collecting "
+                    "needs (see docs/security.md)"
+                ) from err
+            raise _fail("describing ACLs", err) from err
+        except Exception as err:
+            raise _fail("describing ACLs", err) from err
+        everyone = {"User:*", *([self._principal] if self._principal else [])}
+        return [
+            Denial(_KINDS[b.restype], b.name, b.resource_pattern_type == ResourcePatternType.PREFIXED)
+            for b in found
+            if b.restype in _KINDS and b.operation in _HIDING and b.principal in everyone
+        ]
+
+    def committed_offsets(self, broker_count: int) -> tuple[dict[tuple[str, Tp], int], list[str]]:
+        """(group, partition) → committed offset, for every consumer group; and the groups whose
+        offsets the principal may not read."""
         self.requests["ListGroups"] += broker_count
         try:
             listed = (
@@ -180,7 +303,8 @@ class AdminReader:
             for tp in answer.topic_partitions:
                 if tp.error is None and tp.offset >= 0:  # -1001: none committed
                     committed[(group, (tp.topic, tp.partition))] = tp.offset
-        return committed
+        refused = [group for group, future in futures.items() if _group_refused(future)]
+        return committed, refused
 
     def _kafka_python(self) -> KafkaAdminClient:
         if self._kp is None:
@@ -189,6 +313,15 @@ class AdminReader:
             except Exception as err:
                 raise _fail("connecting the log-dirs client", err) from err
         return self._kp
+
+
+def _group_refused(future: Future[Any]) -> bool:
+    """Whether a settled OffsetFetch failed on the group's ACLs (not a group deleted meanwhile)."""
+    if not future.done():
+        return False
+    err = future.exception(timeout=0)
+    reported = err.args[0] if isinstance(err, KafkaException) and err.args else None
+    return isinstance(reported, KafkaError) and reported.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
 def _settled(futures: Mapping[K, Future[Any]]) -> dict[K, Any]:
@@ -206,6 +339,13 @@ def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Obse
     """One pass of Admin API reads; partitions without a leader are left out of this pass."""
     before = Counter(reader.requests)
     brokers = reader.brokers()
+    if not reader.may_describe_any_topic():
+        raise KafkaAccessDenied(
+            "Kafka's ACLs do not let this principal DESCRIBE every topic, and Kafka leaves those it may "
+            "not describe out of its answers, so which are hidden cannot be told; nothing is planned on "
+            "part of the cluster (grant DESCRIBE on topic '*', see docs/security.md)"
+        )
+    denials = reader.denials()
     partitions = reader.partitions()
     leaders = {tp: p.leader for tp, p in partitions.items() if p.leader >= 0}
     end = reader.offsets(leaders, OffsetSpec.latest())  # type: ignore[no-untyped-call]
@@ -213,7 +353,10 @@ def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Obse
     start = reader.offsets(leaders, OffsetSpec.earliest())  # type: ignore[no-untyped-call]
     dirs = reader.log_dirs(b.id for b in brokers)
     sizes = leader_sizes(dirs, leaders)
-    committed = reader.committed_offsets(len(brokers))
+    committed, refused_groups = reader.committed_offsets(len(brokers))
+    hidden = unseen(denials, refused_groups)
+    if hidden is not None:
+        raise KafkaAccessDenied(hidden)
     reassigning = reader.reassigning()
     return Observation(
         ts_ms=ts_ms,
@@ -249,7 +392,8 @@ def observe_cluster(bootstrap: str, props: Mapping[str, str]) -> Observation:
     try:
         return observe(reader)
     except KafkaOperationError as err:
-        raise KafkaOperationError(f"reading the cluster at {bootstrap}: {err}") from err
+        # The same class: the pool's condition tells a refusal by ACLs from an outage.
+        raise type(err)(f"reading the cluster at {bootstrap}: {err}") from err
     finally:
         reader.close()
 
