@@ -1,0 +1,263 @@
+"""The ACLs of docs/security.md on a real bed with KRaft's StandardAuthorizer (nothing allowed without
+an ACL): with exactly the documented ones a SCRAM principal reads the whole cluster as the operator
+does and executes a throttled plan under traffic; with one taken away, it cannot; and a topic or a
+group that a deny ACL hides from it stops the collection, which names it, instead of a plan made on
+part of the cluster.
+
+The ACLs are read from the ``kafka-acls.sh`` commands of docs/security.md, so the page and the test
+cannot drift apart. One bed serves the module; each test grants what it needs and takes it back.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from tests.support.executor_cli import cli, read_state, write_plan
+from tests.support.kafka_checks import (
+    admin_of,
+    assert_no_throttle_left,
+    create_topic,
+    delete_topic,
+    ongoing_reassignments,
+    partitions,
+    topic_with_traffic,
+)
+
+from kafka_balancer.errors import KafkaAccessDenied
+from kafka_balancer.kafka.collector import observe_cluster
+from kafka_balancer_dev.errors import BedError
+from kafka_balancer_dev.localbed.kafka import CLUSTER_RESOURCE, Acl, KafkaBed, SecuredAccess
+
+pytestmark = pytest.mark.integration
+
+SECURITY_MD = Path(__file__).resolve().parents[2] / "docs" / "security.md"
+
+
+def documented(section: str) -> list[Acl]:
+    """The ACLs the ``kafka-acls.sh`` commands under ``### section`` of docs/security.md grant."""
+    text = SECURITY_MD.read_text().split(f"\n### {section}\n", 1)[1].split("\n### ", 1)[0]
+    commands = text.replace("\\\n", " ").splitlines()
+    acls = []
+    for command in (c for c in commands if c.startswith("kafka-acls.sh")):
+        args = shlex.split(command)
+        if "--cluster" in args:
+            resource, name = "cluster", CLUSTER_RESOURCE
+        else:
+            flag = next(a for a in args if a in ("--topic", "--group"))
+            resource, name = flag[2:], args[args.index(flag) + 1]
+        operations = [args[i + 1] for i, a in enumerate(args) if a == "--operation"]
+        assert operations, command
+        acls += [Acl(resource, name, op) for op in operations]
+    assert acls, f"no kafka-acls.sh command under '### {section}' of {SECURITY_MD}"
+    return acls
+
+
+@pytest.fixture(scope="module")
+def acl_bed(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBed]:
+    """3 brokers in racks a, b, c enforcing ACLs; SCRAM users get only what a test grants."""
+    bed = KafkaBed(
+        kafka_libs, tmp_path_factory.mktemp("acl-bed"), brokers=3, racks=3, secured=True, authorizer=True
+    )
+    try:
+        bed.start()
+    except BedError as err:
+        pytest.fail(f"the Kafka bed with an authorizer did not start: {err}", pytrace=False)
+    try:
+        yield bed
+    finally:
+        bed.stop()
+
+
+@pytest.fixture
+def access(acl_bed: KafkaBed) -> SecuredAccess:
+    return acl_bed.secured_access("SCRAM-SHA-512")
+
+
+@contextmanager
+def granted(bed: KafkaBed, acls: list[Acl]) -> Iterator[None]:
+    """``acls`` for the bed's SCRAM user for the block."""
+    bed.add_acls(bed.scram_principal, acls)
+    try:
+        yield
+    finally:
+        bed.remove_acls(bed.scram_principal, acls)
+
+
+@pytest.fixture
+def operator_acls(acl_bed: KafkaBed) -> Iterator[None]:
+    with granted(acl_bed, documented("The operator")):
+        yield
+
+
+def _cluster_partitions(bed: KafkaBed) -> set[tuple[str, int]]:
+    """Every partition, as the bed's super user sees them (an admin client: a consumer's group would
+    make Kafka create its offsets topic meanwhile)."""
+    topics = admin_of(bed).list_topics(timeout=10).topics
+    return {(t, p) for t, meta in topics.items() for p in meta.partitions}
+
+
+def _group_with_offsets(bed: KafkaBed, topic: str) -> str:
+    """A consumer group with an offset committed on ``topic`` (by the bed's super user)."""
+    group = f"billing-{topic}"
+    consumer = Consumer({"bootstrap.servers": bed.bootstrap_servers, "group.id": group})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    return group
+
+
+def _snapshot(access: SecuredAccess, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    config = access.write(tmp_path / "client.properties")
+    process = cli(
+        "snapshot",
+        "--bootstrap-server", access.bootstrap_servers,
+        "--command-config", str(config),
+        "--window", "1s", "--interval", "1s",
+        "--disk-capacity", "1e12", "--network-capacity", "1.25e8", "--cpu-capacity", "8",
+        "--output", str(tmp_path / "snapshot.json"),
+    )  # fmt: skip
+    stdout, stderr = process.communicate(timeout=180)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+@pytest.mark.usefixtures("operator_acls")
+def test_the_operators_acls_read_the_whole_cluster_and_execute_a_throttled_plan_under_traffic(
+    acl_bed: KafkaBed, access: SecuredAccess, tmp_path: Path
+) -> None:
+    with topic_with_traffic(acl_bed, "acl", [[1, 2], [2, 3], [3, 1]]) as traffic:
+        seen = observe_cluster(access.bootstrap_servers, access.properties)
+        assert set(seen.partitions) == _cluster_partitions(acl_bed)
+        assert all(seen.sizes[(traffic.topic, p)] > 0 for p in range(3))
+        plan = write_plan(tmp_path / "plan.json", traffic.topic, {0: [3, 1], 1: [1, 2], 2: [2, 3]})
+        execute = cli(
+            "execute",
+            "--plan", str(plan),
+            "--bootstrap-server", access.bootstrap_servers,
+            "--command-config", str(access.write(tmp_path / "client.properties")),
+            "--throttle", "2000000",
+            "--poll-interval", "0.5",
+        )  # fmt: skip
+        stdout, stderr = execute.communicate(timeout=300)
+        assert execute.returncode == 0, stdout + stderr
+        state = read_state(plan.with_name(plan.name + ".state.json"))
+        assert [m["status"] for m in state["moves"]] == ["done"] * 3
+        assert state["throttleRate"] == 2_000_000
+        assert ongoing_reassignments(acl_bed, traffic.topic) == []
+        assert_no_throttle_left(acl_bed, traffic.topic)
+        traffic.assert_all_read_back()
+
+
+@pytest.mark.usefixtures("operator_acls")
+def test_a_topic_whose_describe_is_denied_stops_the_collection_naming_it(
+    acl_bed: KafkaBed, access: SecuredAccess, tmp_path: Path
+) -> None:
+    hidden = create_topic(acl_bed, "hidden", [[1, 2], [2, 3]])
+    deny = [Acl("topic", hidden, "Describe", allow=False)]
+    try:
+        with granted(acl_bed, deny):
+            with pytest.raises(KafkaAccessDenied) as raised:
+                observe_cluster(access.bootstrap_servers, access.properties)
+            assert f"1 topic(s) it may not describe: {hidden}" in str(raised.value)
+            assert access.bootstrap_servers in str(raised.value)
+
+            done = _snapshot(access, tmp_path)
+
+            assert done.returncode == 1
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1, done.stderr
+            assert lines[0].startswith("kafka-balancer snapshot: Kafka's ACLs keep part of the cluster")
+            assert hidden in lines[0]
+            assert not (tmp_path / "snapshot.json").exists()
+        # The deny alone made the difference: taken back, the same principal reads it all.
+        seen = observe_cluster(access.bootstrap_servers, access.properties)
+        assert (hidden, 0) in seen.partitions
+    finally:
+        delete_topic(acl_bed, hidden)
+
+
+@pytest.mark.usefixtures("operator_acls")
+def test_a_group_whose_offsets_are_refused_stops_the_collection_naming_it(
+    acl_bed: KafkaBed, access: SecuredAccess
+) -> None:
+    topic = create_topic(acl_bed, "grouped", [[1, 2]])
+    group = _group_with_offsets(acl_bed, topic)
+    try:
+        observe_cluster(access.bootstrap_servers, access.properties)  # the group is readable
+        with (
+            granted(acl_bed, [Acl("group", group, "Describe", allow=False)]),
+            pytest.raises(KafkaAccessDenied, match=rf"1 group\(s\) it may not read the offsets of: {group}"),
+        ):
+            observe_cluster(access.bootstrap_servers, access.properties)
+    finally:
+        delete_topic(acl_bed, topic)
+
+
+@pytest.mark.parametrize("left_out", range(3))
+def test_the_snapshot_needs_each_of_its_acls(
+    acl_bed: KafkaBed, access: SecuredAccess, tmp_path: Path, left_out: int
+) -> None:
+    acls = documented("kafka-balancer snapshot")
+    assert len(acls) == 3
+    topic = create_topic(acl_bed, "snap", [[1, 2]])
+    _group_with_offsets(acl_bed, topic)  # what the groups' Describe is for
+    try:
+        with granted(acl_bed, acls):
+            done = _snapshot(access, tmp_path)
+            assert done.returncode == 0, done.stderr
+            partitions = json.loads((tmp_path / "snapshot.json").read_text())["partitions"]
+            assert {(p["topic"], p["partition"]) for p in partitions} == _cluster_partitions(acl_bed)
+        with granted(acl_bed, [a for i, a in enumerate(acls) if i != left_out]):
+            done = _snapshot(access, tmp_path)
+            assert done.returncode == 1, f"snapshot without {acls[left_out]} exited 0: {done.stderr}"
+            assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    finally:
+        delete_topic(acl_bed, topic)
+
+
+def _execute(access: SecuredAccess, plan: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    process = cli(
+        "execute",
+        "--plan", str(plan),
+        "--bootstrap-server", access.bootstrap_servers,
+        "--command-config", str(access.write(tmp_path / "client.properties")),
+        "--throttle", "2000000",
+        "--poll-interval", "0.5",
+    )  # fmt: skip
+    stdout, stderr = process.communicate(timeout=300)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+@pytest.mark.parametrize("left_out", [None, 0, 1, 2, 3])
+def test_execute_needs_each_of_its_acls(
+    acl_bed: KafkaBed, access: SecuredAccess, tmp_path: Path, left_out: int | None
+) -> None:
+    acls = documented("kafka-balancer execute and cancel")
+    assert len(acls) == 4
+    topic = create_topic(acl_bed, "exec", [[1, 2]])
+    plan = write_plan(tmp_path / "plan.json", topic, {0: [3, 1]})
+    try:
+        with granted(acl_bed, [a for i, a in enumerate(acls) if i != left_out]):
+            done = _execute(access, plan, tmp_path)
+        moved = partitions(acl_bed, topic)[0][0]
+        print(
+            f"\nwithout {acls[left_out] if left_out is not None else 'nothing'}: exit {done.returncode}, "
+            f"{done.stderr.strip().splitlines()[-1:]}"
+        )
+        if left_out is None:
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert moved == [3, 1]
+        else:
+            assert done.returncode != 0, f"execute without {acls[left_out]} exited 0"
+            assert moved == [1, 2]
+        assert ongoing_reassignments(acl_bed, topic) == []
+        assert_no_throttle_left(acl_bed, topic)
+    finally:
+        delete_topic(acl_bed, topic)
