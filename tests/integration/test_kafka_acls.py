@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from prometheus_client import CollectorRegistry
 from tests.support.executor_cli import cli, read_state, write_plan
 from tests.support.kafka_checks import (
     admin_of,
@@ -30,13 +31,26 @@ from tests.support.kafka_checks import (
     topic_with_traffic,
 )
 
+from kafka_balancer.api import BrokerPoolSpec
 from kafka_balancer.errors import KafkaAccessDenied
+from kafka_balancer.k8s.executions import ExecutionService
+from kafka_balancer.k8s.kube import Kube
+from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.pool_secrets import POOLS_ANNOTATION
+from kafka_balancer.k8s.pools import PoolService
+from kafka_balancer.k8s.port import PoolId
+from kafka_balancer.k8s.settings import Timings
+from kafka_balancer.k8s.source import ClusterSource
+from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.collector import observe_cluster
 from kafka_balancer_dev.errors import BedError
+from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import CLUSTER_RESOURCE, Acl, KafkaBed, SecuredAccess
 
 pytestmark = pytest.mark.integration
 
+# The principal of the bed's client certificate (localbed/tls_material.py), no mapping rules set.
+CERTIFICATE_PRINCIPAL = "User:CN=kafka-balancer-client"
 SECURITY_MD = Path(__file__).resolve().parents[2] / "docs" / "security.md"
 
 
@@ -81,13 +95,14 @@ def access(acl_bed: KafkaBed) -> SecuredAccess:
 
 
 @contextmanager
-def granted(bed: KafkaBed, acls: list[Acl]) -> Iterator[None]:
-    """``acls`` for the bed's SCRAM user for the block."""
-    bed.add_acls(bed.scram_principal, acls)
+def granted(bed: KafkaBed, acls: list[Acl], principal: str | None = None) -> Iterator[None]:
+    """``acls`` for ``principal`` (default: the bed's SCRAM user) for the block."""
+    principal = principal or bed.scram_principal
+    bed.add_acls(principal, acls)
     try:
         yield
     finally:
-        bed.remove_acls(bed.scram_principal, acls)
+        bed.remove_acls(principal, acls)
 
 
 @pytest.fixture
@@ -259,5 +274,70 @@ def test_execute_needs_each_of_its_acls(
             assert moved == [1, 2]
         assert ongoing_reassignments(acl_bed, topic) == []
         assert_no_throttle_left(acl_bed, topic)
+    finally:
+        delete_topic(acl_bed, topic)
+
+
+@pytest.mark.parametrize("kind", ["SASL_SSL", "SSL"])
+def test_the_operator_connects_with_its_pools_secrets_and_the_documented_acls(
+    acl_bed: KafkaBed, kube_bed: kube.KubeBed, tmp_path: Path, kind: str
+) -> None:
+    """SCRAM-SHA-512 over TLS, or mutual TLS: the credentials and certificates come from real
+    Secrets in a real kube-apiserver, through the operator's own connection code."""
+    access = acl_bed.secured_access(kind)
+    namespace = f"acl-{kind.lower().replace('_', '-')}"
+    created = kube_bed.kubectl("create", "namespace", namespace)
+    assert created.returncode == 0, created.stderr
+    files = [f"--from-file=ca.crt={access.properties['ssl.ca.location']}"]
+    kafka: dict[str, object] = {
+        "bootstrapServers": access.bootstrap_servers,
+        "securityProtocol": kind,
+        "tls": {"secretRef": {"name": "kafka-tls"}},
+    }
+    if kind == "SSL":
+        files += [
+            f"--from-file=tls.crt={access.properties['ssl.certificate.location']}",
+            f"--from-file=tls.key={access.properties['ssl.key.location']}",
+        ]
+        principal = CERTIFICATE_PRINCIPAL
+    else:
+        login = kube_bed.kubectl(
+            "-n", namespace, "create", "secret", "generic", "kafka-login",
+            f"--from-literal=username={access.properties['sasl.username']}",
+            f"--from-literal=password={access.properties['sasl.password']}",
+        )  # fmt: skip
+        assert login.returncode == 0, login.stderr
+        kafka["sasl"] = {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": "kafka-login"}}
+        principal = acl_bed.scram_principal
+    tls = kube_bed.kubectl("-n", namespace, "create", "secret", "generic", "kafka-tls", *files)
+    assert tls.returncode == 0, tls.stderr
+    for name in ("kafka-tls", *(["kafka-login"] if kind == "SASL_SSL" else [])):
+        opted_in = kube_bed.kubectl("-n", namespace, "annotate", "secret", name, f"{POOLS_ANNOTATION}=*")
+        assert opted_in.returncode == 0, opted_in.stderr
+    spec = BrokerPoolSpec.model_validate(
+        {"kafka": kafka, "capacity": {"disk": "1T", "networkIn": "100M", "networkOut": "100M", "cpu": "2"}}
+    )
+    client = Kube(str(kube_bed.kubeconfig))
+    metrics = OperatorMetrics(CollectorRegistry())
+    timings = Timings()
+    executions = ExecutionService(client, tmp_path, timings, metrics)
+    service = PoolService(client, ClusterSource(), executions, tmp_path, timings, metrics)
+
+    props = service.connection(PoolId(namespace, "main", "0b1c9a52-5a53-4c4e-9d1c-00000000acl1"), spec)
+
+    topic = create_topic(acl_bed, "secret", [[1, 2], [2, 3]])
+    try:
+        with granted(acl_bed, documented("The operator"), principal):
+            seen = observe_cluster(access.bootstrap_servers, props)
+            assert set(seen.partitions) == _cluster_partitions(acl_bed)
+            admin = KafkaAdmin(access.bootstrap_servers, props)
+            try:
+                assert admin.reassignments() == {}
+                assert admin.dynamic_configs("topic", [topic]) == {topic: {}}
+            finally:
+                admin.close()
+        # Without its ACLs the same connection reads nothing: they, not a super user, let it in.
+        with pytest.raises(KafkaAccessDenied):
+            observe_cluster(access.bootstrap_servers, props)
     finally:
         delete_topic(acl_bed, topic)
