@@ -10,10 +10,15 @@ fi
 # wheel; this path file puts the checkout's copy on the venv's path, written with the editable install
 # of the product (operator/) so that both always point at the same checkout.
 pth="$("$KB_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/kafka_balancer_dev.pth"
-if [ ! -f "$stamp" ] || [ "$KB_ROOT/pyproject.toml" -nt "$stamp" ] || [ ! -f "$pth" ]; then
-  log "installing Python dependencies"
-  "$KB_VENV/bin/pip" install --quiet --upgrade pip
-  "$KB_VENV/bin/pip" install --quiet -e "$KB_ROOT[dev]"
+lock="$KB_ROOT/requirements/dev.txt"
+if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ] || [ "$KB_ROOT/pyproject.toml" -nt "$stamp" ] || [ ! -f "$pth" ]; then
+  log "installing Python dependencies from requirements/dev.txt"
+  # Everything at the lock's version and hash (hack/lock.sh), pip itself included. The locked build
+  # backend goes first: sdists (pyspark) and the package are built without isolation, which would
+  # otherwise fetch whatever setuptools is newest.
+  "$KB_VENV/bin/pip" install --quiet --require-hashes -r "$KB_ROOT/requirements/build.txt"
+  "$KB_VENV/bin/pip" install --quiet --require-hashes --no-build-isolation -r "$lock"
+  "$KB_VENV/bin/pip" install --quiet --no-deps --no-build-isolation -e "$KB_ROOT"
   printf '%s\n' "$KB_ROOT/devtools" >"$pth"
   touch "$stamp"
 fi
