@@ -3,6 +3,8 @@
 # base layer of hack/image/base.sh (Debian's Python 3.11 and Java 17), the package's dependencies and
 # the package itself installed from their wheels into /opt/kafka-balancer, non-root, entrypoint
 # hack/image/entrypoint.sh (`kafka-balancer`, or Spark's `driver`/`executor` for the scoring pods).
+# The dependencies come from the hash lock requirements/image.txt (hack/lock.sh), built by the venv's
+# locked setuptools (hack/setup.sh installs it), as the Containerfile does.
 # Writes an OCI archive (`ctr images import`, `docker load`, `podman load`) named as the chart's
 # default image.repository:appVersion, cached by the hash of its inputs (the layers are cached apart:
 # the dependencies change less often than the package).
@@ -15,14 +17,15 @@ image="$repository:$tag"
 
 base_layer="$("$KB_ROOT/hack/image/base.sh")"
 s3a_jars="$("$KB_ROOT/hack/s3a/provision.sh")"
-# Inputs of each layer: the dependency layer depends on the dependency list (and the base it was
-# installed for), the image on that, the package's files, this script and the packer.
+# Inputs of each layer: the dependency layer depends on the lock (and the base it was installed
+# for), the image on that, the package's files, this script and the packer.
 hash_files() { (cd "$KB_ROOT" && sha256sum "$@" | sha256sum | cut -c1-16); }
-deps_key="$(echo "$base_layer $(hash_files pyproject.toml)" | sha256sum | cut -c1-16)"
+lock=requirements/image.txt
+deps_key="$(echo "$base_layer $(hash_files "$lock")" | sha256sum | cut -c1-16)"
 mapfile -t package_files < <(cd "$KB_ROOT" && find operator -type f -not -path '*/__pycache__/*' | sort)
 packer=devtools/kafka_balancer_dev/localbed/oci_image.py
 s3a_key="$(cat "$s3a_jars"/*.jar | sha256sum | cut -c1-16)"
-package_key="$(echo "$deps_key $s3a_key $(hash_files README.md hack/image/build.sh hack/image/entrypoint.sh "$packer" "${package_files[@]}")" |
+package_key="$(echo "$deps_key $s3a_key $(hash_files pyproject.toml README.md hack/image/build.sh hack/image/entrypoint.sh "$packer" "${package_files[@]}")" |
   sha256sum | cut -c1-16)"
 home="$KB_CACHE_DIR/image"
 archive="$home/operator-$package_key.oci.tar"
@@ -32,13 +35,13 @@ if [ ! -f "$archive" ]; then
   # An interrupted build's leftovers (one build at a time per cache directory).
   rm -rf "$home"/build-*.partial
   mkdir -p "$work"
-  log "building the kafka-balancer wheel and collecting its dependencies' wheels"
+  log "building the kafka-balancer wheel"
   # From a copy of what the wheel is made of: pip builds in the source tree, and a build/ directory
   # left in the checkout would leak stale modules into later wheels.
   mkdir -p "$work/src"
   cp -r "$KB_ROOT/pyproject.toml" "$KB_ROOT/README.md" "$KB_ROOT/operator" "$work/src/"
   find "$work/src" -name __pycache__ -prune -exec rm -rf {} +
-  "$KB_VENV/bin/pip" wheel --quiet --wheel-dir "$work/wheels" "$work/src" >&2
+  "$KB_VENV/bin/pip" wheel --quiet --no-deps --no-build-isolation --wheel-dir "$work/wheels" "$work/src" >&2
   wheel="$(ls "$work"/wheels/kafka_balancer-*.whl)"
   # The image's Python is Debian's /usr/bin/python3 (3.11, the same bytecode as the venv's 3.11).
   fix_scripts() {
@@ -46,11 +49,10 @@ if [ ! -f "$archive" ]; then
   }
   deps_layer="$home/deps-$deps_key.tar.gz"
   if [ ! -f "$deps_layer" ]; then
-    log "installing the dependencies into the dependency layer"
-    "$KB_VENV/bin/pip" install --quiet --no-index --find-links "$work/wheels" \
-      --target "$work/deps/opt/kafka-balancer" "$wheel" >&2
-    # The package itself goes in the layer above.
-    rm -rf "$work"/deps/opt/kafka-balancer/{kafka_balancer,kafka_balancer-*.dist-info,bin/kafka-balancer}
+    log "installing $lock into the dependency layer"
+    # pyspark is an sdist: built without isolation by the venv's locked setuptools.
+    "$KB_VENV/bin/pip" install --quiet --require-hashes --no-build-isolation \
+      --target "$work/deps/opt/kafka-balancer" -r "$KB_ROOT/$lock" >&2
     fix_scripts "$work/deps"
     tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/deps" -cf - . |
       gzip -6 -n >"$deps_layer.partial"
