@@ -3,13 +3,22 @@
 # packages: a bookworm minbase root filesystem with Python 3.11 and a Java 17 runtime (embedded Spark),
 # the content of the Containerfile's python:3.11-slim-bookworm base plus its openjdk-17-jre-headless,
 # without a registry. Prints the path of the gzip-compressed layer tar on stdout.
+# Pinned as a digest pins the Containerfile's base: hack/image/base.lock holds the sha256 of every .deb
+# debootstrap installs (which it checked against the archive's signed index), and a build whose
+# packages differ fails. Debian's stable suite changes at its point releases, which also take the old
+# packages off the mirror: then review the printed difference and rerun with KB_BASE_RELOCK=1, which
+# rewrites base.lock.
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 SUITE=bookworm
 MIRROR=http://deb.debian.org/debian
 PACKAGES=python3,openjdk-17-jre-headless,ca-certificates
-recipe="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
-home="$KB_CACHE_DIR/image/base-$recipe"
-layer="$home/base.tar.gz"
+lock="$KB_ROOT/hack/image/base.lock"
+paths() {
+  recipe="$(cat "${BASH_SOURCE[0]}" "$lock" | sha256sum | cut -c1-16)"
+  home="$KB_CACHE_DIR/image/base-$recipe"
+  layer="$home/base.tar.gz"
+}
+paths
 if [ -f "$layer" ]; then
   echo "$layer"
   exit 0
@@ -30,6 +39,16 @@ start=$SECONDS
 if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$MIRROR" >"$staging/debootstrap.log" 2>&1; then
   tail -20 "$staging/debootstrap.log" >&2
   log "debootstrap failed; its log is $staging/debootstrap.log"
+  exit 1
+fi
+(cd "$rootfs/var/cache/apt/archives" && sha256sum -- *.deb) >"$staging/base.lock"
+if [ "${KB_BASE_RELOCK:-}" = 1 ]; then
+  cp "$staging/base.lock" "$lock"
+  log "wrote $lock: commit it"
+  # Filed under the new lock's recipe, where the next build looks.
+  paths
+elif ! diff -u "$lock" "$staging/base.lock" >&2; then
+  log "Debian's packages differ from $lock (above); after review, rerun with KB_BASE_RELOCK=1"
   exit 1
 fi
 # What a container never uses: documentation, locales, package lists and caches, logs.
