@@ -24,6 +24,7 @@ from tests.support.kafka_checks import (
     partitions,
     topic_with_traffic,
 )
+from tests.support.kube_kept import EventsKept
 
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.execution import inherited_throttles, release_returned_brokers
@@ -37,7 +38,6 @@ from kafka_balancer.k8s.state_mirror import STATE_KEY, StateMirror
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.execution_state import BROKER_RATES, ExecutionState, Move, MoveStatus
 from kafka_balancer.kafka.throttle import sync_throttles
-from kafka_balancer.reconcile.events import Event
 from kafka_balancer.reconcile.pool import execution_config_map
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
@@ -48,18 +48,6 @@ POOL = PoolId(NAMESPACE, "main", "0b1c9a52-5a53-4c4e-9d1c-000000000002")
 # A second pool of the namespace, for the failed plan's record.
 FAILED = PoolId(NAMESPACE, "failed", "0b1c9a52-5a53-4c4e-9d1c-000000000003")
 CAPACITY = {"disk": "1Gi", "networkIn": "10Mi", "networkOut": "10Mi", "cpu": 2}
-
-
-class EventsKept(Kube):
-    """The real apiserver, with Events kept here: kopf posts them from its own event loop, which no
-    operator runs in this test."""
-
-    def __init__(self, kubeconfig: str) -> None:
-        super().__init__(kubeconfig)
-        self.events: list[Event] = []
-
-    def post_event(self, pool: PoolId, event: Event) -> None:
-        self.events.append(event)
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +163,7 @@ def test_a_failed_plan_that_is_not_run_again_is_cancelled_and_leaves_no_throttle
         recorded = mirror.load()
         assert recorded is not None and recorded[0] == "plan-b" and recorded[1].finished_at is not None
         assert {m.status for m in recorded[1].moves} == {MoveStatus.CANCELLED}
-        assert [e.message for e in client.events] == [
+        assert [e.message for _, e in client.events] == [
             "Plan plan-b failed and is not run again: 1 move(s) in flight cancelled and every "
             "throttle it set removed."
         ]

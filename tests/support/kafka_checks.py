@@ -123,21 +123,38 @@ def assert_no_throttle_left(bed: KafkaBed, topic: str, timeout_s: float = 30.0) 
     assert left == [], f"throttles still set after {timeout_s:.0f}s: {left}"
 
 
-def ongoing_reassignments(bed: KafkaBed, topic: str, timeout_s: float = 30.0) -> list[Any]:
-    """The reassignments of ``topic`` Kafka's controller reports, asked through a fresh client until
-    one gets an answer: a broker just thawed serves its metadata from before the freeze, and a client
-    bootstrapped from it may address the request to a broker that has left (UnknownBrokerIdError)."""
+def ongoing_reassignments(bed: KafkaBed, topic: str | None = None, timeout_s: float = 30.0) -> list[Any]:
+    """The reassignments of ``topic`` (of every topic: None) Kafka's controller reports, asked through
+    a fresh client until one gets an answer: a broker just thawed serves its metadata from before the
+    freeze, and a client bootstrapped from it may address the request to a broker that has left
+    (UnknownBrokerIdError)."""
     deadline = time.monotonic() + timeout_s
     while True:
         admin = KafkaAdminClient(bootstrap_servers=bed.bootstrap_servers.split(","))
         try:
-            return [tp for tp in admin.list_partition_reassignments() if tp.topic == topic]
+            return [tp for tp in admin.list_partition_reassignments() if topic in (None, tp.topic)]
         except (kp_errors.UnknownBrokerIdError, kp_errors.NodeNotReadyError):
             if time.monotonic() > deadline:
                 raise
         finally:
             admin.close()
         time.sleep(0.5)
+
+
+def broker_throttles(bed: KafkaBed) -> int:
+    """How many replication throttle configs are set on the running brokers."""
+    admin = admin_of(bed)
+    set_on = 0
+    for broker in sorted(bed.racks):  # one broker per request: each answers for itself alone
+        [future] = admin.describe_configs(
+            [ConfigResource("broker", str(broker))], request_timeout=30
+        ).values()
+        set_on += sum(
+            1
+            for entry in future.result(timeout=30).values()
+            if entry.name in THROTTLES and entry.value and not entry.is_default
+        )
+    return set_on
 
 
 class Writer:
