@@ -70,6 +70,16 @@ class ForeignConfigMap(KubernetesError):
     names it and what to do."""
 
 
+class UnreadableConfigMap(KubernetesError):
+    """A pool's chunked ConfigMap document cannot be trusted: a part is missing, its checksum differs,
+    or its fields were edited into nonsense; ``str()`` names the ConfigMap."""
+
+
+class ConfigMapTooLarge(KubernetesError):
+    """What is to be written beside a chunked document does not fit one ConfigMap; ``str()`` names the
+    ConfigMap and the sizes."""
+
+
 class WriteConflict(KubernetesError):
     """A conditional write found the object changed since it was read: another writer came first."""
 

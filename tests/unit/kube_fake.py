@@ -2,7 +2,8 @@
 
 It keeps what the apiserver would: ConfigMaps with their owner and a resourceVersion, each custom
 resource's status with merge-patch semantics (a None removes a field, lists are replaced whole),
-Secrets, the Events posted, and Leases. Conditional writes (ConfigMaps, Leases) are refused with
+Secrets, the Events posted, and Leases. A ConfigMap over 1 MiB is refused, as the apiserver does.
+Conditional writes (ConfigMaps, Leases) are refused with
 WriteConflict when the object moved past the version named, as the apiserver's 409 is.
 """
 
@@ -12,9 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_balancer.errors import KubernetesUnavailable, WriteConflict
+from kafka_balancer.errors import KubernetesError, KubernetesUnavailable, WriteConflict
 from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId, SecretData, check_owned
 from kafka_balancer.reconcile.events import Event
+
+# The apiserver's limit on a ConfigMap's data and binaryData together.
+MAX_CONFIG_MAP = 1024 * 1024
 
 
 def merge_patch(target: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
@@ -77,6 +81,10 @@ class FakeKube:
         found = self.read_config_map(namespace, name)
         if found is not None:
             check_owned(found, namespace, name, owner)
+        size = sum(len(k) + len(v.encode()) for k, v in data.items())
+        size += sum(len(k) + len(v) for k, v in (binary or {}).items())
+        if size > MAX_CONFIG_MAP:
+            raise KubernetesError(f"writing ConfigMap {namespace}/{name}: Unprocessable Entity")
         self.config_maps[(namespace, name)] = ConfigMapData(
             dict(data), dict(binary or {}), self._next_version()
         )

@@ -14,7 +14,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.errors import KafkaAccessDenied, KafkaOperationError
+from kafka_balancer.errors import ConfigMapTooLarge, KafkaAccessDenied, KafkaOperationError
+from kafka_balancer.k8s import pools
 from kafka_balancer.k8s.executions import ExecutionService, Liveness
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
@@ -929,3 +930,41 @@ def test_a_plan_edited_after_approval_is_refused_and_the_approved_plan_runs(
     }
     assert b.status()["execution"]["planId"] == plan_id
     assert json.loads(b.kube.config_maps[("kafka", "main-plan")].data["plan.json"]) == genuine
+
+
+def test_a_pool_of_4500_long_topic_names_plans_and_a_restarted_operator_still_knows_their_partitions(
+    tmp_path: Path,
+) -> None:
+    kafka = cluster()
+    for i in range(4_500):  # Kafka's longest names: their partition counts pass 1 MiB
+        topic = f"t{i:04d}-" + "x" * 243
+        kafka.replicas[(topic, 0)] = (1, 2)
+        kafka.sizes[(topic, 0)] = 1000
+    b = bed(tmp_path, kafka)
+
+    b.sync("DryRun")
+    assert b.conditions()["PlanReady"] == ("True", "Planned")
+    kafka.replicas[("t0000-" + "x" * 243, 1)] = (3,)  # a partition added while no operator runs
+    kafka.sizes[("t0000-" + "x" * 243, 1)] = 1000
+    restarted = bed(tmp_path, kafka, b.kube)
+    restarted.sync("DryRun")
+
+    assert restarted.kube.message("NewPartitions").startswith("1 new partition(s) since the previous plan")
+    assert restarted.conditions()["Ready"] == ("True", "Reconciled")
+
+
+def test_a_report_too_large_to_store_is_a_condition_and_the_pool_plans_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def too_large(*_: object) -> None:
+        raise ConfigMapTooLarge("ConfigMap kafka/main-loads: its fields take 900000 bytes")
+
+    monkeypatch.setattr(pools, "store_loads", too_large)
+    b = bed(tmp_path)
+
+    b.sync("DryRun")
+
+    assert b.conditions()["ReportStored"] == ("False", "TooLarge")
+    assert b.conditions()["PlanReady"] == ("True", "Planned")
+    assert b.conditions()["Ready"] == ("True", "Reconciled")
+    assert b.kube.read_config_map("kafka", "main-plan") is not None

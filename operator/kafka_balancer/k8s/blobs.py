@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kafka_balancer.errors import KubernetesError
+from kafka_balancer.errors import ConfigMapTooLarge, UnreadableConfigMap
 from kafka_balancer.k8s.port import KubePort, PoolId, check_owned
 
 # Below the apiserver's 1 MiB per ConfigMap, with room for the other keys and the metadata.
@@ -21,6 +22,10 @@ LIMIT = 900 * 1024
 CHUNKS, DIGEST = "chunks", "sha256"
 # Conditionally written documents name their chunk set: see store_if.
 CHUNK_SET = "chunk-set"
+# What the head of a chunked document adds to its fields: key names, a count, a SHA-256, a set name.
+HEAD_BYTES = 160
+# The least a chunk holds: below, a document would take ever more ConfigMaps of ever smaller chunks.
+MIN_ROOM = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -48,8 +53,24 @@ def pack(payload: bytes, limit: int = LIMIT) -> list[bytes]:
 def unpack(chunks: list[bytes], digest: str) -> bytes:
     joined = b"".join(chunks)
     if hashlib.sha256(joined).hexdigest() != digest:
-        raise KubernetesError("a chunked ConfigMap document is incomplete (its checksum differs)")
-    return gzip.decompress(joined)
+        raise UnreadableConfigMap("a chunked ConfigMap document is incomplete (its checksum differs)")
+    try:
+        return gzip.decompress(joined)
+    except (OSError, EOFError, zlib.error) as err:
+        # The checksum sits in the same ConfigMap: whoever can edit one can make both agree.
+        raise UnreadableConfigMap(f"a chunked ConfigMap document is not gzip ({err})") from None
+
+
+def room(namespace: str, name: str, fields: Mapping[str, str], limit: int) -> int:
+    """What is left of ``limit`` for the document once the ``fields`` beside it are counted: the
+    apiserver's limit is on the whole ConfigMap, so large fields would tip a chunk over it."""
+    used = sum(len(k.encode()) + len(v.encode()) for k, v in fields.items()) + HEAD_BYTES
+    if limit - used < MIN_ROOM:
+        raise ConfigMapTooLarge(
+            f"ConfigMap {namespace}/{name}: its fields take {used} bytes, which leaves less than "
+            f"{MIN_ROOM} of the {limit} a ConfigMap holds for its document"
+        )
+    return limit - used
 
 
 def store(
@@ -62,7 +83,9 @@ def store(
     payload: bytes,
     limit: int = LIMIT,
 ) -> None:
-    """Write ``payload`` under ``key`` (plain when it fits) next to the small ``fields``."""
+    """Write ``payload`` under ``key`` (plain when it fits) next to the small ``fields``
+    (ConfigMapTooLarge when they leave less than MIN_ROOM of ``limit``)."""
+    limit = room(namespace, name, fields, limit)
     if len(payload) <= limit:
         kube.write_config_map(namespace, name, owner, {**fields, key: payload.decode()})
         return
@@ -93,6 +116,7 @@ def store_if(
     head write then fails. The previous set is deleted once the new head names another; a refused
     writer's chunks stay orphaned until the pool (their owner) is deleted.
     """
+    limit = room(namespace, name, fields, limit)
     if len(payload) <= limit:
         version = kube.write_config_map_if(
             namespace, name, owner, {**fields, key: payload.decode()}, None, expected.resource_version
@@ -123,8 +147,8 @@ def _set_chunk_name(name: str, chunk_set: str, index: int) -> str:
 def load(
     kube: KubePort, namespace: str, name: str, owner: PoolId, key: str
 ) -> tuple[dict[str, str], bytes] | None:
-    """The fields and the document ``store`` wrote; None when absent (KubernetesError if torn,
-    ForeignConfigMap if not the pool's own)."""
+    """The fields and the document ``store`` wrote; None when absent (UnreadableConfigMap if torn or
+    edited, ForeignConfigMap if not the pool's own)."""
     found = load_versioned(kube, namespace, name, owner, key)
     return None if found is None else (found[0], found[1])
 
@@ -143,13 +167,15 @@ def load_versioned(
     if f"{key}.gz" not in binary or CHUNKS not in fields:
         return None
     chunk_set = fields.pop(CHUNK_SET, "")
+    if not (fields[CHUNKS].isascii() and fields[CHUNKS].isdigit()) or DIGEST not in fields:
+        raise UnreadableConfigMap(f"ConfigMap {namespace}/{name}: its {CHUNKS} or {DIGEST} field was edited")
     count = int(fields[CHUNKS])
     chunks = [binary[f"{key}.gz"]]
     for index in range(1, count):
         part_name = _set_chunk_name(name, chunk_set, index) if chunk_set else chunk_name(name, index)
         part = kube.read_config_map(namespace, part_name)
         if part is None or f"{key}.gz" not in part.binary:
-            raise KubernetesError(f"ConfigMap {namespace}/{part_name} is missing")
+            raise UnreadableConfigMap(f"ConfigMap {namespace}/{part_name} is missing")
         check_owned(part, namespace, part_name, owner)
         chunks.append(part.binary[f"{key}.gz"])
     return fields, unpack(chunks, fields[DIGEST]), Version(found.resource_version, chunk_set, count)

@@ -12,19 +12,26 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.errors import ForeignConfigMap, InputError, KafkaAccessDenied, KafkaOperationError
+from kafka_balancer.errors import (
+    ConfigMapTooLarge,
+    ForeignConfigMap,
+    InputError,
+    KafkaAccessDenied,
+    KafkaOperationError,
+)
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.executions import ExecutionService, Liveness, SeenPool
 from kafka_balancer.k8s.kube import json_text
+from kafka_balancer.k8s.loads_map import store_loads, stored_partition_counts
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.pool_secrets import pool_secret
 from kafka_balancer.k8s.port import KubePort, PoolId
@@ -44,20 +51,15 @@ from kafka_balancer.reconcile.pool import (
     StoredPlan,
     UsageSource,
     decide_pool,
-    loads_config_map,
     plan_config_map,
     rfc3339,
 )
 from kafka_balancer.reconcile.snapshot import ClusterMetadata
 from kafka_balancer.reconcile.status import BalancerGoalStatus, ExecutionPhase, ExecutionStatus, PoolStatus
-from kafka_balancer.report.document import report_text
 
 PLURAL_POOLS = "brokerpools"
 PLAN_KEY = "plan.json"
 REPAIRS_KEY = "repairs"
-# In the loads ConfigMap: each topic's partition count when the report's plan was made, so that an
-# operator that restarted still tells of the partitions created since (NewPartitions).
-PARTITIONS_KEY = "partitions.json"
 PLURAL_GOALS = "balancergoals"
 _log = logging.getLogger(__name__)
 # A label value's limit: the pool's name labels the ConfigMaps and Leases made for it.
@@ -338,14 +340,8 @@ class PoolService:
         known = self.known_partitions.get(pool.key)
         if known is not None:
             return known
-        found = self.kube.read_config_map(pool.namespace, loads_config_map(pool.name))
-        if found is None or PARTITIONS_KEY not in found.data or found.owner_uid != pool.uid:
-            return None  # none, or not the pool's own: the pass tells of no growth, and writing says why
-        try:
-            counts = json.loads(found.data[PARTITIONS_KEY])
-            return {str(topic): int(n) for topic, n in counts.items()}
-        except (ValueError, TypeError, AttributeError):
-            return None  # edited by hand: the pass tells of no growth, and rewrites it with its plan
+        # Stored so that an operator that restarted still tells of the partitions created since.
+        return stored_partition_counts(self.kube, pool)
 
     def decide_and_write(
         self,
@@ -444,12 +440,21 @@ class PoolService:
                 PLAN_KEY,
                 json_text(plan_document(plan.reassignments)).encode(),
             )
-        if outcome.report is not None:
-            data = {"report.json": json_text(outcome.report), "report.txt": report_text(outcome.report)}
-            if outcome.partitions is not None:
-                data[PARTITIONS_KEY] = json_text(dict(outcome.partitions))
-            self.kube.write_config_map(owner.namespace, loads_config_map(owner.name), owner, data)
-        self.kube.patch_status(PLURAL_POOLS, owner.namespace, owner.name, outcome.status.to_dict())
+        status = outcome.status
+        # A pass that made a plan has both; one that did not keeps the ones stored.
+        if outcome.report is not None and outcome.partitions is not None:
+            try:
+                store_loads(self.kube, owner, outcome.report, outcome.partitions)
+            except ConfigMapTooLarge as err:
+                # Only the report is lost: the pool plans and executes on.
+                _log.warning("pool %s: %s", owner.key, err)
+                unstored = failure("ReportStored", "TooLarge", f"the plan's report is not stored: {err}")
+                now = rfc3339(time.time())
+                dated = merge_conditions(
+                    pool.status.get("conditions") or [], [unstored], generation=pool.generation, now=now
+                )
+                status = replace(status, conditions=(*status.conditions, *dated))
+        self.kube.patch_status(PLURAL_POOLS, owner.namespace, owner.name, status.to_dict())
         self.write_goal_statuses(pool, outcome)
 
     def write_goal_statuses(self, pool: PoolObject, outcome: PoolOutcome) -> None:
