@@ -140,6 +140,8 @@ class KubeBed:
             self.groups.update(node.users)
         self.tokens = {user: secrets.token_hex(16) for user in self.groups}
         self.api_port = 0
+        # etcd's client port on the loopback; its /metrics tells the database's size.
+        self.etcd_port = 0
         self._etcd: ManagedProcess | None = None
         self._apiserver: ManagedProcess | None = None
         self._apiserver_argv: list[str] = []
@@ -187,6 +189,7 @@ class KubeBed:
         (self.run_dir / "pki").mkdir()
         try:
             etcd_client, etcd_peer = free_ports(2)
+            self.etcd_port = etcd_client
             self.api_port = free_ports(1, self.address)[0]
             self._start_etcd(etcd_client, etcd_peer)
             self._start_apiserver(etcd_client)
