@@ -7,6 +7,7 @@ import json
 import math
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +15,8 @@ from kafka_balancer.errors import ForeignConfigMap, KubernetesError, WriteConfli
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.port import PoolId
+from kafka_balancer.k8s.state_mirror import PART_MOVES, StateMirror
+from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
 from kafka_balancer_dev.localbed import kube
 
 NAMESPACE = "kb-test-blobs"
@@ -118,3 +121,33 @@ def test_a_config_map_someone_else_made_under_a_pools_name_is_neither_read_nor_o
     got = json.loads(kube_bed.kubectl("get", "cm", "main-plan", "-n", NAMESPACE, "-o", "json").stdout)
     assert got["data"] == {"plan.id": "a", "plan.json": planted}
     assert "ownerReferences" not in got["metadata"]
+
+
+def test_a_large_execution_state_resumes_exactly_from_its_parts_after_a_step(client: Kube) -> None:
+    pool = PoolId(NAMESPACE, "parts", OWNER.uid)
+    moves = tuple(
+        Move(f"topic-{i // 50}", i % 50, (1, 2, 3), (4, 2, 3), size=10**9 + i)
+        for i in range(5 * PART_MOVES + 3)
+    )
+    state = ExecutionState(moves, created_at=1.0, updated_at=1.0, throttle_rate=10**6)
+    mirror = StateMirror(client, pool)
+    mirror.load()
+    mirror.write("p1", state, force=True)
+    first = named_parts(client, "parts-execution")
+
+    batch = list(state.moves)
+    for i in range(2 * PART_MOVES, 2 * PART_MOVES + 50):
+        batch[i] = replace(batch[i], status=MoveStatus.IN_FLIGHT, started_at=2.0)
+    state = replace(state, moves=tuple(batch), updated_at=2.0)
+    assert mirror.write("p1", state)
+
+    replaced = first - named_parts(client, "parts-execution")
+    assert len(replaced) == 1  # one part written anew, the one it replaced deleted
+    assert client.read_config_map(NAMESPACE, blobs.part_name("parts-execution", min(replaced))) is None
+    assert StateMirror(client, pool).load() == ("p1", state)
+
+
+def named_parts(client: Kube, head: str) -> set[str]:
+    found = client.read_config_map(NAMESPACE, head)
+    assert found is not None
+    return set(found.data[blobs.PARTS].split())

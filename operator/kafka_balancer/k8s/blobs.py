@@ -4,6 +4,10 @@ A plan of a large cluster (tens of thousands of moves) and, above all, its execu
 a ConfigMap. Small documents stay plain text under ``key`` so ``kubectl get cm`` shows them as they
 are; larger ones go gzipped into ``binaryData`` (``<key>.gz``), chunked, with the chunk count and a
 SHA-256 of the whole in the first ConfigMap, so a half-written set is detected, not trusted.
+
+A document rewritten often but changed a little at a time (a large execution state) is stored in
+parts instead (``store_parts``): each part in a ConfigMap named by its checksum, the head naming
+them in order, so a change rewrites the head and the parts it changed.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kafka_balancer.errors import ConfigMapTooLarge, UnreadableConfigMap
@@ -22,6 +26,9 @@ LIMIT = 900 * 1024
 CHUNKS, DIGEST = "chunks", "sha256"
 # Conditionally written documents name their chunk set: see store_if.
 CHUNK_SET = "chunk-set"
+# Parts are named by this many hex digits of their SHA-256 (128 bits: no two parts ever share one).
+DIGEST_HEX = 32
+PARTS = "parts"
 # What the head of a chunked document adds to its fields: key names, a count, a SHA-256, a set name.
 HEAD_BYTES = 160
 # The least a chunk holds: below, a document would take ever more ConfigMaps of ever smaller chunks.
@@ -30,12 +37,30 @@ MIN_ROOM = 64 * 1024
 
 @dataclass(frozen=True)
 class Version:
-    """What a conditional writer read: the head's resourceVersion (None: no head yet) and the chunk
-    set the head names (empty: none, or the unconditional naming)."""
+    """What a conditional writer read: the head's resourceVersion (None: no head yet), the chunk
+    set the head names (empty: none, or the unconditional naming) and the parts it names."""
 
     resource_version: str | None
     chunk_set: str = ""
     chunks: int = 0
+    parts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Part:
+    """One gzipped piece of a document stored in parts (:func:`store_parts`), named by its content."""
+
+    digest: str
+    data: bytes
+
+
+def pack_part(payload: bytes) -> Part:
+    data = gzip.compress(payload, mtime=0)
+    return Part(hashlib.sha256(data).hexdigest()[:DIGEST_HEX], data)
+
+
+def part_name(name: str, digest: str) -> str:
+    return f"{name}-part-{digest}"
 
 
 ABSENT = Version(None)
@@ -134,10 +159,56 @@ def store_if(
             namespace, name, owner, head, {f"{key}.gz": chunks[0]}, expected.resource_version
         )
         written = Version(version, chunk_set, len(chunks))
+    _delete_replaced(kube, namespace, name, expected, written)
+    return written
+
+
+def store_parts(
+    kube: KubePort,
+    namespace: str,
+    name: str,
+    owner: PoolId,
+    fields: Mapping[str, str],
+    key: str,
+    head: bytes,
+    parts: Sequence[Part],
+    expected: Version,
+) -> Version:
+    """A document too large to rewrite whole on every change: a small ``head`` under ``key`` in the
+    head ConfigMap, and ``parts`` in ConfigMaps of their own (``<name>-part-<digest>``), named by
+    their content and written only when the head last written (``expected``) did not name them. The
+    head is written conditionally as in :func:`store_if`, and is the commit: a stale writer's parts
+    never overwrite a current one (a name is its content), and the parts no head names any more are
+    deleted once it is written."""
+    digests = tuple(p.digest for p in parts)
+    named = {**fields, PARTS: " ".join(digests)}
+    limit = room(namespace, name, named, LIMIT)
+    if len(head) > limit:
+        raise ConfigMapTooLarge(
+            f"ConfigMap {namespace}/{name}: the head of its document takes {len(head)} bytes"
+        )
+    present = set(expected.parts)
+    for part in parts:
+        if part.digest not in present:
+            kube.write_config_map(
+                namespace, part_name(name, part.digest), owner, {}, {f"{key}.gz": part.data}
+            )
+            present.add(part.digest)
+    version = kube.write_config_map_if(
+        namespace, name, owner, {**named, key: head.decode()}, None, expected.resource_version
+    )
+    written = Version(version, parts=digests)
+    _delete_replaced(kube, namespace, name, expected, written)
+    return written
+
+
+def _delete_replaced(kube: KubePort, namespace: str, name: str, expected: Version, written: Version) -> None:
+    """The chunks and parts the head named before ``written`` and names no more."""
     if expected.chunk_set and expected.chunk_set != written.chunk_set:
         for index in range(1, expected.chunks):
             kube.delete_config_map(namespace, _set_chunk_name(name, expected.chunk_set, index))
-    return written
+    for digest in sorted(set(expected.parts) - set(written.parts)):
+        kube.delete_config_map(namespace, part_name(name, digest))
 
 
 def _set_chunk_name(name: str, chunk_set: str, index: int) -> str:
@@ -179,3 +250,44 @@ def load_versioned(
         check_owned(part, namespace, part_name, owner)
         chunks.append(part.binary[f"{key}.gz"])
     return fields, unpack(chunks, fields[DIGEST]), Version(found.resource_version, chunk_set, count)
+
+
+def load_parts(
+    kube: KubePort, namespace: str, name: str, owner: PoolId, key: str
+) -> tuple[dict[str, str], bytes, list[tuple[Part, bytes]], Version] | None:
+    """The fields, head and parts (each with its payload) :func:`store_parts` wrote, with the
+    version to write on from; None when the head is absent or was not written in parts
+    (UnreadableConfigMap if a part is missing or not the one named, ForeignConfigMap if not the
+    pool's own)."""
+    found = kube.read_config_map(namespace, name)
+    if found is None:
+        return None
+    check_owned(found, namespace, name, owner)
+    fields = dict(found.data)
+    if PARTS not in fields or key not in fields:
+        return None
+    digests = _named_parts(namespace, name, fields)
+    head = fields.pop(key).encode()
+    fields.pop(PARTS)
+    payloads = []
+    for digest in digests:
+        part_map = part_name(name, digest)
+        part = kube.read_config_map(namespace, part_map)
+        if part is None or f"{key}.gz" not in part.binary:
+            raise UnreadableConfigMap(f"ConfigMap {namespace}/{part_map} is missing")
+        check_owned(part, namespace, part_map, owner)
+        data = part.binary[f"{key}.gz"]
+        if hashlib.sha256(data).hexdigest()[:DIGEST_HEX] != digest:
+            raise UnreadableConfigMap(f"ConfigMap {namespace}/{part_map} is not the part its name says")
+        try:
+            payloads.append((Part(digest, data), gzip.decompress(data)))
+        except (OSError, EOFError, zlib.error) as err:
+            raise UnreadableConfigMap(f"ConfigMap {namespace}/{part_map} is not gzip ({err})") from None
+    return fields, head, payloads, Version(found.resource_version, parts=digests)
+
+
+def _named_parts(namespace: str, name: str, fields: Mapping[str, str]) -> tuple[str, ...]:
+    digests = tuple(fields[PARTS].split())
+    if not all(len(d) == DIGEST_HEX and all(c in "0123456789abcdef" for c in d) for d in digests):
+        raise UnreadableConfigMap(f"ConfigMap {namespace}/{name}: its {PARTS} field was edited")
+    return digests

@@ -9,6 +9,12 @@ or removed, leadership, the end) is written BEFORE the Kafka write it announces,
 executor commits before it acts: a successor never resubmits a move or misses a throttle of ours.
 Mere progress (bytes copied) is written at most every ``Timings.mirror_every_s``.
 
+A state of more than ``PART_MOVES`` moves is stored in parts (blobs.store_parts): the moves in
+parts of ``PART_MOVES`` each, named by their content, and the rest in the head. A step rewrites the
+head and the parts whose moves changed, not the whole state: a plan of hundreds of thousands of moves
+would otherwise write its whole state, megabytes, on every step. A smaller state stays one plain
+document (``state.json``), which ``kubectl`` shows as it is and earlier versions read.
+
 A Kubernetes API that does not answer is ridden out: progress waits for the next commit; a change
 that must be written ahead is retried with a bounded backoff for as long as ``check`` (the lease)
 allows (backoff ``Timings.state_retry_first_s`` doubling to ``state_retry_max_s``), while the
@@ -28,10 +34,23 @@ from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.settings import Timings
-from kafka_balancer.kafka.execution_state import ExecutionState, state_document, state_from_document
+from kafka_balancer.kafka.execution_state import (
+    ExecutionState,
+    Move,
+    moves_document,
+    state_document,
+    state_from_document,
+    state_head_document,
+)
 from kafka_balancer.reconcile.pool import execution_config_map
 
 STATE_KEY = "state.json"
+# The head of a state stored in parts; a key of its own, so that no reader of STATE_KEY takes a
+# head without its moves for a whole state.
+HEAD_KEY = "state-head.json"
+# Moves per part: a step rewrites the parts of the moves it changed (a batch in plan order: one or
+# two), and a state of this many moves or fewer is written whole.
+PART_MOVES = 1000
 
 logger = logging.getLogger(__name__)
 DEFAULT_TIMINGS = Timings()
@@ -72,6 +91,9 @@ class StateMirror:
         self._written: Any = None
         self._written_at = float("-inf")
         self._outage_since: float | None = None
+        # The moves of each part last written or read, with the part: a part is packed again only
+        # when its moves changed.
+        self._parts: list[tuple[tuple[Move, ...], blobs.Part]] = []
 
     @property
     def config_map(self) -> str:
@@ -79,12 +101,27 @@ class StateMirror:
 
     def load(self) -> tuple[str, ExecutionState] | None:
         """The recorded execution (plan id, state); later writes are conditional on what was read."""
-        found = blobs.load_versioned(self.kube, self.pool.namespace, self.config_map, self.pool, STATE_KEY)
-        if found is None:
-            self._version = blobs.ABSENT
-            return None
-        fields, document, self._version = found
-        state = state_from_document(json.loads(document))
+        namespace, name = self.pool.namespace, self.config_map
+        in_parts = blobs.load_parts(self.kube, namespace, name, self.pool, HEAD_KEY)
+        if in_parts is not None:
+            fields, head, parts, self._version = in_parts
+            document = json.loads(head)
+            moves = [json.loads(payload) for _, payload in parts]
+            document["moves"] = [move for part in moves for move in part]
+            state = state_from_document(document)
+            if all(len(part) == PART_MOVES for part in moves[:-1]):
+                # Cut as this process cuts: a part whose moves do not change is not written again.
+                self._parts = [
+                    (state.moves[i * PART_MOVES : (i + 1) * PART_MOVES], part)
+                    for i, (part, _) in enumerate(parts)
+                ]
+        else:
+            found = blobs.load_versioned(self.kube, namespace, name, self.pool, STATE_KEY)
+            if found is None:
+                self._version = blobs.ABSENT
+                return None
+            fields, whole, self._version = found
+            state = state_from_document(json.loads(whole))
         self._written = _essential(state)
         return fields["plan.id"], state
 
@@ -111,18 +148,20 @@ class StateMirror:
             delay = min(self.timings.state_retry_max_s, delay * 2)
 
     def _store(self, plan: str, state: ExecutionState) -> None:
-        document = json_text(state_document(state)).encode()
+        namespace, name, fields = self.pool.namespace, self.config_map, {"plan.id": plan}
         try:
-            self._version = blobs.store_if(
-                self.kube,
-                self.pool.namespace,
-                self.config_map,
-                self.pool,
-                {"plan.id": plan},
-                STATE_KEY,
-                document,
-                self._version,
-            )
+            if len(state.moves) <= PART_MOVES:
+                document = json_text(state_document(state)).encode()
+                written = blobs.store_if(
+                    self.kube, namespace, name, self.pool, fields, STATE_KEY, document, self._version
+                )
+            else:
+                parts = self._packed(state.moves)
+                head = json_text(state_head_document(state)).encode()
+                written = blobs.store_parts(
+                    self.kube, namespace, name, self.pool, fields, HEAD_KEY, head, parts, self._version
+                )
+            self._version = written
         except WriteConflict as err:
             raise ExecutionFenced(
                 f"pool {self._key}: the execution state was written by another process since this one "
@@ -135,6 +174,19 @@ class StateMirror:
             self._outage_since = None
             logger.info("pool %s: execution state mirrored again after %.1fs", self._key, lasted)
             self.on_recovered(lasted)
+
+    def _packed(self, moves: tuple[Move, ...]) -> list[blobs.Part]:
+        """The parts of ``moves``: those whose moves are as last written as they were, the others
+        packed anew (their content names them: a part that did not change keeps its ConfigMap)."""
+        packed = []
+        for index, start in enumerate(range(0, len(moves), PART_MOVES)):
+            chunk = moves[start : start + PART_MOVES]
+            known = self._parts[index] if index < len(self._parts) else None
+            if known is None or known[0] != chunk:
+                known = (chunk, blobs.pack_part(json_text(moves_document(chunk)).encode()))
+            packed.append(known)
+        self._parts = packed
+        return [part for _, part in packed]
 
     @property
     def _key(self) -> str:

@@ -7,7 +7,7 @@ move lost, duplicated or reverted.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
@@ -268,6 +268,15 @@ def _move_doc(move: Move) -> dict[str, Any]:
 
 
 def state_document(state: ExecutionState) -> dict[str, Any]:
+    return {**state_head_document(state), "moves": moves_document(state.moves)}
+
+
+def moves_document(moves: Sequence[Move]) -> list[dict[str, Any]]:
+    return [_move_doc(m) for m in moves]
+
+
+def state_head_document(state: ExecutionState) -> dict[str, Any]:
+    """The state less its moves: what a mirror that stores the moves apart writes on every step."""
     return {
         "version": STATE_VERSION,
         "createdAt": state.created_at,
@@ -290,7 +299,6 @@ def state_document(state: ExecutionState) -> dict[str, Any]:
         "bytesTotal": state.bytes_total,
         "dirBytesDone": state.dir_bytes_done,
         "dirBytesTotal": state.dir_bytes_total,
-        "moves": [_move_doc(m) for m in state.moves],
     }
 
 
