@@ -11,15 +11,14 @@ cannot drift apart. One bed serves the module; each test grants what it needs an
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import CollectorRegistry
+from tests.support.acls import CERTIFICATE_PRINCIPAL, documented, granted
 from tests.support.executor_cli import cli, read_state, write_plan
 from tests.support.kafka_checks import (
     admin_of,
@@ -43,66 +42,15 @@ from kafka_balancer.k8s.settings import Timings
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.collector import observe_cluster
-from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import kube
-from kafka_balancer_dev.localbed.kafka import CLUSTER_RESOURCE, Acl, KafkaBed, SecuredAccess
+from kafka_balancer_dev.localbed.kafka import Acl, KafkaBed, SecuredAccess
 
 pytestmark = pytest.mark.integration
-
-# The principal of the bed's client certificate (localbed/tls_material.py), no mapping rules set.
-CERTIFICATE_PRINCIPAL = "User:CN=kafka-balancer-client"
-SECURITY_MD = Path(__file__).resolve().parents[2] / "docs" / "security.md"
-
-
-def documented(section: str) -> list[Acl]:
-    """The ACLs the ``kafka-acls.sh`` commands under ``### section`` of docs/security.md grant."""
-    text = SECURITY_MD.read_text().split(f"\n### {section}\n", 1)[1].split("\n### ", 1)[0]
-    commands = text.replace("\\\n", " ").splitlines()
-    acls = []
-    for command in (c for c in commands if c.startswith("kafka-acls.sh")):
-        args = shlex.split(command)
-        if "--cluster" in args:
-            resource, name = "cluster", CLUSTER_RESOURCE
-        else:
-            flag = next(a for a in args if a in ("--topic", "--group"))
-            resource, name = flag[2:], args[args.index(flag) + 1]
-        operations = [args[i + 1] for i, a in enumerate(args) if a == "--operation"]
-        assert operations, command
-        acls += [Acl(resource, name, op) for op in operations]
-    assert acls, f"no kafka-acls.sh command under '### {section}' of {SECURITY_MD}"
-    return acls
-
-
-@pytest.fixture(scope="module")
-def acl_bed(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBed]:
-    """3 brokers in racks a, b, c enforcing ACLs; SCRAM users get only what a test grants."""
-    bed = KafkaBed(
-        kafka_libs, tmp_path_factory.mktemp("acl-bed"), brokers=3, racks=3, secured=True, authorizer=True
-    )
-    try:
-        bed.start()
-    except BedError as err:
-        pytest.fail(f"the Kafka bed with an authorizer did not start: {err}", pytrace=False)
-    try:
-        yield bed
-    finally:
-        bed.stop()
 
 
 @pytest.fixture
 def access(acl_bed: KafkaBed) -> SecuredAccess:
     return acl_bed.secured_access("SCRAM-SHA-512")
-
-
-@contextmanager
-def granted(bed: KafkaBed, acls: list[Acl], principal: str | None = None) -> Iterator[None]:
-    """``acls`` for ``principal`` (default: the bed's SCRAM user) for the block."""
-    principal = principal or bed.scram_principal
-    bed.add_acls(principal, acls)
-    try:
-        yield
-    finally:
-        bed.remove_acls(principal, acls)
 
 
 @pytest.fixture
