@@ -16,7 +16,13 @@ from kafka_balancer.k8s.pool_secrets import POOLS_ANNOTATION
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import Acl, KafkaBed
 from tests.support.acls import CERTIFICATE_PRINCIPAL, documented, granted
-from tests.support.kafka_checks import create_topic, delete_topic
+from tests.support.kafka_checks import (
+    create_topic,
+    delete_topic,
+    ongoing_reassignments,
+    partitions,
+    throttles_left,
+)
 
 from .conftest import OperatorProcess, wait_for
 from .objects import apply, condition, events, get, goal, pool
@@ -153,4 +159,55 @@ def test_pools_reach_an_acl_cluster_with_their_secrets_and_say_which_topic_is_hi
         assert_clean(acl_bed, topic)
     finally:
         kube_bed.kubectl("delete", "brokerpools,balancergoals", "--all", "-n", namespace, "--timeout=60s")
+        delete_topic(acl_bed, topic)
+
+
+def test_a_pool_deleted_with_its_namespace_cancels_its_moves_and_removes_its_throttles(
+    kube_bed: kube.KubeBed, acl_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    """A namespace deleted with its pool: the namespace's Secrets may go before the pool, whose
+    finalizer then cleans up with the connection the operator last used for it."""
+    scram = acl_bed.secured_access("SASL_SSL")
+    _secret(kube_bed, namespace, "kafka-ca", **{"ca.crt": scram.properties["ssl.ca.location"]})
+    _login(kube_bed, namespace, scram.properties["sasl.username"], scram.properties["sasl.password"])
+    before = [[1, 2] if p % 2 else [2, 1] for p in range(8)]
+    topic = create_topic(acl_bed, "e2e-acl-deleted", before)
+    try:
+        with granted(acl_bed, documented("The operator")), traffic(acl_bed, topic):
+            main = pool("main", scram.bootstrap_servers, "Auto", topic)
+            main["spec"]["kafka"] = {
+                "bootstrapServers": scram.bootstrap_servers,
+                "securityProtocol": "SASL_SSL",
+                "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": "kafka-login"}},
+                "tls": {"secretRef": {"name": "kafka-ca"}},
+            }
+            # 1 KiB/s: its moves are still copying when the namespace goes.
+            main["spec"]["execution"]["throttleBytesPerSecond"] = "1Ki"
+            apply(kube_bed, namespace, main, *(goal(name, "main", **g) for name, g in GOALS))
+            wait_for(
+                lambda: ongoing_reassignments(acl_bed, topic) and throttles_left(acl_bed, topic),
+                BALANCE_TIMEOUT_S,
+                "the pool's moves to be copying, throttled",
+                operator,
+            )
+            copying = {tp.partition for tp in ongoing_reassignments(acl_bed, topic)}
+            # The order a namespace's deletion may take: its Secrets gone, then the pool deleted.
+            for secret in ("kafka-login", "kafka-ca"):
+                gone = kube_bed.kubectl("-n", namespace, "delete", "secret", secret)
+                assert gone.returncode == 0, gone.stderr
+            deleted = kube_bed.kubectl("-n", namespace, "delete", "bp", "main", "--wait=false")
+            assert deleted.returncode == 0, deleted.stderr
+            wait_for(
+                lambda: kube_bed.kubectl("-n", namespace, "get", "bp", "main").returncode != 0,
+                120,
+                "the pool's finalizer to finish",
+                operator,
+            )
+            assert "cleaning up with the connection it last used" in operator.tail(400)
+        assert_clean(acl_bed, topic)
+        # The moves copying at 1 KiB/s (a partition without data moves at once) were cancelled: back on
+        # their replicas, in their order.
+        now = {p: replicas for p, (replicas, _, _) in partitions(acl_bed, topic).items()}
+        assert copying and {p: now[p] for p in copying} == {p: before[p] for p in copying}, now
+    finally:
         delete_topic(acl_bed, topic)
