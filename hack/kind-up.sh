@@ -2,7 +2,8 @@
 # For machines WITH Docker or podman: the operator as users run it, on a kind cluster (a real kubelet,
 # real Pods). Builds the image from the Containerfile under the name the chart's default values give
 # it, loads it into the cluster as an archive (no registry), installs the chart as the in-cluster test
-# does (tests/node/conftest.py: release kb in namespace kafka-balancer, --wait for a Ready operator)
+# does (tests/node/conftest.py: release kb in namespace kafka-balancer, clusterWide as the pools are
+# in another namespace, --wait for a Ready operator)
 # and applies examples/pool.yaml and examples/goals.yaml into their namespace.
 # The tests never use it: kind's node image comes from Docker Hub, and the test machines have no
 # container engine; the node tier (hack/node/up.sh) runs the same chart and image on a local kubelet.
@@ -69,7 +70,7 @@ kubeconfig="$KB_ROOT/run/kind/kubeconfig"
 log "installing the chart (release $release in $release_namespace) and waiting for a Ready operator"
 # upgrade --install: a second run rolls the rebuilt image out instead of failing on the existing release.
 "$helm" upgrade --install "$release" "$chart" --kubeconfig "$kubeconfig" \
-  -n "$release_namespace" --create-namespace --wait --timeout 5m
+  -n "$release_namespace" --create-namespace --set clusterWide=true --wait --timeout 5m
 
 if ! "$kubectl" --kubeconfig "$kubeconfig" get namespace "$pool_namespace" >/dev/null 2>&1; then
   "$kubectl" --kubeconfig "$kubeconfig" create namespace "$pool_namespace"

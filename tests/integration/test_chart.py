@@ -14,6 +14,7 @@ import yaml
 from tests.support.chart import CHART, KUBE_VERSION, RELEASE, RELEASE_NAMESPACE, render
 
 from kafka_balancer_dev.localbed import kube
+from kafka_balancer_dev.localbed.procs import wait_until
 
 OPERATOR = f"system:serviceaccount:{RELEASE_NAMESPACE}:{RELEASE}-kafka-balancer"
 
@@ -150,11 +151,12 @@ def test_cleartext_credentials_are_allowed_only_by_the_charts_value(kube_bed: ku
 
 def test_sparkapplications_are_granted_only_for_spark_on_kubernetes(kube_bed: kube.KubeBed) -> None:
     def granted(*values: str) -> set[str]:
-        (role,) = [d for d in render(kube_bed, *values) if d["kind"] == "ClusterRole"]
-        return {group for rule in role["rules"] for group in rule["apiGroups"]}
+        roles = [d for d in render(kube_bed, *values) if d["kind"] in ("Role", "ClusterRole")]
+        return {group for role in roles for rule in role["rules"] for group in rule["apiGroups"]}
 
     assert "sparkoperator.k8s.io" not in granted()
     assert "sparkoperator.k8s.io" in granted("scoring.sparkApplications=true")
+    assert "sparkoperator.k8s.io" in granted("scoring.sparkApplications=true", "clusterWide=true")
 
 
 def test_the_storage_secret_reaches_the_operator_as_env_and_never_as_a_value(kube_bed: kube.KubeBed) -> None:
@@ -185,8 +187,9 @@ def test_the_storage_secret_reaches_the_operator_as_env_and_never_as_a_value(kub
 def installed(kube_bed: kube.KubeBed) -> Iterator[None]:
     kube_bed.kubectl("create", "namespace", RELEASE_NAMESPACE)
     installed = kube_bed.helm(
-        "install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--set", "scoring.sparkApplications=true"
-    )
+        "install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE,
+        "--set", "clusterWide=true", "--set", "scoring.sparkApplications=true",
+    )  # fmt: skip
     assert installed.returncode == 0, installed.stdout + installed.stderr
     yield
     kube_bed.helm("uninstall", RELEASE, "-n", RELEASE_NAMESPACE)
@@ -224,7 +227,7 @@ def test_helm_install_creates_the_crds_and_the_operators_objects(
         ("create", "configmaps", "any-team"),
         ("delete", "configmaps", "any-team"),
         ("create", "events", "any-team"),
-        ("patch", "clusterkopfpeerings.kopf.dev", ""),
+        ("patch", "clusterkopfpeerings.kopf.dev/kafka-balancer", ""),
         ("get", "secrets", RELEASE_NAMESPACE),
         # kopf follows CRDs (test_chart_rbac.py runs the operator on this account).
         ("watch", "customresourcedefinitions.apiextensions.k8s.io", ""),
@@ -258,10 +261,104 @@ def test_the_operator_may_not_do_more(
     assert can_i(kube_bed, verb, resource, namespace) == "no"
 
 
-def can_i(bed: kube.KubeBed, verb: str, resource: str, namespace: str) -> str:
+def can_i(bed: kube.KubeBed, verb: str, resource: str, namespace: str, who: str = OPERATOR) -> str:
     scope = ["-n", namespace] if namespace else []
-    answer = bed.kubectl("auth", "can-i", verb, resource, *scope, "--as", OPERATOR)
+    answer = bed.kubectl("auth", "can-i", verb, resource, *scope, "--as", who)
     return answer.stdout.strip()
+
+
+# Least privilege without clusterWide: the rights each install must not have, and those it needs.
+# RBAC has no deny, so every "no" below is a grant the chart no longer makes.
+DEFAULTS = ("kbd", "kb-lp-defaults", "kb-lp-defaults")  # release, its namespace, the pools' namespace
+WATCHING = ("kbw", "kb-lp-release", "kb-lp-pools")
+
+
+@pytest.fixture(scope="module", params=[DEFAULTS, WATCHING], ids=["defaults", "watchNamespaces"])
+def served(kube_bed: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator[tuple[str, str, str]]:
+    """The chart installed with default values, or with watchNamespaces: (who, release ns, pools ns)."""
+    release, namespace, pools = request.param
+    for each in {namespace, pools}:
+        kube_bed.kubectl("create", "namespace", each)
+    values = [] if pools == namespace else ["--set", f"watchNamespaces={{{pools}}}"]
+    done = kube_bed.helm(
+        "install", release, str(CHART), "-n", namespace, "--set", f"peering={release}", *values
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    who = f"system:serviceaccount:{namespace}:{release}-kafka-balancer"
+    # The apiserver authorizes from a cache of the RBAC objects: a "no" before the bindings reach it
+    # would prove nothing.
+    wait_until(
+        lambda: can_i(kube_bed, "watch", "brokerpools.kafkabalancer.io", pools, who) == "yes",
+        timeout_s=30,
+        what=f"the chart's RBAC to be in force for {who}",
+    )
+    yield who, namespace, pools
+    kube_bed.helm("uninstall", release, "-n", namespace)
+    for each in {namespace, pools}:
+        kube_bed.kubectl("delete", "namespace", each, "--wait=false")
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource", "where"),
+    [
+        *((verb, "configmaps", "kube-system") for verb in ("create", "update", "patch", "delete")),
+        ("create", "leases.coordination.k8s.io", "kube-system"),
+        ("update", "leases.coordination.k8s.io", "kube-system"),
+        ("create", "leases.coordination.k8s.io", "any-team"),
+        ("create", "configmaps", "any-team"),
+        ("watch", "brokerpools.kafkabalancer.io", "any-team"),
+        # Nothing lists or patches the pools' ConfigMaps: they are read by name, written whole.
+        ("list", "configmaps", "pools"),
+        ("patch", "configmaps", "pools"),
+        # Without scoring.sparkSubmit no pod and no NetworkPolicy anywhere, the pools' namespace included.
+        ("create", "pods", "pools"),
+        ("delete", "pods", "pools"),
+        ("create", "networkpolicies.networking.k8s.io", "pools"),
+        ("create", "services", "pools"),
+        # Only the peering object the chart made, not one of another operator's.
+        ("patch", "kopfpeerings.kopf.dev/someone-elses", "pools"),
+        ("patch", "clusterkopfpeerings.kopf.dev/kafka-balancer", ""),
+    ],
+)
+def test_the_operator_may_not_write_where_it_does_not_serve(
+    kube_bed: kube.KubeBed, served: tuple[str, str, str], verb: str, resource: str, where: str
+) -> None:
+    who, _, pools = served
+    namespace = pools if where == "pools" else where
+    assert can_i(kube_bed, verb, resource, namespace, who) == "no"
+
+
+def test_a_watching_install_writes_no_config_map_in_its_own_namespace(
+    kube_bed: kube.KubeBed, served: tuple[str, str, str]
+) -> None:
+    who, namespace, pools = served
+    expected = "yes" if namespace == pools else "no"
+    assert can_i(kube_bed, "create", "configmaps", namespace, who) == expected
+    # The Kafka cluster's execution Lease is taken in the release's namespace (k8s/lease.py).
+    assert can_i(kube_bed, "create", "leases.coordination.k8s.io", namespace, who) == "yes"
+    assert can_i(kube_bed, "update", "leases.coordination.k8s.io", namespace, who) == "yes"
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource"),
+    [
+        *((verb, "configmaps") for verb in ("get", "create", "update", "delete")),
+        *((verb, "leases.coordination.k8s.io") for verb in ("get", "create", "update")),
+        ("watch", "brokerpools.kafkabalancer.io"),
+        ("patch", "brokerpools.kafkabalancer.io"),
+        ("patch", "brokerpools.kafkabalancer.io/status"),
+        ("watch", "balancergoals.kafkabalancer.io"),
+        ("create", "events"),
+        ("watch", "kopfpeerings.kopf.dev"),
+        ("patch", "kopfpeerings.kopf.dev/PEERING"),
+    ],
+)
+def test_the_operator_still_may_do_its_work_in_the_pools_namespace(
+    kube_bed: kube.KubeBed, served: tuple[str, str, str], verb: str, resource: str
+) -> None:
+    who, _, pools = served
+    release = who.rsplit(":", 1)[1].removesuffix("-kafka-balancer")
+    assert can_i(kube_bed, verb, resource.replace("PEERING", release), pools, who) == "yes"
 
 
 def _of_kind(docs: list[dict[str, Any]], kind: str, suffix: str = "") -> list[dict[str, Any]]:

@@ -65,7 +65,9 @@ class Release:
     def values(self) -> list[str]:
         # Each release its own peering object: neither install owns the other's.
         values = [f"peering={self.namespace}", f"kafka.secretNamespaces={{{self.secrets}}}"]
-        return values + ([f"watchNamespaces={{{self.pools}}}"] if self.watch_namespaces else [])
+        return values + (
+            [f"watchNamespaces={{{self.pools}}}"] if self.watch_namespaces else ["clusterWide=true"]
+        )
 
 
 CLUSTER_WIDE = Release("kbrc", "kb-rbac-cluster", "kb-rbac-cluster-pools", "kb-rbac-cluster-secrets", False)

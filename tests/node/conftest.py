@@ -43,7 +43,8 @@ def kubectl_json(bed: node.NodeBed, *args: str) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def operator_release(node_bed: node.NodeBed) -> float:
     """``helm install`` of the chart with its default values (its default image is the one
-    hack/image/build.sh builds); returns the seconds from install to a Ready operator."""
+    hack/image/build.sh builds) but clusterWide, as the tests' pools are in namespaces of their own;
+    returns the seconds from install to a Ready operator."""
     started = time.monotonic()
     installed = node_bed.helm(
         "install",
@@ -52,6 +53,8 @@ def operator_release(node_bed: node.NodeBed) -> float:
         "-n",
         OPERATOR_NAMESPACE,
         "--create-namespace",
+        "--set",
+        "clusterWide=true",
         "--wait",
         "--timeout",
         "5m",

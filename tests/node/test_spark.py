@@ -68,6 +68,7 @@ def chart_spark_conf(conf: dict[str, str]) -> dict[str, str]:
 def upgrade(bed: node.NodeBed, values: dict[str, str]) -> None:
     """The release with the chart's defaults and ``values`` (as installed, then ``values``): no earlier
     test's settings are left over."""
+    values = {"clusterWide": "true", **values}  # as installed (conftest.operator_release)
     settings = [item for key, value in values.items() for item in ("--set", f"{key}={value}")]
     upgraded = bed.helm(
         "upgrade", RELEASE, str(CHART), "-n", OPERATOR_NAMESPACE, "--reset-values", *settings,

@@ -33,9 +33,22 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- toJson $namespaces -}}
 {{- end -}}
 
+{{/* The namespaces the operator serves: watchNamespaces, else the release's; [] means every namespace
+(clusterWide), the only mode whose grants (ConfigMaps, Leases, Events) reach kube-system too. */}}
+{{- define "kafka-balancer.servedNamespaces" -}}
+{{- if .Values.clusterWide -}}
+{{- if .Values.watchNamespaces -}}
+{{- fail "clusterWide serves every namespace: leave watchNamespaces empty, or set clusterWide=false" -}}
+{{- end -}}
+{{- toJson list -}}
+{{- else -}}
+{{- toJson (.Values.watchNamespaces | default (list .Release.Namespace)) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Namespaces of pools scored with spark-submit: the driver's ServiceAccount and Role live there. */}}
 {{- define "kafka-balancer.sparkNamespaces" -}}
-{{- $namespaces := .Values.scoring.sparkSubmit.namespaces | default .Values.watchNamespaces | default (list .Release.Namespace) -}}
+{{- $namespaces := .Values.scoring.sparkSubmit.namespaces | default (include "kafka-balancer.servedNamespaces" . | fromJsonArray) | default (list .Release.Namespace) -}}
 {{- toJson $namespaces -}}
 {{- end -}}
 
@@ -54,10 +67,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["kafkabalancer.io"]
   resources: ["brokerpools/status", "balancergoals/status"]
   verbs: ["get", "patch", "update"]
-# Plans, loads and execution state live in ConfigMaps owned by each pool.
+# Plans, loads, execution state (and SparkApplications' inputs) live in ConfigMaps owned by each pool,
+# read by name and written create-or-replace (k8s/kube.py): never listed, watched or patched.
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  verbs: ["get", "create", "update", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
@@ -73,9 +87,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   resources: ["sparkapplications"]
   verbs: ["get", "list", "watch", "create", "delete"]
 {{- end }}
-{{- if .Values.watchNamespaces }}
+{{- if not .Values.clusterWide }}
 - apiGroups: ["kopf.dev"]
   resources: ["kopfpeerings"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["list", "watch"]
+# Kopf's replicas write their heartbeats into the one peering object the chart makes.
+- apiGroups: ["kopf.dev"]
+  resources: ["kopfpeerings"]
+  resourceNames: [{{ .Values.peering | quote }}]
+  verbs: ["get", "patch"]
 {{- end }}
 {{- end -}}
