@@ -37,6 +37,11 @@ def test_chart_lints(kube_bed: kube.KubeBed) -> None:
         ("scoring.storageSecret=S3_Keys", "at '/scoring/storageSecret': 'S3_Keys' does not match pattern"),
         ("image.pullPolicy=Sometimes", "at '/image/pullPolicy': value must be one of"),
         ("watchNamespaces={Team_A}", "at '/watchNamespaces/0': 'Team_A' does not match pattern"),
+        ("clusterWide=yes", "at '/clusterWide': got string, want boolean"),
+        (
+            "networkPolicy.apiServer.cidrs={10.0.0.10}",
+            "at '/networkPolicy/apiServer/cidrs/0': '10.0.0.10' does not match pattern",
+        ),
         # A misspelt alert would otherwise keep its default silently.
         (
             "alerts.rules.KafkaBalancerMoveStuk.for=5m",
@@ -91,14 +96,22 @@ def test_the_values_the_readme_and_values_yaml_show_render(kube_bed: kube.KubeBe
     assert [d["metadata"]["name"] for d in docs if d["kind"] == "BrokerPool"] == ["main"]
 
 
+NETWORK_POLICY = (
+    "networkPolicy.enabled=true",
+    "networkPolicy.apiServer.cidrs={10.0.0.10/32}",
+    "networkPolicy.kafka.to[0].ipBlock.cidr=10.1.0.0/16",
+)
+
+
 @pytest.mark.parametrize(
     "values",
     [
         (),
         ("watchNamespaces={team-a,team-b}", "scoring.sparkApplications=true", "metrics.enabled=false"),
         ("dashboards.enabled=true",),
+        (*NETWORK_POLICY, "networkPolicy.extraEgress[0].ports[0].port=9091"),
     ],
-    ids=["defaults", "namespaced-spark-no-metrics", "dashboard"],
+    ids=["defaults", "namespaced-spark-no-metrics", "dashboard", "network-policy"],
 )
 def test_rendered_manifests_pass_a_server_side_dry_run(
     kube_bed: kube.KubeBed, values: tuple[str, ...]
@@ -363,6 +376,66 @@ def test_the_operator_still_may_do_its_work_in_the_pools_namespace(
 
 def _of_kind(docs: list[dict[str, Any]], kind: str, suffix: str = "") -> list[dict[str, Any]]:
     return [d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(suffix)]
+
+
+def test_the_network_policy_admits_only_probes_and_metrics_and_reaches_only_what_it_needs(
+    kube_bed: kube.KubeBed,
+) -> None:
+    assert _of_kind(render(kube_bed), "NetworkPolicy") == [], "off by default"
+    docs = render(
+        kube_bed,
+        *NETWORK_POLICY,
+        "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=monitoring",
+        "networkPolicy.extraEgress[0].to[0].ipBlock.cidr=10.2.0.5/32",
+        "networkPolicy.extraEgress[0].ports[0].port=9091",
+    )
+    (policy,) = _of_kind(docs, "NetworkPolicy")
+    (deployment,) = _of_kind(docs, "Deployment")
+    spec = policy["spec"]
+
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert spec["podSelector"]["matchLabels"].items() <= pod_labels.items(), "it selects the operator's pod"
+    assert sorted(spec["policyTypes"]) == ["Egress", "Ingress"]
+    probes, metrics = spec["ingress"]
+    assert probes == {"ports": [{"port": 8080, "protocol": "TCP"}]}, "the kubelet's probes, from anywhere"
+    assert metrics["ports"] == [{"port": 9090, "protocol": "TCP"}]
+    assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"team": "monitoring"}}}]
+    api, dns, kafka, prometheus = spec["egress"]
+    assert api == {
+        "to": [{"ipBlock": {"cidr": "10.0.0.10/32"}}],
+        "ports": [{"port": 6443, "protocol": "TCP"}],
+    }
+    assert dns["to"] == [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}]
+    assert sorted(p["protocol"] for p in dns["ports"] if p["port"] == 53) == ["TCP", "UDP"]
+    assert kafka == {
+        "to": [{"ipBlock": {"cidr": "10.1.0.0/16"}}],
+        "ports": [{"port": 9092, "protocol": "TCP"}],
+    }
+    assert prometheus == {"to": [{"ipBlock": {"cidr": "10.2.0.5/32"}}], "ports": [{"port": 9091}]}
+
+    # Without metrics no metrics port; without Kafka peers its ports to anywhere; DNS can be left out.
+    (bare,) = _of_kind(
+        render(
+            kube_bed,
+            "networkPolicy.enabled=true",
+            "networkPolicy.apiServer.cidrs={10.0.0.10/32}",
+            "networkPolicy.dns=false",
+            "metrics.enabled=false",
+        ),
+        "NetworkPolicy",
+    )
+    assert [rule["ports"][0]["port"] for rule in bare["spec"]["ingress"]] == [8080]
+    assert bare["spec"]["egress"][1:] == [{"ports": [{"port": 9092, "protocol": "TCP"}]}]
+
+
+def test_a_network_policy_without_the_apiservers_address_is_refused_naming_it(kube_bed: kube.KubeBed) -> None:
+    refused = kube_bed.helm(
+        "template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION, "--set", "networkPolicy.enabled=true"
+    )
+    assert refused.returncode != 0
+    assert "networkPolicy.apiServer.cidrs: give the kube-apiserver's addresses" in refused.stderr, (
+        refused.stderr
+    )
 
 
 def test_the_dashboard_and_the_alert_rules_are_off_by_default(kube_bed: kube.KubeBed) -> None:
