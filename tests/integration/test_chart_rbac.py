@@ -65,13 +65,19 @@ class Release:
     def values(self) -> list[str]:
         # Each release its own peering object: neither install owns the other's.
         values = [f"peering={self.namespace}", f"kafka.secretNamespaces={{{self.secrets}}}"]
-        return values + (
-            [f"watchNamespaces={{{self.pools}}}"] if self.watch_namespaces else ["clusterWide=true"]
-        )
+        if not self.watch_namespaces:
+            return [*values, "clusterWide=true"]
+        # Pools in the release's own namespace: the chart's default, nothing to set.
+        return values if self.pools == self.namespace else [*values, f"watchNamespaces={{{self.pools}}}"]
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.namespace, self.pools, self.secrets)))
 
 
 CLUSTER_WIDE = Release("kbrc", "kb-rbac-cluster", "kb-rbac-cluster-pools", "kb-rbac-cluster-secrets", False)
 NAMESPACED = Release("kbrn", "kb-rbac-ns", "kb-rbac-ns-pools", "kb-rbac-ns-secrets", True)
+DEFAULTS = Release("kbrd", "kb-rbac-default", "kb-rbac-default", "kb-rbac-default-secrets", True)
 
 
 @dataclass(frozen=True)
@@ -90,10 +96,14 @@ def own_api(
     yield from running_kube_bed(kube_binaries, tmp_path_factory.mktemp("kube-rbac"))
 
 
-@pytest.fixture(scope="module", params=[CLUSTER_WIDE, NAMESPACED], ids=["cluster-wide", "watchNamespaces"])
+@pytest.fixture(
+    scope="module",
+    params=[CLUSTER_WIDE, NAMESPACED, DEFAULTS],
+    ids=["cluster-wide", "watchNamespaces", "defaults"],
+)
 def installed(own_api: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator[Installed]:
     release: Release = request.param
-    for namespace in (release.namespace, release.pools, release.secrets):
+    for namespace in release.namespaces:
         created = own_api.kubectl("create", "namespace", namespace)
         assert created.returncode == 0, created.stderr
     done = own_api.helm(
@@ -133,7 +143,7 @@ def installed(own_api: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator
         yield Installed(release, token.stdout.strip(), kubeconfig)
     finally:
         own_api.helm("uninstall", release.name, "-n", release.namespace)
-        for namespace in (release.namespace, release.pools, release.secrets):
+        for namespace in release.namespaces:
             own_api.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
@@ -241,7 +251,7 @@ def test_secrets_are_readable_only_in_the_secret_namespaces(
     own_api: kube.KubeBed, installed: Installed
 ) -> None:
     release = installed.release
-    for namespace in (release.secrets, release.namespace, release.pools):
+    for namespace in release.namespaces:
         created = own_api.kubectl(
             "create", "secret", "generic", SECRET, "-n", namespace, "--from-literal=password=s3cret"
         )
@@ -251,7 +261,7 @@ def test_secrets_are_readable_only_in_the_secret_namespaces(
     assert status == 200, body
     assert json.loads(body)["data"]["password"] == "czNjcmV0"  # base64 of s3cret
     # Not the release's own namespace once secretNamespaces is set, nor where the pools live.
-    for namespace in (release.namespace, release.pools):
+    for namespace in dict.fromkeys((release.namespace, release.pools)):
         status, body = get_as(own_api, installed.token, f"/api/v1/namespaces/{namespace}/secrets/{SECRET}")
         assert status == 403, body
         assert json.loads(body)["reason"] == "Forbidden"
