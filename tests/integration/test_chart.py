@@ -328,6 +328,10 @@ def served(kube_bed: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator[t
         ("delete", "pods", "pools"),
         ("create", "networkpolicies.networking.k8s.io", "pools"),
         ("create", "services", "pools"),
+        # Status is patched, Events created: nothing replaces the one or rewrites the other.
+        ("update", "brokerpools.kafkabalancer.io/status", "pools"),
+        ("patch", "events", "pools"),
+        ("create", "events.events.k8s.io", "pools"),
         # Only the peering object the chart made, not one of another operator's.
         ("patch", "kopfpeerings.kopf.dev/someone-elses", "pools"),
         ("patch", "clusterkopfpeerings.kopf.dev/kafka-balancer", ""),

@@ -64,24 +64,23 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["kafkabalancer.io"]
   resources: ["brokerpools", "balancergoals"]
   verbs: ["get", "list", "watch", "patch"]
+# Status is only ever patched, by kopf and by k8s/kube.py.
 - apiGroups: ["kafkabalancer.io"]
   resources: ["brokerpools/status", "balancergoals/status"]
-  verbs: ["get", "patch", "update"]
+  verbs: ["get", "patch"]
 # Plans, loads, execution state (and SparkApplications' inputs) live in ConfigMaps owned by each pool,
 # read by name and written create-or-replace (k8s/kube.py): never listed, watched or patched.
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["get", "create", "update", "delete"]
+# Kopf posts core/v1 Events (ours go through kopf.event too): created, never patched.
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create"]
 # Each pool's execution lease (<pool>-execution): at most one process drives an execution.
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["get", "create", "update"]
-- apiGroups: ["events.k8s.io"]
-  resources: ["events"]
-  verbs: ["create", "patch"]
 {{- if .Values.scoring.sparkApplications }}
 - apiGroups: ["sparkoperator.k8s.io"]
   resources: ["sparkapplications"]
