@@ -3,8 +3,11 @@ through the real apiserver are tests/integration/test_config_map_blobs.py."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import random
+import resource
+import zlib
 
 import pytest
 
@@ -51,3 +54,26 @@ def test_a_head_edited_into_nonsense_is_unreadable_not_a_crash(chunks: str, said
 
     with pytest.raises(UnreadableConfigMap, match=said):
         blobs.load(kube, "kafka", "doc", POOL, "k")
+
+
+def test_a_gzip_bomb_in_an_edited_config_map_is_refused_without_inflating_it() -> None:
+    kube = FakeKube()
+    # 1 GiB of zeros in about 1 MB: what anyone who may edit ConfigMaps can plant, checksum and all.
+    bomb = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    data = b"".join(bomb.compress(bytes(2**20)) for _ in range(1024)) + bomb.flush()
+    assert len(data) < blobs.LIMIT * 2
+    head = {"chunks": "1", "sha256": hashlib.sha256(data).hexdigest()}
+    kube.write_config_map("kafka", "doc", POOL, head, {"k.gz": data})
+
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(UnreadableConfigMap, match="expands past 256 MiB: the operator never wrote it"):
+        blobs.load(kube, "kafka", "doc", POOL, "k")
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before
+    assert grown_kib < 384 * 1024, f"the peak grew by {grown_kib} KiB, not the 1 GiB it holds"
+
+
+def test_a_document_cut_short_is_not_gzip() -> None:
+    whole = gzip.compress(b"{}" * 1000)
+    with pytest.raises(UnreadableConfigMap, match="cut short"):
+        blobs.gunzip(whole[:-8], blobs.MAX_DOCUMENT, "doc")
+    assert blobs.gunzip(whole, blobs.MAX_DOCUMENT, "doc") == b"{}" * 1000

@@ -33,6 +33,10 @@ PARTS = "parts"
 HEAD_BYTES = 160
 # The least a chunk holds: below, a document would take ever more ConfigMaps of ever smaller chunks.
 MIN_ROOM = 64 * 1024
+# The most a stored document may expand to when read: far above what the operator writes (the state
+# of the largest plans the planner makes), far below what would exhaust its memory.
+MAX_DOCUMENT = 256 * 2**20
+INFLATE_STEP = 16 * 2**20
 
 
 @dataclass(frozen=True)
@@ -79,11 +83,31 @@ def unpack(chunks: list[bytes], digest: str) -> bytes:
     joined = b"".join(chunks)
     if hashlib.sha256(joined).hexdigest() != digest:
         raise UnreadableConfigMap("a chunked ConfigMap document is incomplete (its checksum differs)")
-    try:
-        return gzip.decompress(joined)
-    except (OSError, EOFError, zlib.error) as err:
-        # The checksum sits in the same ConfigMap: whoever can edit one can make both agree.
-        raise UnreadableConfigMap(f"a chunked ConfigMap document is not gzip ({err})") from None
+    # The checksum sits in the same ConfigMap: whoever can edit one can make both agree.
+    return gunzip(joined, MAX_DOCUMENT, "a chunked ConfigMap document")
+
+
+def gunzip(data: bytes, limit: int, what: str) -> bytes:
+    """``data`` un-gzipped, refused (UnreadableConfigMap naming ``what``) when it is not gzip or
+    would expand past ``limit`` bytes: whoever can edit a ConfigMap can put a few hundred kB there
+    that expand to gigabytes, and inflating it whole would take the operator's memory."""
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    expanded = bytearray()
+    pending = data
+    # A step at a time, so that what is refused never takes more than the limit and a step.
+    while pending:
+        try:
+            expanded += inflater.decompress(pending, INFLATE_STEP)
+        except zlib.error as err:
+            raise UnreadableConfigMap(f"{what} is not gzip ({err})") from None
+        if len(expanded) > limit:
+            raise UnreadableConfigMap(
+                f"{what} expands past {limit // 2**20} MiB: the operator never wrote it"
+            )
+        pending = inflater.unconsumed_tail
+    if not inflater.eof or inflater.unused_data:
+        raise UnreadableConfigMap(f"{what} is not gzip (it is cut short or has data after its end)")
+    return bytes(expanded)
 
 
 def room(namespace: str, name: str, fields: Mapping[str, str], limit: int) -> int:
@@ -270,6 +294,7 @@ def load_parts(
     head = fields.pop(key).encode()
     fields.pop(PARTS)
     payloads = []
+    budget = MAX_DOCUMENT  # for the parts together
     for digest in digests:
         part_map = part_name(name, digest)
         part = kube.read_config_map(namespace, part_map)
@@ -279,10 +304,9 @@ def load_parts(
         data = part.binary[f"{key}.gz"]
         if hashlib.sha256(data).hexdigest()[:DIGEST_HEX] != digest:
             raise UnreadableConfigMap(f"ConfigMap {namespace}/{part_map} is not the part its name says")
-        try:
-            payloads.append((Part(digest, data), gzip.decompress(data)))
-        except (OSError, EOFError, zlib.error) as err:
-            raise UnreadableConfigMap(f"ConfigMap {namespace}/{part_map} is not gzip ({err})") from None
+        payload = gunzip(data, budget, f"ConfigMap {namespace}/{part_map}")
+        budget -= len(payload)
+        payloads.append((Part(digest, data), payload))
     return fields, head, payloads, Version(found.resource_version, parts=digests)
 
 
