@@ -86,6 +86,12 @@ def test_the_manifest_carries_owner_policy_ttl_arguments_and_pool_resources() ->
     assert spec["driver"]["cores"] == 1 and spec["driver"]["coreRequest"] == "500m"
     assert spec["executor"]["memory"] == "2048m" and spec["executor"]["instances"] == 3
     assert spec["sparkConf"]["spark.x"] == "1"
+    # Pod Security "restricted" (the spark-submit launcher's templates are admitted by a real
+    # apiserver in tests/integration/test_spark_pod_security.py).
+    for role in ("driver", "executor"):
+        assert spec[role]["podSecurityContext"]["runAsNonRoot"] is True
+        assert spec[role]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        assert spec[role]["securityContext"]["allowPrivilegeEscalation"] is False
     # AWS SDK v2's chain: hadoop-aws 3.5 has no v1 SDK, so a v1 class name would fail the driver.
     assert spec["sparkConf"]["spark.hadoop.fs.s3a.aws.credentials.provider"] == CREDENTIALS_PROVIDER
     assert CREDENTIALS_PROVIDER.startswith("software.amazon.awssdk.")

@@ -98,12 +98,13 @@ def test_the_submission_names_the_driver_owns_it_by_the_pool_and_sizes_it_from_t
 ) -> None:
     settings = SparkSettings("/mnt/kb", volume=SparkVolume("kb-scoring", "/mnt/kb"))
     wanted = request(tmp_path, executors=3, resources={"cpu": "1500m", "memory": "2Gi"})
-    conf = submit_conf(settings, wanted, Path("/tmp/driver.json"))
+    conf = submit_conf(settings, wanted, Path("/tmp/templates"))
 
     assert conf["spark.kubernetes.namespace"] == NAMESPACE
     assert conf["spark.kubernetes.driver.pod.name"] == driver_pod_name(NAMESPACE, POOL, wanted.run)
     assert len(conf["spark.kubernetes.driver.pod.name"]) <= 63
-    assert conf["spark.kubernetes.driver.podTemplateFile"] == "/tmp/driver.json"
+    assert conf["spark.kubernetes.driver.podTemplateFile"] == "/tmp/templates/driver.json"
+    assert conf["spark.kubernetes.executor.podTemplateFile"] == "/tmp/templates/executor.json"
     assert conf["spark.kubernetes.container.image"] == "img:1"
     assert conf["spark.kubernetes.submission.waitAppCompletion"] == "false"
     assert conf["spark.kubernetes.authenticate.driver.serviceAccountName"] == "spark"

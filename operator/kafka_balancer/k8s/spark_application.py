@@ -25,6 +25,8 @@ from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.spark_runs import (
     SparkSettings,
     application_name,
+    container_security_context,
+    pod_security_context,
     pod_size,
     pool_runs_uri,
     pool_samples_uri,
@@ -42,7 +44,13 @@ FAILED_STATES = frozenset({"FAILED", "SUBMISSION_FAILED"})
 
 def _pod(spec: Scoring) -> dict[str, Any]:
     size = pod_size(spec)
-    pod: dict[str, Any] = {"cores": size.cores, "memory": size.memory}
+    pod: dict[str, Any] = {
+        "cores": size.cores,
+        "memory": size.memory,
+        # The Spark Operator puts these on the pod and on Spark's container: Pod Security "restricted".
+        "podSecurityContext": pod_security_context(),
+        "securityContext": container_security_context(),
+    }
     if size.core_request is not None:
         pod["coreRequest"] = size.core_request
     return pod

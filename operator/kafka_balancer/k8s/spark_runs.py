@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import version
+from typing import Any
 
 from kafka_balancer.api import Scoring
 from kafka_balancer.kube_quantity import parse_quantity
@@ -25,6 +26,9 @@ from kafka_balancer.scoring.s3a import S3Storage, s3a_conf
 DEFAULT_CORES, DEFAULT_MEMORY = 1, "1g"
 # In-cluster: the apiserver's Service, as every pod resolves it through cluster DNS.
 IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
+# The operator image's user and group (hack/image/build.sh): Spark pods run as it, so a namespace that
+# enforces Pod Security "restricted" admits them (it wants a non-root uid that the kubelet can check).
+SPARK_UID = 65532
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,30 @@ def pod_size(spec: Scoring) -> PodSize:
     if resources is not None and resources.memory is not None:
         memory = spark_memory(resources.memory)
     return PodSize(cores, core_request, memory)
+
+
+def pod_security_context() -> dict[str, Any]:
+    """A Spark pod's ``spec.securityContext``: what Pod Security "restricted" asks of a pod. No
+    ``fsGroup``: the storage volume is already written by this uid, and a group change would walk it."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": SPARK_UID,
+        "runAsGroup": SPARK_UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def container_security_context() -> dict[str, Any]:
+    """Each Spark container's ``securityContext``: what "restricted" asks of a container. The root
+    filesystem stays writable: Spark writes to /tmp (the user's home) and its work directory."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": SPARK_UID,
+        "runAsGroup": SPARK_UID,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
 
 
 def spark_conf(settings: SparkSettings) -> dict[str, str]:

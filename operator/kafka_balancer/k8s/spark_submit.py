@@ -35,6 +35,8 @@ from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.spark_runs import (
     SparkSettings,
     application_name,
+    container_security_context,
+    pod_security_context,
     pod_size,
     pool_runs_uri,
     pool_samples_uri,
@@ -73,6 +75,8 @@ SUBMIT_TIMEOUT_S = 300.0
 # shutdown (an OOM-killed executor's run: the cause 150 lines before the end of 235).
 LOG_LINES = 1000
 MESSAGE_CHARS = 500  # of a reason in the pool's status
+# Spark's own names of its containers (a template's container keeps its name).
+DRIVER_CONTAINER, EXECUTOR_CONTAINER = "spark-kubernetes-driver", "spark-kubernetes-executor"
 
 
 def driver_pod_name(namespace: str, pool: str, run: str) -> str:
@@ -98,26 +102,48 @@ def spark_home() -> Path:
 
 def driver_template(request: ScoringRequest) -> dict[str, Any]:
     """The driver pod's template: owned by the pool from its creation (Spark keeps the template's
-    metadata and makes the driver own everything else it creates)."""
+    metadata and makes the driver own everything else it creates), and restricted (Spark builds its
+    container on the template's first one, keeping its securityContext)."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "ownerReferences": [owner_reference(PoolId(request.namespace, request.pool, request.pool_uid))]
         },
-        "spec": {},
+        "spec": _restricted_spec(DRIVER_CONTAINER),
     }
 
 
-def submit_conf(settings: SparkSettings, request: ScoringRequest, template: Path) -> dict[str, str]:
-    """Every ``--conf`` of the submission."""
+def executor_template() -> dict[str, Any]:
+    """The executor pods' template (the driver reads it from a ConfigMap spark-submit mounts into
+    it): restricted like the driver; the driver makes itself their owner."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": _restricted_spec(EXECUTOR_CONTAINER)}
+
+
+def _restricted_spec(container: str) -> dict[str, Any]:
+    return {
+        "securityContext": pod_security_context(),
+        "containers": [{"name": container, "securityContext": container_security_context()}],
+    }
+
+
+def write_templates(request: ScoringRequest, directory: Path) -> Path:
+    """``driver.json`` and ``executor.json`` in ``directory``, for :func:`submit_conf`."""
+    for name, template in (("driver", driver_template(request)), ("executor", executor_template())):
+        (directory / f"{name}.json").write_text(json.dumps(template), encoding="utf-8")
+    return directory
+
+
+def submit_conf(settings: SparkSettings, request: ScoringRequest, templates: Path) -> dict[str, str]:
+    """Every ``--conf`` of the submission; ``templates`` holds the pod templates (:func:`write_templates`)."""
     if request.spec.image is None:
         raise InputError("scoring.image is required when scoring.engine is SparkOnKubernetes")
     size = pod_size(request.spec)
     conf = {
         "spark.kubernetes.namespace": request.namespace,
         "spark.kubernetes.driver.pod.name": driver_pod_name(request.namespace, request.pool, request.run),
-        "spark.kubernetes.driver.podTemplateFile": str(template),
+        "spark.kubernetes.driver.podTemplateFile": str(templates / "driver.json"),
+        "spark.kubernetes.executor.podTemplateFile": str(templates / "executor.json"),
         "spark.kubernetes.container.image": request.spec.image,
         "spark.kubernetes.container.image.pullPolicy": "IfNotPresent",
         "spark.kubernetes.authenticate.driver.serviceAccountName": settings.service_account,
@@ -154,7 +180,7 @@ def submit_conf(settings: SparkSettings, request: ScoringRequest, template: Path
     return conf | spark_conf(settings)
 
 
-def submit_argv(settings: SparkSettings, request: ScoringRequest, template: Path, home: Path) -> list[str]:
+def submit_argv(settings: SparkSettings, request: ScoringRequest, templates: Path, home: Path) -> list[str]:
     run = run_uri(settings, request)
     arguments = job_arguments(
         request,
@@ -165,7 +191,7 @@ def submit_argv(settings: SparkSettings, request: ScoringRequest, template: Path
     )
     confs = [
         item
-        for key, value in submit_conf(settings, request, template).items()
+        for key, value in submit_conf(settings, request, templates).items()
         for item in ("--conf", f"{key}={value}")
     ]
     return [
@@ -303,9 +329,8 @@ class SparkSubmitScorer:
         remote.write_json(remote.join(run, "topology.json"), request.topology)
         remote.write_json(remote.join(run, "goals.json"), request.goals)
         with tempfile.TemporaryDirectory(prefix="kb-spark-") as scratch:
-            template = Path(scratch) / "driver.json"
-            template.write_text(json.dumps(driver_template(request)), encoding="utf-8")
-            argv = submit_argv(self.settings, request, template, spark_home())
+            templates = write_templates(request, Path(scratch))
+            argv = submit_argv(self.settings, request, templates, spark_home())
             submitted_at = self._clock()
             done = self._submit(argv)
         if done.returncode != 0:
