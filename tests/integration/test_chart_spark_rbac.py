@@ -35,7 +35,11 @@ def installed(kube_bed: kube.KubeBed) -> Iterator[None]:
 
 
 def can_i(bed: kube.KubeBed, who: str, verb: str, resource: str, namespace: str) -> str:
-    return bed.kubectl("auth", "can-i", verb, resource, "-n", namespace, "--as", who).stdout.strip()
+    # kubectl reads "pods/exec" as the pod named exec: a subresource is its own flag.
+    resource, _, subresource = resource.partition("/")
+    extra = ["--subresource", subresource] if subresource else []
+    argv = ["auth", "can-i", verb, resource, *extra, "-n", namespace, "--as", who]
+    return bed.kubectl(*argv).stdout.strip()
 
 
 @pytest.mark.parametrize(
@@ -58,6 +62,14 @@ def test_the_spark_driver_may_manage_its_executors_in_the_pools_namespace(
     ("verb", "resource", "namespace"),
     [
         ("get", "secrets", POOLS),
+        ("list", "secrets", POOLS),
+        # Nothing into other pods (a pool's driver into another pool's), nor their status (where a
+        # driver's outputs digest is read from), nor tokens of other accounts.
+        ("create", "pods/exec", POOLS),
+        ("create", "pods/attach", POOLS),
+        ("patch", "pods/ephemeralcontainers", POOLS),
+        ("patch", "pods/status", POOLS),
+        ("create", "serviceaccounts/token", POOLS),
         ("create", "pods", RELEASE_NAMESPACE),
         ("create", "pods", "any-team"),
         ("patch", "brokerpools.kafkabalancer.io", POOLS),
