@@ -32,6 +32,7 @@ from kafka_balancer.k8s.spark_submit import (
     write_templates,
 )
 from kafka_balancer.scoring.launch import ScoringRequest
+from kafka_balancer.scoring.seal import TERMINATION_LOG
 from kafka_balancer_dev.localbed import kube
 
 pytestmark = pytest.mark.integration
@@ -156,6 +157,10 @@ def test_the_operators_spark_pods_are_admitted_by_a_restricted_namespace(
     for container in driver["spec"]["containers"] + driver["spec"].get("initContainers", []):
         assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
         assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    # The job's --seal-file is where the kubelet takes the termination message from (seal.py).
+    (spark,) = driver["spec"]["containers"]
+    assert spark["terminationMessagePath"] == TERMINATION_LOG
+    assert spark["args"][spark["args"].index("--seal-file") + 1] == TERMINATION_LOG
     # Spark kept the template's ownerReference (the pool) beside what it rendered.
     assert driver["metadata"]["ownerReferences"][0]["uid"] == wanted.pool_uid
 

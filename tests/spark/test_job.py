@@ -11,7 +11,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_balancer.cli import main
+from kafka_balancer.errors import ScoringError
 from kafka_balancer.formats.snapshot import read_snapshot
+from kafka_balancer.scoring.launch import read_outputs
 from tests.support.samples import broker_row, partition_row, write_samples
 
 STEP = 60_000
@@ -174,3 +176,22 @@ def test_missing_sample_store_is_bad_input(
     inputs["samples"] = inputs["tmp"] / "nowhere"
     assert main(score_args(inputs)) == 2
     assert "partition_samples" in capsys.readouterr().err
+
+
+def test_the_seal_the_job_writes_vouches_for_its_outputs_and_no_others(
+    spark: SparkSession, inputs: dict[str, Path]
+) -> None:
+    """What a driver writes to its termination log (``--seal-file``) is what the operator checks the
+    outputs it reads back against (k8s/spark_submit.py): the job's own outputs pass, changed ones not."""
+    termination_log = inputs["tmp"] / "termination-log"
+    assert main(score_args(inputs, "--seal-file", str(termination_log))) == 0
+    sealed = termination_log.read_text(encoding="utf-8")
+    out = str(inputs["out"])
+
+    manifest = json.loads((inputs["out"] / "manifest.json").read_text())
+    assert read_outputs(out, 0.0, sealed).manifest == manifest
+
+    snapshot = inputs["out"] / "snapshot.json"
+    snapshot.write_text(snapshot.read_text().replace('"leader": 0', '"leader": 1', 1))
+    with pytest.raises(ScoringError, match="not the ones the run's driver wrote"):
+        read_outputs(out, 0.0, sealed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from kafka_balancer.api import Scoring
 from kafka_balancer.errors import ScoringError
 from kafka_balancer.k8s.spark_runs import SparkSettings, SparkVolume
 from kafka_balancer.k8s.spark_submit import (
+    DRIVER_CONTAINER,
     SparkSubmitScorer,
     driver_pod_name,
     driver_template,
@@ -23,6 +25,7 @@ from kafka_balancer.k8s.spark_submit import (
     submit_error,
 )
 from kafka_balancer.scoring.launch import ScoringRequest
+from kafka_balancer.scoring.seal import TERMINATION_LOG, seal
 from tests.unit.kube_fake import FakeKube
 
 NAMESPACE, POOL = "team-a", "main"
@@ -62,6 +65,8 @@ class Cluster:
         self.submitted: list[list[str]] = []
         self.then = then or {"phase": "Succeeded"}
         self.now = 0.0
+        self.seals = True  # the driver's image reports its outputs' digests
+        self.after_success: Callable[[Path], None] = lambda out: None  # another writer, once it ended
 
     def scorer(self) -> SparkSubmitScorer:
         return SparkSubmitScorer(self.kube, self.settings, lambda: self.now, self._sleep, self._submit)
@@ -84,13 +89,26 @@ class Cluster:
                 continue
             pod["status"] = dict(self.then)
             if self.then["phase"] == "Succeeded":
-                self.outputs(pod["metadata"]["labels"]["kafkabalancer.io/scoring-run"])
+                sealed = self.outputs(pod["metadata"]["labels"]["kafkabalancer.io/scoring-run"])
+                # The job's --seal-file is the driver container's termination message.
+                terminated = {"exitCode": 0, "message": sealed} if self.seals else {"exitCode": 0}
+                pod["status"]["containerStatuses"] = [
+                    {"name": DRIVER_CONTAINER, "state": {"terminated": terminated}}
+                ]
+                self.after_success(self.out(pod["metadata"]["labels"]["kafkabalancer.io/scoring-run"]))
 
-    def outputs(self, run: str) -> None:
-        out = self.storage / "runs" / f"{NAMESPACE}.{POOL}" / run / "out"
+    def out(self, run: str) -> Path:
+        return self.storage / "runs" / f"{NAMESPACE}.{POOL}" / run / "out"
+
+    def outputs(self, run: str) -> str:
+        """Writes the run's outputs as its job would; returns their seal."""
+        out = self.out(run)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "manifest.json").write_text(json.dumps({"windows": {"newestSampleMs": int(run)}}))
-        (out / "snapshot.json").write_text(json.dumps({"partitions": []}))
+        manifest = json.dumps({"windows": {"newestSampleMs": int(run)}}).encode()
+        snapshot = json.dumps({"partitions": []}).encode()
+        (out / "manifest.json").write_bytes(manifest)
+        (out / "snapshot.json").write_bytes(snapshot)
+        return seal(manifest, snapshot)
 
 
 def test_the_submission_names_the_driver_owns_it_by_the_pool_and_sizes_it_from_the_spec(
@@ -141,6 +159,7 @@ def test_a_run_is_submitted_once_its_inputs_written_its_outputs_read_and_its_dri
     assert json.loads((run / "topology.json").read_text()) == {"brokers": [{"id": 1}]}
     assert (cluster.storage / "samples" / f"{NAMESPACE}.{POOL}" / "1.parquet").exists()
     assert argv[argv.index("--out") + 1] == str(run / "out")
+    assert argv[argv.index("--seal-file") + 1] == TERMINATION_LOG
     assert cluster.kube.pods == {}
 
 
@@ -268,3 +287,47 @@ def test_a_refused_submission_says_what_was_refused_without_the_stack_trace() ->
         'a/networkpolicies/x-policy. Message: networkpolicies "x-policy" is forbidden: User "u" cannot '
         "patch resource."
     )
+
+
+def test_outputs_another_writer_changed_after_the_driver_wrote_them_are_refused(tmp_path: Path) -> None:
+    """Every pool's job can write the shared storage; only the run's own driver pod reports what it
+    wrote, in a status no Spark account can patch."""
+    cluster = Cluster(tmp_path)
+    wanted = request(tmp_path)
+    forged = json.dumps({"partitions": [{"topic": "t", "partition": 0, "replicas": [9]}]})
+
+    def overwrite(out: Path) -> None:
+        (out / "snapshot.json").write_text(forged)
+
+    cluster.after_success = overwrite
+
+    with pytest.raises(ScoringError, match=r"are not the ones the run's driver wrote .*: refused"):
+        cluster.scorer().score(wanted)
+    assert cluster.kube.pods == {}  # the driver goes: the next interval reruns
+
+
+def test_outputs_waiting_for_a_run_without_its_driver_are_not_read_the_run_is_submitted(
+    tmp_path: Path,
+) -> None:
+    """Outputs put in a pool's place before its run (another pool's job guessing the run key) are
+    neither taken for that run's nor do they spare it its driver: the driver's own replace them."""
+    cluster = Cluster(tmp_path)
+    wanted = request(tmp_path)
+    planted = cluster.out(wanted.run)
+    planted.mkdir(parents=True)
+    (planted / "manifest.json").write_text(json.dumps({"windows": {"newestSampleMs": 1}}))
+    (planted / "snapshot.json").write_text(json.dumps({"partitions": []}))
+
+    result = cluster.scorer().score(wanted)
+
+    assert len(cluster.submitted) == 1
+    assert result.manifest["windows"]["newestSampleMs"] == int(wanted.run)
+
+
+def test_a_driver_that_reports_no_digests_has_its_outputs_refused(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path)
+    cluster.seals = False  # an image older than the seal
+
+    with pytest.raises(ScoringError, match=r"succeeded without reporting its outputs' digests"):
+        cluster.scorer().score(request(tmp_path))
+    assert cluster.kube.pods == {}

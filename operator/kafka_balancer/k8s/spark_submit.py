@@ -44,13 +44,13 @@ from kafka_balancer.k8s.spark_runs import (
 )
 from kafka_balancer.scoring import remote
 from kafka_balancer.scoring.launch import (
-    MANIFEST,
     ScoringRequest,
     ScoringResult,
     error_line,
     job_arguments,
     read_outputs,
 )
+from kafka_balancer.scoring.seal import TERMINATION_LOG
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +202,7 @@ def submit_argv(settings: SparkSettings, request: ScoringRequest, templates: Pat
         *confs,
         settings.main_application_file,
         *arguments,
+        "--seal-file", TERMINATION_LOG,
     ]  # fmt: skip
 
 
@@ -248,6 +249,21 @@ def executor_failures(pods: list[dict[str, Any]]) -> str:
     return f", after executor pod {name} ended: {terminated_reason(first)}{more}"
 
 
+def _sealed(driver: Mapping[str, Any]) -> str:
+    """The digests the driver's job wrote to its termination log (``--seal-file``), from the pod's
+    status: what no other pool's Spark job can write."""
+    name = driver["metadata"]["name"]
+    for container in _statuses(driver):
+        if container.get("name") == DRIVER_CONTAINER:
+            message = ((container.get("state") or {}).get("terminated") or {}).get("message")
+            if message:
+                return str(message)
+    raise ScoringError(
+        f"Spark driver pod {name} succeeded without reporting its outputs' digests "
+        f"(its image's kafka-balancer writes them from this version on): its outputs are not read"
+    )
+
+
 def submit_error(stderr: str) -> str:
     """spark-submit's reason: the first exception it printed (its stack trace and the apiserver's
     repeated status left out), else its last line."""
@@ -288,14 +304,14 @@ class SparkSubmitScorer:
             run = request.run
             name = driver_pod_name(namespace, request.pool, run)
             # A driver of this run that exists was submitted before: it is watched, not resubmitted.
+            # Outputs without their driver are not read: only the driver vouches for them (seal.py).
             if self.kube.read_pod(namespace, name) is None:
-                out = _out_uri(self.settings, request, run)
-                if remote.exists(remote.join(out, MANIFEST)):  # finished, its driver deleted
-                    return read_outputs(out, started)
                 self._submit_run(request, name)
-        self._wait(namespace, name, started)
-        result = read_outputs(_out_uri(self.settings, request, run), started)
-        self.kube.delete_pod(namespace, name)
+        driver = self._wait(namespace, name, started)
+        try:
+            result = read_outputs(_out_uri(self.settings, request, run), started, _sealed(driver))
+        finally:
+            self.kube.delete_pod(namespace, name)
         remote.keep_newest(pool_runs_uri(self.settings, request), 2)
         return result
 
@@ -345,7 +361,8 @@ class SparkSubmitScorer:
             self._clock() - submitted_at,
         )
 
-    def _wait(self, namespace: str, name: str, started: float) -> None:
+    def _wait(self, namespace: str, name: str, started: float) -> dict[str, Any]:
+        """The driver pod once it succeeded."""
         deadline = started + self.settings.timeout_s
         where = f"Spark driver pod {namespace}/{name}"
         running_since: float | None = None
@@ -356,7 +373,7 @@ class SparkSubmitScorer:
             phase = _phase(pod)
             if phase == "Succeeded":
                 log.info("%s succeeded %.1f s after the run started", where, self._clock() - started)
-                return
+                return pod
             if phase == "Failed":
                 reason = terminated_reason(pod)
                 run = (pod["metadata"].get("labels") or {}).get(RUN_LABEL, "")

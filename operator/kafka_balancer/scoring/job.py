@@ -31,6 +31,7 @@ from kafka_balancer.samples.schema import BROKER_DIR, BROKER_SAMPLES, PARTITION_
 from kafka_balancer.scoring import options as opts
 from kafka_balancer.scoring import scores, storage, transforms
 from kafka_balancer.scoring.manifest import WindowPlan, manifest_document, window_plan
+from kafka_balancer.scoring.seal import seal
 from kafka_balancer.scoring.session import local_session
 
 SNAPSHOT = "snapshot.json"
@@ -165,7 +166,8 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     outputs = {
         name: storage.join(options.out, name) for name in (SNAPSHOT, BROKER_SCORES, CANDIDATES, MANIFEST)
     }
-    storage.write_text(spark, outputs[SNAPSHOT], json.dumps(snapshot, indent=1))
+    snapshot_text = json.dumps(snapshot, indent=1)
+    storage.write_text(spark, outputs[SNAPSHOT], snapshot_text)
     broker_scores.write.mode("overwrite").parquet(outputs[BROKER_SCORES])
     candidates.write.mode("overwrite").parquet(outputs[CANDIDATES])
     rows = {
@@ -190,10 +192,20 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
         outputs=outputs,
         seconds=time.monotonic() - started,
     )
-    storage.write_text(spark, outputs[MANIFEST], json.dumps(manifest, indent=1))
+    manifest_text = json.dumps(manifest, indent=1)
+    storage.write_text(spark, outputs[MANIFEST], manifest_text)
+    if options.seal_file is not None:
+        _write_seal(options.seal_file, seal(manifest_text.encode(), snapshot_text.encode()))
     for frame in (used, complete, cpu, model, replicas, loads, broker_scores, candidates):
         frame.unpersist()
     return manifest
+
+
+def _write_seal(path: str, digests: str) -> None:
+    try:
+        Path(path).write_text(digests, encoding="utf-8")
+    except OSError as err:
+        raise ScoringError(f"cannot write the outputs' digests to {path}: {err.strerror}") from err
 
 
 def summary(manifest: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from kafka_balancer.api import Scoring
 from kafka_balancer.errors import ScoringError
 from kafka_balancer.scoring import remote
+from kafka_balancer.scoring.seal import seal
 
 # The job's output names (job.py's constants, repeated here so the operator need not import pyspark).
 MANIFEST = "manifest.json"
@@ -75,9 +76,18 @@ def job_arguments(request: ScoringRequest, samples: str, topology: str, goals: s
     ]  # fmt: skip
 
 
-def read_outputs(out: str, started: float) -> ScoringResult:
-    manifest = remote.read_json(remote.join(out, MANIFEST))
-    snapshot = remote.read_json(remote.join(out, SNAPSHOT))
+def read_outputs(out: str, started: float, sealed: str | None = None) -> ScoringResult:
+    """The run's outputs; with ``sealed`` (what the job's driver reported, :mod:`seal`) only if they
+    are the bytes it wrote."""
+    manifest_uri, snapshot_uri = remote.join(out, MANIFEST), remote.join(out, SNAPSHOT)
+    manifest_bytes, snapshot_bytes = remote.read_bytes(manifest_uri), remote.read_bytes(snapshot_uri)
+    if sealed is not None and seal(manifest_bytes, snapshot_bytes) != sealed.strip():
+        raise ScoringError(
+            f"scoring outputs under {out} are not the ones the run's driver wrote (their SHA-256 differs "
+            "from its report): refused; another writer of the shared storage changed them"
+        )
+    manifest = remote.parse_json(manifest_uri, manifest_bytes)
+    snapshot = remote.parse_json(snapshot_uri, snapshot_bytes)
     if not isinstance(manifest, dict) or not isinstance(snapshot, dict):
         raise ScoringError(f"scoring outputs under {out} are not JSON objects")
     return ScoringResult(manifest, snapshot, time.monotonic() - started)

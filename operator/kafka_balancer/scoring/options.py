@@ -20,6 +20,7 @@ class ScoreOptions:
     min_samples_per_window: int = 1
     master: str | None = "local[2]"  # None: the master spark-submit configured
     top: int = DEFAULT_TOP
+    seal_file: str | None = None  # where the outputs' digests go (a Spark driver's termination log)
 
 
 def _positive(text: str) -> int:
@@ -47,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--master", default="local[2]", help="Spark master of an embedded session")
     parser.add_argument("--top", type=_positive, default=DEFAULT_TOP, help="candidates per broker and goal")
+    parser.add_argument(
+        "--seal-file",
+        help="write the outputs' SHA-256 digests here (the operator's Spark drivers: /dev/termination-log)",
+    )
 
 
 def from_args(args: argparse.Namespace) -> ScoreOptions:
@@ -60,4 +65,5 @@ def from_args(args: argparse.Namespace) -> ScoreOptions:
         min_samples_per_window=args.min_samples_per_window,
         master=args.master,
         top=args.top,
+        seal_file=args.seal_file,
     )

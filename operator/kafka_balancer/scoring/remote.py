@@ -33,15 +33,24 @@ def _resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     return fs, str(path)
 
 
-def read_json(uri: str) -> Any:
+def read_bytes(uri: str) -> bytes:
     fs, path = _resolve(uri)
     try:
         with fs.open_input_stream(path) as stream:
-            return json.loads(stream.read().decode("utf-8"))
+            return bytes(stream.read())
     except (OSError, pa.ArrowException) as err:
         raise ScoringError(f"cannot read {uri}: {err}") from err
+
+
+def parse_json(uri: str, data: bytes) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
     except ValueError as err:
         raise ScoringError(f"{uri} is not JSON: {err}") from err
+
+
+def read_json(uri: str) -> Any:
+    return parse_json(uri, read_bytes(uri))
 
 
 def write_json(uri: str, document: Any) -> None:
