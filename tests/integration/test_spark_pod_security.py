@@ -23,6 +23,7 @@ import pytest
 from kafka_balancer.api import Scoring
 from kafka_balancer.k8s.spark_runs import SPARK_UID, SparkSettings
 from kafka_balancer.k8s.spark_submit import (
+    DRIVER_CONTAINER,
     EXECUTOR_CONTAINER,
     _spark_submit,
     driver_pod_name,
@@ -157,9 +158,10 @@ def test_the_operators_spark_pods_are_admitted_by_a_restricted_namespace(
     for container in driver["spec"]["containers"] + driver["spec"].get("initContainers", []):
         assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
         assert container["securityContext"]["allowPrivilegeEscalation"] is False
-    # The job's --seal-file is where the kubelet takes the termination message from (seal.py).
+    # The job's --seal-file is where the kubelet takes the termination message from, in the container
+    # the operator reads it from (seal.py).
     (spark,) = driver["spec"]["containers"]
-    assert spark["terminationMessagePath"] == TERMINATION_LOG
+    assert (spark["name"], spark["terminationMessagePath"]) == (DRIVER_CONTAINER, TERMINATION_LOG)
     assert spark["args"][spark["args"].index("--seal-file") + 1] == TERMINATION_LOG
     # Spark kept the template's ownerReference (the pool) beside what it rendered.
     assert driver["metadata"]["ownerReferences"][0]["uid"] == wanted.pool_uid
