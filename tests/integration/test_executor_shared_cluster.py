@@ -1,8 +1,9 @@
 """The executor on a shared cluster, on the real bed: a topic of the plan deleted by someone else
 mid-copy (during a run, and while the executor was stopped), an execution record edited to name a
-compacted topic's configs among its throttles, and a broker outside the plan stopped so that the next
-batch's partition is under-replicated. A producer writes to the surviving topic throughout and
-every message is read back; no throttle and no reassignment may be left."""
+compacted topic's configs among its throttles, a broker outside the plan stopped so that the next
+batch's partition is under-replicated, and kafka-reassign-partitions.sh run before and during it. A
+producer writes to the surviving topic throughout and every message is read back; no throttle and
+no reassignment may be left."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until
 
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+# kafka-reassign-partitions.sh's class.
+REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 TARGETS = {0: [3, 1], 1: [4, 2]}
 DELETED = "its topic was deleted during the execution"
 
@@ -281,3 +284,82 @@ def test_a_cluster_wide_default_rate_caps_the_executions_throttle(
             traffic.assert_all_read_back()
     finally:
         _set_default_rates(kafka_bed, None)
+
+
+def _reassign(bed: KafkaBed, path: Path, moves: dict[tuple[str, int], list[int]], *args: str) -> str:
+    """kafka-reassign-partitions.sh (its class, from the bed's jars) with ``moves`` as its JSON."""
+    document = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in moves.items()]
+    path.write_text(json.dumps({"version": 1, "partitions": document}))
+    done = bed.run_tool(REASSIGN_COMMAND, ["--reassignment-json-file", str(path), *args])
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_another_tools_reassignment_keeps_the_execution_from_starting_and_is_never_replaced(
+    kafka_bed: KafkaBed, tmp_path: Path
+) -> None:
+    with (
+        topic_with_traffic(kafka_bed, "ours", [[1, 2], [1, 2]]) as traffic,
+        topic_with_traffic(kafka_bed, "theirs", [[1, 2]]) as theirs,
+    ):
+        topic = traffic.topic
+        moves = [{"topic": topic, "partition": p, "replicas": r} for p, r in TARGETS.items()]
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": moves}))
+        state = tmp_path / "state.json"
+
+        # Started before: the execution does not start beside it (the operator's waits instead).
+        before = {(theirs.topic, 0): [3, 2]}
+        _reassign(kafka_bed, tmp_path / "theirs.json", before, "--execute", "--throttle", "10000")
+        refused = cli(*_execute(kafka_bed, plan, state))
+        out, err = refused.communicate(timeout=120)
+        assert refused.returncode == 1, (out, err)
+        said = f"1 reassignment(s) not started by this execution are in flight (e.g. {theirs.topic}-0)"
+        assert said in err, err
+        _reassign(kafka_bed, tmp_path / "theirs.json", before, "--cancel")
+        wait_until(lambda: not ongoing_reassignments(kafka_bed, theirs.topic), timeout_s=60, what="cancelled")
+
+        # Started during: our move of that partition waits for it, and is never submitted over it.
+        # Theirs copies to a broker stopped once it started (at our rate, so it is still copying then),
+        # so it stays in flight until their tool cancels it.
+        with extra_broker(kafka_bed, "c") as added:
+            executor = cli(*_execute(kafka_bed, plan, state), "--max-moves", "1")
+            try:
+                wait_until(lambda: copying(state) or executor.poll() is not None, timeout_s=60, what="a copy")
+                during = {(topic, 1): [added, 2]}
+                # The tool refuses to start beside another reassignment (ours) unless told --additional.
+                started = ("--execute", "--additional", "--throttle", "100000")
+                _reassign(kafka_bed, tmp_path / "during.json", during, *started)
+                kafka_bed.stop_broker(added)
+                wait_until(
+                    lambda: read_state(state)["moves"][0]["status"] == "done" or executor.poll() is not None,
+                    timeout_s=120,
+                    what="our first move done while theirs is in flight",
+                )
+                done_at = read_state(state)["updatedAt"]
+                wait_until(
+                    lambda: read_state(state)["updatedAt"] > done_at + 3 or executor.poll() is not None,
+                    timeout_s=60,
+                    what="the execution to look again several times",
+                )
+                assert executor.poll() is None and read_state(state)["moves"][1]["status"] == "pending"
+                [listed] = ongoing_reassignments(kafka_bed, topic)
+                assert listed.partition == 1
+                assert 4 not in partitions(kafka_bed, topic)[1][0], "theirs was replaced by ours"
+                # Their throttles stay until the broker they set them on is back to take their removal.
+                _reassign(kafka_bed, tmp_path / "during.json", during, "--cancel", "--preserve-throttles")
+                out, err = executor.communicate(timeout=300)
+            finally:
+                executor.kill()
+                executor.communicate(timeout=30)
+            kafka_bed.restart_broker(added)
+            cleared = _reassign(kafka_bed, tmp_path / "during.json", during, "--cancel")
+            assert "Clearing broker-level throttles" in cleared, cleared
+        assert executor.returncode == 0, (out, err)
+        assert f"{topic}-1: waits for a reassignment this execution did not start" in out, out
+        assert {m["status"] for m in read_state(state)["moves"]} == {"done"}
+        actual = partitions(kafka_bed, topic)
+        assert {p: actual[p][0] for p in TARGETS} == TARGETS
+        assert ongoing_reassignments(kafka_bed, topic) == []
+        assert_no_throttle_left(kafka_bed, topic)
+        traffic.assert_all_read_back()
