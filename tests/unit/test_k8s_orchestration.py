@@ -4,7 +4,10 @@ Kafka is asked to do. The real apiserver and Kafka are exercised by the e2e test
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +19,12 @@ from prometheus_client import CollectorRegistry
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.errors import ConfigMapTooLarge, KafkaAccessDenied, KafkaOperationError
 from kafka_balancer.k8s import pools
-from kafka_balancer.k8s.executions import ExecutionService, Liveness
+from kafka_balancer.k8s.executions import ExecutionService, Liveness, SeenPool
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
 from kafka_balancer.k8s.port import LeaseWrite, PoolId
 from kafka_balancer.k8s.scored_loads import Loads
-from kafka_balancer.k8s.settings import Timings
+from kafka_balancer.k8s.settings import Limits, Timings
 from kafka_balancer.kafka.execution_state import MoveStatus, state_from_document
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
 from kafka_balancer.reconcile.pool import LoadSource, UsageSource
@@ -122,7 +125,13 @@ def cluster() -> FakeKafkaCluster:
     )
 
 
-def bed(tmp_path: Path, kafka: FakeKafkaCluster | None = None, kube: FakeKube | None = None) -> Bed:
+def bed(
+    tmp_path: Path,
+    kafka: FakeKafkaCluster | None = None,
+    kube: FakeKube | None = None,
+    limits: Limits | None = None,
+) -> Bed:
+    limits = limits or Limits()
     kafka = kafka or cluster()
     kube = kube or FakeKube()
     clock = FakeClock(kafka)
@@ -135,9 +144,11 @@ def bed(tmp_path: Path, kafka: FakeKafkaCluster | None = None, kube: FakeKube | 
         connect=lambda *_: _NoClose(kafka),
         clock=clock.time,
         sleep=clock.sleep,
+        max_executions=limits.executions,
     )
     reader = FakeReader(kafka)
-    return Bed(kube, kafka, reader, PoolService(kube, reader, executions, tmp_path, TIMINGS, metrics))
+    service = PoolService(kube, reader, executions, tmp_path, TIMINGS, metrics, limits=limits)
+    return Bed(kube, kafka, reader, service)
 
 
 class _NoClose:
@@ -968,3 +979,77 @@ def test_a_report_too_large_to_store_is_a_condition_and_the_pool_plans_on(
     assert b.conditions()["PlanReady"] == ("True", "Planned")
     assert b.conditions()["Ready"] == ("True", "Reconciled")
     assert b.kube.read_config_map("kafka", "main-plan") is not None
+
+
+# -- what one process runs at once ---------------------------------------------------------------------
+
+
+def test_an_execution_beyond_the_process_limit_is_told_once_and_waits_for_a_later_pass(
+    tmp_path: Path,
+) -> None:
+    b = bed(tmp_path, limits=Limits(executions=1))
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    inside, go_on = threading.Event(), threading.Event()
+
+    def held() -> bool:
+        # The first execution, mid-run, holds the process's only slot until the test lets it go.
+        inside.set()
+        go_on.wait(60)
+        return False
+
+    approved = {APPROVE_ANNOTATION: plan_id}
+    first = threading.Thread(
+        target=b.sync,
+        args=("Manual",),
+        kwargs={"live": Liveness(held, lambda: False), "annotations": approved},
+    )
+    first.start()
+    try:
+        assert inside.wait(60)
+        other = PoolId("kafka", "other", "uid-other")
+        stored = b.service.stored_plan(POOL)
+        assert stored is not None
+        spec = BrokerPoolSpec.model_validate({**SPEC, "mode": "Auto"})
+        seen = SeenPool(1, None, [], None)
+        submitted = len(b.cluster.submitted)
+
+        assert b.service.executions.execute(other, stored, spec, {}, RUNNING, seen) is None
+        assert b.service.executions.execute(other, stored, spec, {}, RUNNING, seen) is None
+
+        assert len(b.cluster.submitted) == submitted, "the pool beyond the limit submitted nothing"
+        assert b.kube.reasons().count("ExecutionQueued") == 1, "told once, not at every pass"
+        assert b.kube.message("ExecutionQueued") == (
+            f"Plan {plan_id} waits: 1 plan(s) are executing in this operator process, its limit "
+            "(KAFKA_BALANCER_MAX_EXECUTIONS); a later pass starts it."
+        )
+    finally:
+        go_on.set()
+        first.join(60)
+    assert b.status()["execution"]["phase"] == "Succeeded"
+    # The slot is free again: the other pool's pass runs its execution (here, of a plan done already).
+    assert b.service.executions.execute(other, stored, spec, {}, RUNNING, seen) is not None
+
+
+def test_passes_run_at_most_the_syncs_and_executions_limits_at_once(tmp_path: Path) -> None:
+    b = bed(tmp_path, limits=Limits(executions=1, syncs=2))
+    running: list[int] = []
+    most = [0]
+    lock = threading.Lock()
+
+    def slow(pool: PoolObject, retry: int, live: Liveness) -> Any:
+        with lock:
+            running.append(1)
+            most[0] = max(most[0], len(running))
+        time.sleep(0.2)
+        with lock:
+            running.pop()
+
+    b.service.sync_blocking = slow  # type: ignore[method-assign]
+    pools = [PoolObject(PoolId("kafka", f"p{i}", f"uid-{i}"), 1, SPEC, {}, {}, ()) for i in range(8)]
+
+    async def all_at_once() -> None:
+        await asyncio.gather(*(b.service.sync(p, 0, RUNNING) for p in pools))
+
+    asyncio.run(all_at_once())
+    assert most[0] == 3, most  # 2 syncs beside 1 execution's worker

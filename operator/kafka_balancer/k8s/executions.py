@@ -41,7 +41,7 @@ from kafka_balancer.k8s.execution import (
 from kafka_balancer.k8s.lease import PoolLease, cluster_lease, holder_pool
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import KubePort, PoolId
-from kafka_balancer.k8s.settings import DEFAULT_NAMESPACE, Timings
+from kafka_balancer.k8s.settings import DEFAULT_LIMITS, DEFAULT_NAMESPACE, Timings
 from kafka_balancer.k8s.state_mirror import StateMirror
 from kafka_balancer.kafka.admin import TIMEOUT_S, KafkaAdmin
 from kafka_balancer.kafka.cordon import sync_cordons
@@ -164,8 +164,14 @@ class ExecutionService:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         namespace: str = DEFAULT_NAMESPACE,
+        max_executions: int = DEFAULT_LIMITS.executions,
     ) -> None:
         self.kube = kube
+        # Each execution holds a worker thread and Kafka clients until its plan ends.
+        self.max_executions = max_executions
+        self._slots = threading.BoundedSemaphore(max_executions)
+        # Pools whose plan found no slot, and which plan: told once, not at every pass.
+        self._queued: dict[str, str] = {}
         # Where the Kafka clusters' leases live (the operator's own namespace).
         self.namespace = namespace
         self.state_dir = state_dir / "executions"
@@ -207,7 +213,33 @@ class ExecutionService:
         seen: SeenPool,
     ) -> ExecutionPhase | None:
         """Run ``stored`` to its end, holding the pool's execution lease; the phase it ended in
-        (None: stopped for another operator, or finished by the one that took it over)."""
+        (None: stopped for another operator, finished by the one that took it over, or not started
+        because this process runs ``max_executions`` already: a later pass starts it)."""
+        if not self._slots.acquire(blocking=False):
+            if self._queued.get(pool.key) != stored.id:
+                self._queued[pool.key] = stored.id
+                text = (
+                    f"Plan {stored.id} waits: {self.max_executions} plan(s) are executing in this "
+                    "operator process, its limit (KAFKA_BALANCER_MAX_EXECUTIONS); a later pass starts it"
+                )
+                _log.info("pool %s: %s", pool.key, text)
+                self.kube.post_event(pool, Event("Normal", "ExecutionQueued", sentence(text)))
+            return None
+        self._queued.pop(pool.key, None)
+        try:
+            return self._execute(pool, stored, spec, props, live, seen)
+        finally:
+            self._slots.release()
+
+    def _execute(
+        self,
+        pool: PoolId,
+        stored: StoredPlan,
+        spec: BrokerPoolSpec,
+        props: Mapping[str, str],
+        live: Liveness,
+        seen: SeenPool,
+    ) -> ExecutionPhase | None:
         lease = self.lease(pool)
         # Set once the API answers again after an outage during this run; kept in the status message.
         outage: list[str] = []

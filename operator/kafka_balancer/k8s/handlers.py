@@ -54,7 +54,12 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     kube = Kube(str(operator.kubeconfig) if operator.kubeconfig else None)
     memo.metrics = OperatorMetrics()
     executions = ExecutionService(
-        kube, operator.state_dir, operator.timings, memo.metrics, namespace=operator.namespace
+        kube,
+        operator.state_dir,
+        operator.timings,
+        memo.metrics,
+        namespace=operator.namespace,
+        max_executions=operator.limits.executions,
     )
     source = ClusterSource.for_operator(kube, operator, memo.metrics)
     memo.pools = PoolService(
@@ -65,6 +70,7 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
         operator.timings,
         memo.metrics,
         allow_cleartext_credentials=operator.allow_cleartext_credentials,
+        limits=operator.limits,
     )
     if operator.metrics_port is not None:
         memo.metrics.serve(operator.metrics_port)

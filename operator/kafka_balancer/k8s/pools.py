@@ -8,13 +8,15 @@ one whole sync (or cleanup) in a worker thread. kopf itself is only touched by h
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -36,7 +38,7 @@ from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.pool_secrets import pool_secret
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.scored_loads import Loads
-from kafka_balancer.k8s.settings import Timings
+from kafka_balancer.k8s.settings import Limits, Timings
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, Action, plan_id
 from kafka_balancer.reconcile.brokers import Lifecycle
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
@@ -57,6 +59,7 @@ from kafka_balancer.reconcile.pool import (
 from kafka_balancer.reconcile.snapshot import ClusterMetadata
 from kafka_balancer.reconcile.status import BalancerGoalStatus, ExecutionPhase, ExecutionStatus, PoolStatus
 
+T = TypeVar("T")
 PLURAL_POOLS = "brokerpools"
 PLAN_KEY = "plan.json"
 REPAIRS_KEY = "repairs"
@@ -148,8 +151,14 @@ class PoolService:
         metrics: OperatorMetrics,
         *,
         allow_cleartext_credentials: bool = False,
+        limits: Limits | None = None,
     ) -> None:
         self.kube = kube
+        # The passes' worker threads: as many syncs at once as the limit says, beside the executions
+        # (which run in the pass that starts them, for as long as their plan), so that executing
+        # pools never leave the others without a worker.
+        limits = limits or Limits()
+        self._workers = ThreadPoolExecutor(limits.syncs + limits.executions, thread_name_prefix="pool-pass")
         # Operator-wide (KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS): a pool's spec cannot allow it.
         self.allow_cleartext_credentials = allow_cleartext_credentials
         self.metrics = metrics
@@ -167,10 +176,15 @@ class PoolService:
     # -- the boundary: kopf's event loop awaits these ---------------------------------------------
 
     async def sync(self, pool: PoolObject, retry: int, live: Liveness) -> SyncResult:
-        return await asyncio.to_thread(self.sync_blocking, pool, retry, live)
+        return await self._in_worker(self.sync_blocking, pool, retry, live)
 
     async def clean_up(self, pool: PoolId, spec: Mapping[str, Any], status: Mapping[str, Any]) -> str | None:
-        return await asyncio.to_thread(self.clean_up_blocking, pool, spec, status)
+        return await self._in_worker(self.clean_up_blocking, pool, spec, status)
+
+    async def _in_worker(self, work: Callable[..., T], *args: Any) -> T:
+        # As asyncio.to_thread does: the context goes along (kopf posts Events from it).
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._workers, context.run, work, *args)
 
     # -- the work, in a worker thread ---------------------------------------------------------------
 

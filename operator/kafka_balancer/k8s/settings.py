@@ -55,6 +55,21 @@ class Timings:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What one operator process runs at once, whatever its pools' specs say
+    (``KAFKA_BALANCER_MAX_EXECUTIONS``, ``_MAX_SYNCS``, ``_MAX_EMBEDDED_JOBS``). A pass beyond them
+    waits: a sync for a worker, an execution for the next pass (its status says why), an embedded
+    scoring run for the running one (each is a JVM of its own)."""
+
+    executions: int = 4
+    syncs: int = 8
+    embedded_jobs: int = 1
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
 class OperatorSettings:
     """The operator process's settings (flags of ``kafka-balancer run`` and the environment)."""
 
@@ -80,6 +95,7 @@ class OperatorSettings:
     # KAFKA_BALANCER_NAMESPACE (the chart: the release's): where the Kafka clusters' execution
     # leases live, one per cluster, whatever namespaces its pools are in.
     namespace: str = DEFAULT_NAMESPACE
+    limits: Limits = field(default_factory=Limits)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> OperatorSettings:
@@ -90,7 +106,21 @@ class OperatorSettings:
             spark=spark_settings(env),
             allow_cleartext_credentials=_flag(env, "ALLOW_CLEARTEXT_CREDENTIALS"),
             namespace=env.get(ENV_PREFIX + "NAMESPACE") or DEFAULT_NAMESPACE,
+            limits=limits(env),
         )
+
+
+def limits(env: Mapping[str, str]) -> Limits:
+    """``KAFKA_BALANCER_MAX_EXECUTIONS``, ``_MAX_SYNCS``, ``_MAX_EMBEDDED_JOBS``: whole numbers from 1."""
+    default = Limits()
+    found = {
+        name: int(_number(env, f"MAX_{name.upper()}", int, getattr(default, name)))
+        for name in ("executions", "syncs", "embedded_jobs")
+    }
+    for name, value in found.items():
+        if value < 1:
+            raise InputError(f"{ENV_PREFIX}MAX_{name.upper()}: at least 1, got {value}")
+    return Limits(**found)
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:

@@ -72,7 +72,7 @@ class ClusterSource:
         cls, kube: KubePort, settings: OperatorSettings, metrics: OperatorMetrics
     ) -> ClusterSource:
         state_dir = settings.state_dir
-        embedded = EmbeddedScorer(state_dir / "scoring")
+        embedded = EmbeddedScorer(state_dir / "scoring", jobs=settings.limits.embedded_jobs)
         spark = settings.spark
 
         def scorer_for(spec: Scoring) -> Scorer:

@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -116,10 +117,12 @@ class EmbeddedScorer:
 
     engine = "Embedded"
 
-    def __init__(self, work_dir: Path, timeout_s: float = 1800.0, keep_runs: int = 2) -> None:
+    def __init__(self, work_dir: Path, timeout_s: float = 1800.0, keep_runs: int = 2, jobs: int = 1) -> None:
         self.work_dir = work_dir
         self.timeout_s = timeout_s
         self.keep_runs = keep_runs
+        # Each run is a JVM in the operator's pod: at most ``jobs`` at once, the others wait their turn.
+        self._jobs = threading.BoundedSemaphore(jobs)
 
     def score(self, request: ScoringRequest) -> ScoringResult:
         started = time.monotonic()
@@ -142,15 +145,16 @@ class EmbeddedScorer:
         ]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         try:
-            done = subprocess.run(
-                argv,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=self.timeout_s,
-                check=False,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-            )
+            with self._jobs:
+                done = subprocess.run(
+                    argv,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=self.timeout_s,
+                    check=False,
+                    preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                )
         except subprocess.TimeoutExpired as err:
             raise ScoringError(
                 f"the embedded scoring job did not finish within {self.timeout_s:.0f} s"
