@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kafka_balancer.errors import ExecutionFenced
-from kafka_balancer.k8s.port import PoolId
+from kafka_balancer.k8s.lease import PoolLease
+from kafka_balancer.k8s.port import LeaseWrite, PoolId
 from kafka_balancer.k8s.state_mirror import StateMirror
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
@@ -239,3 +240,38 @@ def test_a_state_change_is_retried_through_an_outage_progress_is_not() -> None:
 
 def _lost() -> None:
     raise ExecutionFenced("lost the execution lease")
+
+
+def test_a_lease_watched_while_another_is_awaited_is_taken_over_as_soon_as_its_holder_was_silent() -> None:
+    """A process frozen mid-execution holds its pool's lease and its Kafka cluster's: the taker
+    watches the second while it waits for the first, so that both are its own after one duration."""
+    kube = FakeKube()
+    pool = PoolId("kafka", "main", "uid-main")
+    kube.write_lease(LeaseWrite("kafka-balancer", "kafka-cluster-x", None, "frozen main", 15, 0, None))
+    now = [0.0]
+    taker = PoolLease(
+        kube,
+        pool,
+        duration_s=15,
+        identity="taker",
+        clock=lambda: now[0],
+        where=("kafka-balancer", "kafka-cluster-x"),
+    )
+    unwatched = PoolLease(
+        kube,
+        pool,
+        duration_s=15,
+        identity="other",
+        clock=lambda: now[0],
+        where=("kafka-balancer", "kafka-cluster-x"),
+    )
+
+    taker.observe()
+    now[0] = 15.0
+    try:
+        assert not unwatched.try_acquire(), "seen silent for no time yet: not taken"
+        assert taker.try_acquire(), "seen silent for the whole duration: taken"
+        record = kube.read_lease("kafka-balancer", "kafka-cluster-x")
+        assert record is not None and record.holder == "taker"
+    finally:
+        taker.release()

@@ -331,8 +331,16 @@ class ExecutionService:
             finished it."""
             nonlocal resumed
             cluster = self.cluster_lease(pool, admin)
+
+            def give_up() -> bool:
+                # While the pool's lease is awaited, so is the cluster's: a holder silent on both (a
+                # process frozen mid-execution) is then taken over from both after one lease
+                # duration, not one after the other.
+                cluster.observe()
+                return live.stopping() or halt() is not None
+
             while True:
-                if not lease.acquire(lambda: live.stopping() or halt() is not None):
+                if not lease.acquire(give_up):
                     raise ExecutionHalted(halt() or "the operator is stopping")
                 if not wait_for(cluster):
                     lease.release()

@@ -142,6 +142,21 @@ class PoolLease:
             self._renewer.start()
         return True
 
+    def observe(self) -> None:
+        """Time the silence of whoever holds the Lease, without taking it: a later :meth:`try_acquire`
+        takes it over once its holder has not renewed it for its duration since first seen here."""
+        with self._lock:
+            if self.ownership.owns():
+                return
+            try:
+                record = self.kube.read_lease(self.namespace, self.name)
+            except KubernetesError:
+                return
+            if record is not None and record.holder not in (None, self.identity):
+                _, self._observed = expired(
+                    self._observed, record.version, record.holder, self.clock(), record.duration_s
+                )
+
     def holder(self) -> str | None:
         """Who holds the Lease now, as its holder wrote itself (None: nobody, or unreadable)."""
         try:
