@@ -76,7 +76,7 @@ def test_a_pool_and_its_goals_are_accepted_and_read_back_with_defaults(
         "throttleBytesPerSecond": "50Mi",
         "order": "Plan",
         "moveTimeoutSeconds": 600,
-        "deadBrokerTimeoutSeconds": 30,
+        "deadBrokerTimeoutSeconds": 300,
         "healthTimeoutSeconds": 1800,
     }
     assert spec["kafka"]["securityProtocol"] == "PLAINTEXT"
