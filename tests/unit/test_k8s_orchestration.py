@@ -17,7 +17,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
-from kafka_balancer.errors import ConfigMapTooLarge, KafkaAccessDenied, KafkaOperationError
+from kafka_balancer.errors import (
+    ConfigMapTooLarge,
+    KafkaAccessDenied,
+    KafkaOperationError,
+    UnreadableConfigMap,
+)
 from kafka_balancer.k8s import pools
 from kafka_balancer.k8s.executions import ExecutionService, Liveness, SeenPool
 from kafka_balancer.k8s.metrics import OperatorMetrics
@@ -1053,3 +1058,37 @@ def test_passes_run_at_most_the_syncs_and_executions_limits_at_once(tmp_path: Pa
 
     asyncio.run(all_at_once())
     assert most[0] == 3, most  # 2 syncs beside 1 execution's worker
+
+
+def test_an_execution_record_edited_by_hand_is_said_on_the_pool_and_nothing_is_submitted(
+    tmp_path: Path,
+) -> None:
+    b = bed(tmp_path)
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    b.cluster.stuck = set(REPLICAS)
+    stopping = Liveness(stopping=lambda: bool(b.cluster.submitted), paused=lambda: False)
+    b.sync("Manual", live=stopping, annotations={APPROVE_ANNOTATION: plan_id})
+    submitted = len(b.cluster.submitted)
+    record = b.kube.config_maps[("kafka", "main-execution")]
+    edited = json.loads(record.data["state.json"])
+    del edited["moves"][0]["topic"]
+    b.kube.write_config_map(
+        "kafka", "main-execution", POOL, {**record.data, "state.json": json.dumps(edited)}
+    )
+
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+
+    assert b.conditions()["Executing"] == ("False", "ExecutionFailed")
+    failed = b.status()["execution"]
+    assert failed["phase"] == "Failed"
+    assert failed["message"].startswith(
+        "ConfigMap kafka/main-execution: not an execution record this operator wrote"
+    )
+    assert len(b.cluster.submitted) == submitted, "nothing more reaches Kafka on an unreadable record"
+    b.sync("Manual")  # a later pass, the plan no longer approved, neither crashes nor guesses
+    assert len(b.cluster.submitted) == submitted and b.cluster.ongoing
+    # Which moves and throttles are the pool's is known from the record alone: a deletion waits.
+    with pytest.raises(UnreadableConfigMap, match="ConfigMap kafka/main-execution"):
+        b.service.clean_up_blocking(POOL, {**SPEC, "mode": "Manual"}, b.status())
+    assert b.cluster.ongoing and any(b.cluster.configs.values())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pytest
 
@@ -179,3 +180,35 @@ def test_parts_cut_otherwise_are_all_written_anew_and_the_state_stays_exact(
 
     assert len(kube.written) == 1 + 6 and len(parts_of(kube)) == 6
     assert StateMirror(kube, POOL).load() == ("p1", state)
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda doc: doc.pop("createdAt"), "'createdAt'"),
+        (lambda doc: doc["moves"][0].pop("topic"), "'topic'"),
+        (lambda doc: doc.update(order="fastest"), "'fastest'"),
+        (lambda doc: doc["moves"][0].update(status=7), "7"),
+    ],
+    ids=["no createdAt", "a move without its topic", "an unknown order", "a status of another type"],
+)
+def test_a_state_edited_by_hand_is_refused_naming_the_config_map(edit: Any, said: str) -> None:
+    kube = FakeKube()
+    StateMirror(kube, POOL).write("p1", big_state(3), force=True)
+    head = kube.config_maps[("kafka", "main-execution")]
+    document = json.loads(head.data[STATE_KEY])
+    edit(document)
+    kube.write_config_map("kafka", "main-execution", POOL, {**head.data, STATE_KEY: json.dumps(document)}, {})
+
+    with pytest.raises(UnreadableConfigMap, match=f"ConfigMap kafka/main-execution: .*{said}"):
+        StateMirror(kube, POOL).load()
+
+
+def test_a_state_that_is_not_json_is_refused() -> None:
+    kube = FakeKube()
+    StateMirror(kube, POOL).write("p1", big_state(3), force=True)
+    head = kube.config_maps[("kafka", "main-execution")]
+    kube.write_config_map("kafka", "main-execution", POOL, {**head.data, STATE_KEY: "{moves: ["}, {})
+
+    with pytest.raises(UnreadableConfigMap, match="ConfigMap kafka/main-execution: "):
+        StateMirror(kube, POOL).load()

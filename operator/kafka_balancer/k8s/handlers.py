@@ -16,7 +16,7 @@ import kopf
 from kubernetes import client, config
 
 from kafka_balancer.api import GROUP, VERSION
-from kafka_balancer.errors import KafkaOperationError
+from kafka_balancer.errors import KafkaOperationError, UnreadableConfigMap
 from kafka_balancer.k8s.executions import ExecutionBusy, ExecutionService, Liveness
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.metrics import OperatorMetrics
@@ -181,6 +181,13 @@ async def pool_deleted(
         pools.cleanup_waits(pool, err, retry, CLEANUP_RETRIES, CLEANUP_RETRY_S)
         raise kopf.TemporaryError(
             f"cannot reach Kafka to clean up the pool: {err}", delay=CLEANUP_RETRY_S
+        ) from err
+    except UnreadableConfigMap as err:
+        # Which moves and throttles are ours is known only from the record: nothing is guessed.
+        raise kopf.TemporaryError(
+            f"cannot clean up the pool: {err}; restore it, or delete it to let the pool go "
+            "without cancelling its moves or removing its throttles",
+            delay=CLEANUP_RETRY_S,
         ) from err
     if cancelled:
         logger.info("pool %s deleted: plan %s cancelled, throttles removed", pool.key, cancelled)

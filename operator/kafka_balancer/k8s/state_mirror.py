@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kafka_balancer.errors import ExecutionFenced, KubernetesUnavailable, WriteConflict
+from kafka_balancer.errors import ExecutionFenced, KubernetesUnavailable, UnreadableConfigMap, WriteConflict
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.port import KubePort, PoolId
@@ -103,27 +103,36 @@ class StateMirror:
         """The recorded execution (plan id, state); later writes are conditional on what was read."""
         namespace, name = self.pool.namespace, self.config_map
         in_parts = blobs.load_parts(self.kube, namespace, name, self.pool, HEAD_KEY)
-        if in_parts is not None:
-            fields, head, parts, self._version = in_parts
-            document = json.loads(head)
-            moves = [json.loads(payload) for _, payload in parts]
-            document["moves"] = [move for part in moves for move in part]
-            state = state_from_document(document)
-            if all(len(part) == PART_MOVES for part in moves[:-1]):
-                # Cut as this process cuts: a part whose moves do not change is not written again.
-                self._parts = [
-                    (state.moves[i * PART_MOVES : (i + 1) * PART_MOVES], part)
-                    for i, (part, _) in enumerate(parts)
-                ]
-        else:
-            found = blobs.load_versioned(self.kube, namespace, name, self.pool, STATE_KEY)
-            if found is None:
-                self._version = blobs.ABSENT
-                return None
-            fields, whole, self._version = found
-            state = state_from_document(json.loads(whole))
+        # The record is a ConfigMap that anyone who may edit the namespace's ConfigMaps can change:
+        # what does not parse is refused, naming it, rather than failing the pool with a traceback.
+        try:
+            if in_parts is not None:
+                fields, head, parts, self._version = in_parts
+                document = json.loads(head)
+                moves = [json.loads(payload) for _, payload in parts]
+                document["moves"] = [move for part in moves for move in part]
+                state = state_from_document(document)
+                if all(len(part) == PART_MOVES for part in moves[:-1]):
+                    # Cut as this process cuts: a part whose moves do not change is not written again.
+                    self._parts = [
+                        (state.moves[i * PART_MOVES : (i + 1) * PART_MOVES], part)
+                        for i, (part, _) in enumerate(parts)
+                    ]
+            else:
+                found = blobs.load_versioned(self.kube, namespace, name, self.pool, STATE_KEY)
+                if found is None:
+                    self._version = blobs.ABSENT
+                    return None
+                fields, whole, self._version = found
+                state = state_from_document(json.loads(whole))
+            plan = str(fields["plan.id"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
+            raise UnreadableConfigMap(
+                f"ConfigMap {namespace}/{name}: not an execution record this operator wrote "
+                f"({type(err).__name__}: {err})"
+            ) from None
         self._written = _essential(state)
-        return fields["plan.id"], state
+        return plan, state
 
     def write(self, plan: str, state: ExecutionState, *, force: bool = False) -> bool:
         """Mirror ``state``: at once if it holds an essential change (or ``force``), else at most
