@@ -25,6 +25,8 @@ from kafka_balancer_dev.localbed.kafka import KafkaBed, SecuredAccess
 KINDS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "SSL", "SASL_SSL"]
 CLI = [sys.executable, "-m", "kafka_balancer.cli"]
 SYSTEM_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+# kafka-topics.sh's class.
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +135,31 @@ def test_execute_moves_a_partition_over_a_secured_listener(
     assert _replicas(secured_bed, topic) == {0: [3, 1]}
     state = json.loads(plan.with_name(plan.name + ".state.json").read_text())
     assert [m["status"] for m in state["moves"]] == ["done"]
+
+
+def test_a_login_written_over_continued_lines_as_kafkas_docs_write_it_reads_as_kafkas_tools_read_it(
+    secured_bed: KafkaBed, tmp_path: Path
+) -> None:
+    access = secured_bed.secured_access("SCRAM-SHA-512")
+    topic = _topic(secured_bed, [[1, 2]])
+    # As Kafka's documentation writes a client's JAAS login: one property over three lines.
+    config = tmp_path / "client.properties"
+    config.write_text(
+        f"security.protocol={access.properties['security.protocol']}\n"
+        f"sasl.mechanism : {access.properties['sasl.mechanism']}\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+        f'    username="{access.properties["sasl.username"]}" \\\n'
+        f'    password="{access.properties["sasl.password"]}";\n'
+    )
+    theirs = secured_bed.run_tool(
+        TOPIC_COMMAND, ["--command-config", str(config), "--list"], bootstrap_servers=access.bootstrap_servers
+    )
+    assert theirs.returncode == 0 and topic in theirs.stdout.split(), theirs.stderr
+
+    ours = _snapshot(access, config, tmp_path / "snapshot.json")
+
+    assert ours.returncode == 0, ours.stderr
+    assert topic in {p["topic"] for p in json.loads((tmp_path / "snapshot.json").read_text())["partitions"]}
 
 
 @pytest.mark.parametrize("kind", ["PLAIN", "SCRAM-SHA-512", "SASL_SSL"])

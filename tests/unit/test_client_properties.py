@@ -82,11 +82,39 @@ def test_load_properties_reads_what_kafkas_tools_read(tmp_path: Path) -> None:
     assert load_properties(path) == {"security.protocol": "SASL_PLAINTEXT", "sasl.password": SECRET}
 
 
-def test_a_bad_properties_line_is_named_without_its_value(tmp_path: Path) -> None:
+def test_load_properties_reads_java_properties_syntax_as_kafkas_tools_do(tmp_path: Path) -> None:
     path = tmp_path / "client.properties"
-    path.write_text(f"sasl.password={SECRET}\nnot a property line\n")
+    path.write_bytes(
+        b"sasl.mechanism : SCRAM-SHA-512\n"  # ':' as the separator
+        b"security.protocol SASL_SSL\n"  # whitespace as the separator
+        b"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+        b'    username="alice" \\\n'  # continued: the next line's leading blanks are dropped
+        b'    password="back\\\\slash";\n'  # an escaped backslash
+        b"ssl.key.password=caf\\u00e9\n"  # a unicode escape
+        b"ssl.key.location=/keys/caf\xe9.pem\n"  # a byte read as ISO-8859-1, as java.util.Properties reads it
+        b"   # an indented comment\n"
+        b"lone.key\n"  # a key without a value
+    )
 
-    with pytest.raises(InputError) as err:
+    assert load_properties(path) == {
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "security.protocol": "SASL_SSL",
+        "sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="alice" password="back\\slash";'
+        ),
+        "ssl.key.password": "caf\u00e9",
+        "ssl.key.location": "/keys/caf\u00e9.pem",
+        "lone.key": "",
+    }
+    assert confluent_config("k:9093", load_properties(path))["sasl.username"] == "alice"
+
+
+def test_a_bad_escape_is_named_without_the_value_around_it(tmp_path: Path) -> None:
+    path = tmp_path / "client.properties"
+    path.write_text(f"sasl.password={SECRET}\\u12zz\n")
+
+    with pytest.raises(InputError, match=r"client.properties: invalid escape") as err:
         load_properties(path)
     assert SECRET not in str(err.value)
 

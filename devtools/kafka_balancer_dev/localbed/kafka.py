@@ -510,13 +510,21 @@ class KafkaBed:
 
     # -- Kafka's own tools -------------------------------------------------------------------------
 
-    def run_tool(self, main_class: str, args: Sequence[str], *, timeout_s: float = 300.0) -> ToolResult:
-        """Run a Kafka tool class from the bed's jars with ``--bootstrap-server`` set to this bed."""
+    def run_tool(
+        self,
+        main_class: str,
+        args: Sequence[str],
+        *,
+        timeout_s: float = 300.0,
+        bootstrap_servers: str | None = None,
+    ) -> ToolResult:
+        """Run a Kafka tool class from the bed's jars with ``--bootstrap-server`` set to this bed (its
+        PLAINTEXT listener unless ``bootstrap_servers`` names another)."""
         argv = [
             *self._java_argv(self.run_dir / "tools-log4j2.xml", heap="256m"),
             main_class,
             "--bootstrap-server",
-            self.bootstrap_servers,
+            bootstrap_servers or self.bootstrap_servers,
             *args,
         ]
         try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import javaproperties
 from confluent_kafka import ElectionType, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient
@@ -93,21 +94,16 @@ class OngoingReassignment:
 
 
 def load_properties(path: Path) -> dict[str, str]:
-    """Read a Java properties file (``key=value`` lines, ``#`` comments)."""
+    """Read a client properties file as Kafka's tools read it (``java.util.Properties``): ``=``, ``:``
+    or a space between key and value, values continued over lines ending in a backslash (as Kafka's
+    documentation writes ``sasl.jaas.config``), escapes, and bytes as ISO-8859-1."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with path.open("rb") as stream:
+            return dict(javaproperties.load(stream))
     except OSError as err:
         raise InputError(f"--command-config {path}: {err.strerror}") from err
-    props: dict[str, str] = {}
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise InputError(f"--command-config {path}: line without '=': {key[:40]!r}")
-        props[key.strip()] = value.strip()
-    return props
+    except javaproperties.InvalidUEscapeError as err:
+        raise InputError(f"--command-config {path}: invalid escape {err.escape!r}") from None
 
 
 def _credentials(props: Mapping[str, str]) -> tuple[str | None, str | None]:
