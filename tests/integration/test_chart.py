@@ -497,3 +497,39 @@ def test_the_prometheus_rule_is_the_rules_file_with_the_values_thresholds(kube_b
     assert tuned["metadata"]["labels"]["release"] == "prometheus"
     unchanged = {r["alert"]: r["expr"] for group in shipped["groups"] for r in group["rules"]}
     assert {name: r["expr"] for name, r in rules.items()} == unchanged
+
+
+def test_the_chart_renders_as_a_dependency_of_an_umbrella_chart_with_globals(
+    kube_bed: kube.KubeBed, tmp_path: Path
+) -> None:
+    """Platform teams install operators as subcharts; Helm then hands every subchart the umbrella's
+    ``global`` values, which a schema closed at its root would refuse."""
+    umbrella = tmp_path / "platform"
+    umbrella.mkdir()
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    dependency = {"name": chart["name"], "version": chart["version"], "repository": f"file://{CHART}"}
+    (umbrella / "Chart.yaml").write_text(
+        yaml.safe_dump(
+            {"apiVersion": "v2", "name": "platform", "version": "1.0.0", "dependencies": [dependency]}
+        )
+    )
+    (umbrella / "values.yaml").write_text(
+        yaml.safe_dump(
+            {"global": {"imageRegistry": "registry.example"}, "kafka-balancer": {"replicaCount": 2}}
+        )
+    )
+    built = kube_bed.helm("dependency", "build", str(umbrella))
+    assert built.returncode == 0, built.stdout + built.stderr
+
+    rendered = kube_bed.helm(
+        "template", "platform", str(umbrella), "-n", RELEASE_NAMESPACE, "--kube-version", KUBE_VERSION
+    )
+
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+    deployment = next(doc for doc in docs if doc["kind"] == "Deployment")
+    assert deployment["spec"]["replicas"] == 2, "the umbrella's values reach the subchart"
+    # The subchart's own values are still checked there.
+    misspelt = ("--set", "kafka-balancer.replicas=2")
+    refused = kube_bed.helm("template", "platform", str(umbrella), "--kube-version", KUBE_VERSION, *misspelt)
+    assert refused.returncode != 0 and "additional properties 'replicas' not allowed" in refused.stderr

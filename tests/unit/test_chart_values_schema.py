@@ -14,6 +14,8 @@ from tests.support.chart import CHART
 
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
 SCHEMA = json.loads((CHART / "values.schema.json").read_text())
+# Helm hands a subchart its umbrella's ``global`` values: the chart reads none, so values.yaml has none.
+HELM_GLOBALS = "global"
 
 
 def walk(values: dict[str, Any], schema: dict[str, Any], path: str = "") -> list[str]:
@@ -24,6 +26,8 @@ def walk(values: dict[str, Any], schema: dict[str, Any], path: str = "") -> list
         problems.append(f"{path or '<top>'}: additionalProperties is not false")
     for key in sorted(set(values) | set(properties)):
         where = f"{path}.{key}" if path else key
+        if not path and key == HELM_GLOBALS:
+            continue
         if key not in properties:
             problems.append(f"{where}: not in the schema")
             continue
@@ -41,3 +45,9 @@ def walk(values: dict[str, Any], schema: dict[str, Any], path: str = "") -> list
 def test_every_value_has_a_typed_described_schema_and_nothing_else_is_allowed() -> None:
     assert SCHEMA["$schema"] == "http://json-schema.org/draft-07/schema#"
     assert walk(VALUES, SCHEMA) == []
+
+
+def test_helms_globals_are_allowed_open_at_the_top_and_nowhere_else() -> None:
+    assert SCHEMA["properties"][HELM_GLOBALS]["type"] == "object"
+    assert "additionalProperties" not in SCHEMA["properties"][HELM_GLOBALS]
+    assert HELM_GLOBALS not in VALUES
