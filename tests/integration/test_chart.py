@@ -533,3 +533,20 @@ def test_the_chart_renders_as_a_dependency_of_an_umbrella_chart_with_globals(
     misspelt = ("--set", "kafka-balancer.replicas=2")
     refused = kube_bed.helm("template", "platform", str(umbrella), "--kube-version", KUBE_VERSION, *misspelt)
     assert refused.returncode != 0 and "additional properties 'replicas' not allowed" in refused.stderr
+
+
+def test_the_user_roles_are_extended_to_pools_and_goals_unless_turned_off(kube_bed: kube.KubeBed) -> None:
+    roles = {
+        doc["metadata"]["name"]: doc
+        for doc in render(kube_bed)
+        if doc["kind"] == "ClusterRole"
+        and "rbac.authorization.k8s.io/aggregate-to-edit" in doc["metadata"]["labels"]
+    }
+    view, edit = roles[f"{RELEASE}-kafka-balancer-view"], roles[f"{RELEASE}-kafka-balancer-edit"]
+    assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert "rbac.authorization.k8s.io/aggregate-to-view" not in edit["metadata"]["labels"]
+    assert {verb for rule in view["rules"] for verb in rule["verbs"]} == {"get", "list", "watch"}
+    assert "patch" in {verb for rule in edit["rules"] for verb in rule["verbs"]}  # approving a plan
+
+    off = render(kube_bed, "aggregateToUserRoles=false")
+    assert not [doc for doc in off if "aggregate-to-edit" in str(doc["metadata"].get("labels", {}))]

@@ -87,3 +87,40 @@ def test_helm_install_gives_a_ready_operator_on_its_own_service_account(
     # APIForbiddenError(..., status=403). Not a bare "403": a CI run failed on "(264037 bytes)".
     for refused in ("permission", "status=403", "forbidden"):
         assert refused not in logs.stdout.lower(), logs.stdout[-4000:]
+
+
+def test_a_namespace_editor_may_read_and_approve_pools_and_a_viewer_only_read(
+    node_bed: node.NodeBed, operator_release: float
+) -> None:
+    """The chart's ClusterRoles reach Kubernetes' own view and edit roles through the controller
+    manager's aggregation: no role of ours is bound to these users."""
+    namespace = "kb-node-users"
+    node_bed.kubectl("create", "namespace", namespace)
+    for user, role in (("alice", "edit"), ("bob", "view")):
+        bound = node_bed.kubectl(
+            "create",
+            "rolebinding",
+            f"{user}-{role}",
+            f"--clusterrole={role}",
+            f"--user={user}",
+            "-n",
+            namespace,
+        )
+        assert bound.returncode == 0, bound.stderr
+
+    def may(user: str, verb: str) -> bool:
+        answer = node_bed.kubectl(
+            "auth", "can-i", verb, "brokerpools.kafkabalancer.io", "-n", namespace, "--as", user
+        )
+        return answer.stdout.strip() == "yes"
+
+    # Aggregation is the controller manager's: it follows the install within moments.
+    wait_until(
+        lambda: may("alice", "patch") and may("bob", "get"), timeout_s=60, what="the roles' aggregation"
+    )
+    listed = node_bed.kubectl("get", "bp,bg", "-n", namespace, "--as", "alice")
+    assert listed.returncode == 0, listed.stderr
+    assert may("alice", "create") and may("alice", "delete")
+    assert not may("bob", "patch") and not may("bob", "create")
+    refused = node_bed.kubectl("get", "bp", "-n", "default", "--as", "alice")
+    assert refused.returncode != 0 and "forbidden" in refused.stderr.lower(), "only where alice is an editor"
