@@ -1,7 +1,7 @@
 """Scoring job benchmark: synthetic sample stores → the full scoring job, per Spark master.
 
     .venv/bin/python bench/bench_scoring.py --rows 10e6            # local[1] and local[2]
-    .venv/bin/python bench/bench_scoring.py --rows 50e6            # ~1.3 GB of Parquet under /tmp
+    .venv/bin/python bench/bench_scoring.py --rows 50e6            # ~1.7 GiB of Parquet under /tmp
     .venv/bin/python bench/bench_scoring.py --e2e [--plan]         # mid cluster, 12 samples/partition
 
 Samples are those of the mid cluster of ``bench_planner.py`` (200 brokers, 40,000 partitions,
