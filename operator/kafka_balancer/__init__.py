@@ -13,8 +13,8 @@ import os
 from importlib.metadata import PackageNotFoundError, version
 
 # The planner's array operations are many and small: OpenBLAS's worker threads spin between them
-# and burn a core for nothing (bench/ mid: 5.9 CPU s in 4.4 s; with one thread 4.5 in 4.5; large
-# 61 -> 58.6). Only takes effect before numpy's first import, and only where the user chose nothing.
+# and burn a core for nothing. Only takes effect before numpy's first import, and only where the
+# user chose nothing.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 try:

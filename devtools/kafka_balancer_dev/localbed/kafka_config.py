@@ -110,7 +110,8 @@ def broker_properties(
         # The cleaner's dedupe buffer is heap; the 128 MiB default would crowd a small heap.
         "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
         # A throttled follower whose quota is spent sleeps this long before it asks again; at the
-        # 1 s default it idles past the moment the quota allows more (bench/README.md: 80 % → 85 %).
+        # 1 s default it idles past the moment the quota allows more (bench/README.md, "Executor
+        # throughput").
         "replica.fetch.backoff.ms": "100",
         **_HEARTBEATS,
     }

@@ -6,8 +6,8 @@ then hands them over only when it is polled, so the clients here poll before eac
 logs through ``logging`` already (logger ``kafka``). The operator's log takes both; a CLI command
 writes them to a file (``--kafka-log``), so the terminal keeps only the command's own lines.
 
-librdkafka repeats a failing connection every few milliseconds (373 lines in 10 s against a closed
-port, on stderr or here alike): :class:`Repeats` lets one of each through per minute.
+librdkafka repeats a failing connection every few milliseconds (against a closed port, on stderr or
+here alike): :class:`Repeats` lets one of each through per minute.
 """
 
 from __future__ import annotations
