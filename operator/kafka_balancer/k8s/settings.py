@@ -3,7 +3,7 @@
 
 Read once at startup (:meth:`OperatorSettings.load`) and handed to the services through kopf's memo;
 nothing else in the operator reads the environment. What a pool can choose lives in its spec instead.
-The README's "Operator settings" table lists them.
+docs/install.md's "Operator settings" lists them.
 """
 
 from __future__ import annotations
