@@ -23,6 +23,8 @@ log "Prometheus and the JMX exporter agent (fetched once, then cached)"
 log "MinIO and the s3a jars of the shared-storage tests (built and resolved once, then cached)"
 "$KB_ROOT/hack/minio/provision.sh" >/dev/null
 "$KB_ROOT/hack/s3a/provision.sh" >/dev/null
+log "gopher-lua, Argo CD's Lua VM, for the Argo CD health checks (built once, then cached)"
+"$KB_ROOT/hack/argocd/provision.sh" >/dev/null
 log "the node's binaries and images (built once from Go modules and Debian's packages, then cached)"
 "$KB_ROOT/hack/node/provision.sh" >/dev/null
 log "pytest"

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = [
+    "tests.fixtures.argocd",
     "tests.fixtures.kafka_bed",
     "tests.fixtures.kube_bed",
     "tests.fixtures.minio_bed",

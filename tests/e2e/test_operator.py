@@ -8,6 +8,7 @@ from typing import Any
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.ports import free_ports
+from tests.support.argocd import ArgoHealth
 
 from .conftest import OperatorProcess, wait_for
 from .objects import (
@@ -25,7 +26,11 @@ from .objects import (
 
 
 def test_dry_run_writes_the_plan_to_a_config_map_and_the_status(
-    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+    kube_bed: kube.KubeBed,
+    kafka_bed: KafkaBed,
+    operator: OperatorProcess,
+    namespace: str,
+    argo_health: ArgoHealth,
 ) -> None:
     topic = "e2e-dry-run"
     skewed_topic(kafka_bed, topic)
@@ -66,12 +71,20 @@ def test_dry_run_writes_the_plan_to_a_config_map_and_the_status(
     assert replicas_goal["status"] == "False"
     assert get(kube_bed, namespace, "bg", "replicas")["status"]["worstDeviation"].endswith("%")
     assert "PlanReady" in {e["reason"] for e in events(kube_bed, namespace)}
+    # Argo CD's health checks on what the operator wrote: a DryRun pool with its plan shown is as it
+    # should be; its unmet goal is work nothing will do, not a failure.
+    assert argo_health(get(kube_bed, namespace, "bp", "main"))[0] == "Healthy"
+    assert argo_health(get(kube_bed, namespace, "bg", "replicas"))[0] == "Progressing"
     # DryRun never moves anything.
     assert replicas_of(kafka_bed, topic) == before
 
 
 def test_manual_refuses_a_wrong_plan_id_and_executes_exactly_the_approved_plan(
-    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+    kube_bed: kube.KubeBed,
+    kafka_bed: KafkaBed,
+    operator: OperatorProcess,
+    namespace: str,
+    argo_health: ArgoHealth,
 ) -> None:
     topic = "e2e-manual"
     skewed_topic(kafka_bed, topic)
@@ -88,6 +101,9 @@ def test_manual_refuses_a_wrong_plan_id_and_executes_exactly_the_approved_plan(
         operator,
     )
     approval = "kafkabalancer.io/approve"
+    # Argo CD shows a plan that waits for a person as Suspended, a refused approval as Degraded.
+    status, message = argo_health(get(kube_bed, namespace, "bp", "main"))
+    assert status == "Suspended" and message.startswith("AwaitingApproval: plan "), message
 
     wrong = kube_bed.kubectl("annotate", "bp", "main", "-n", namespace, f"{approval}=0000000000")
     assert wrong.returncode == 0, wrong.stderr
@@ -102,6 +118,8 @@ def test_manual_refuses_a_wrong_plan_id_and_executes_exactly_the_approved_plan(
     )
     assert refused
     assert "ApprovalRefused" in {e["reason"] for e in events(kube_bed, namespace)}
+    status, message = argo_health(get(kube_bed, namespace, "bp", "main"))
+    assert status == "Degraded" and message.startswith("StaleApproval: "), message
     assert not get(kube_bed, namespace, "bp", "main")["status"]["plan"].get("executedId")
 
     # The plan shown now is approved, as a person would: each pass plans afresh, and the first one
@@ -146,6 +164,16 @@ def test_manual_refuses_a_wrong_plan_id_and_executes_exactly_the_approved_plan(
     assert {"ExecutionStarted", "ExecutionFinished"} <= reasons
     state = json.loads(get(kube_bed, namespace, "configmap", "main-execution")["data"]["state.json"])
     assert state["moves"]
+    # Executed and verified, the goal met: Argo CD shows both healthy once the next pass reports it.
+    wait_for(
+        lambda: (
+            argo_health(get(kube_bed, namespace, "bp", "main"))[0] == "Healthy"
+            and argo_health(get(kube_bed, namespace, "bg", "replicas"))[0] == "Healthy"
+        ),
+        120,
+        "Argo CD's health of the pool and its goal to be Healthy",
+        operator,
+    )
 
 
 def test_invalid_resources_are_rejected_by_the_apiserver(

@@ -17,7 +17,7 @@ PAGES = [README_PATH, *sorted((ROOT / "docs").glob("*.md"))]
 # `kafka-balancer <command> …` up to the end of the code span, table cell or line.
 _COMMAND = re.compile(r"(?<![\w/.-])kafka-balancer ([a-z]+)(?![\w/-])((?:[^`\n|]|\|(?=[^|]*`))*)")
 _OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
-_PATH = re.compile(r"(?<![\w./-])((?:hack|examples|docs|bench|charts|crds|devtools)/[\w./-]*\w)")
+_PATH = re.compile(r"(?<![\w./-])((?:hack|examples|docs|bench|charts|crds|devtools|integrations)/[\w./-]*\w)")
 # [text](target): a target with no scheme is a file of the checkout, relative to the page.
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _FENCE = re.compile(r"^```.*?^```", flags=re.S | re.M)
