@@ -23,6 +23,8 @@ ALERTS = {
     "KafkaBalancerMoveStuck",
     "KafkaBalancerScoringFailing",
     "KafkaBalancerKafkaUnreachable",
+    "KafkaBalancerOperatorAbsent",
+    "KafkaBalancerOperatorRestarting",
 }
 
 

@@ -57,6 +57,14 @@ def test_prometheus_scrapes_the_operator_through_the_charts_service(
         assert labels["instance"] == target, built
         value = built["value"]
         assert isinstance(value, list) and value[1] == "1", built
+        # The operator alerts' series as a real scrape labels them: the process's start time joins its
+        # build_info on the target (KafkaBalancerOperatorRestarting), and build_info is not absent.
+        (started,) = prometheus.query(
+            "process_start_time_seconds and on (job, instance) kafka_balancer_build_info == 1"
+        )
+        joined = started["metric"]
+        assert isinstance(joined, dict) and joined["instance"] == target, started
+        assert prometheus.query("absent(kafka_balancer_build_info == 1)") == []
     finally:
         prometheus.stop()
 
