@@ -220,6 +220,13 @@ def test_execute_needs_each_of_its_acls(
         else:
             assert done.returncode != 0, f"execute without {acls[left_out]} exited 0"
             assert moved == [1, 2]
+        if left_out is not None and (acls[left_out].resource, acls[left_out].operation) == (
+            "topic",
+            "Describe",
+        ):
+            # Not "unknown topic" (bad input, exit 2): the principal may not see it.
+            assert done.returncode == 1, done.stderr
+            assert f"not authorized to describe topic(s) {topic}: the principal needs Describe" in done.stderr
         assert ongoing_reassignments(acl_bed, topic) == []
         assert_no_throttle_left(acl_bed, topic)
     finally:

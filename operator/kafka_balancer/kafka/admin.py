@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import javaproperties
-from confluent_kafka import ElectionType, KafkaError, KafkaException
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicCollection
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
@@ -23,7 +23,7 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kp_errors
 
-from kafka_balancer.errors import InputError, KafkaOperationError, KafkaUnavailableError
+from kafka_balancer.errors import InputError, KafkaAccessDenied, KafkaOperationError, KafkaUnavailableError
 from kafka_balancer.kafka.client_log import served, with_client_log
 
 TIMEOUT_S = 30.0
@@ -443,7 +443,43 @@ class KafkaAdmin:
                 continue
             for pid, part in topic.partitions.items():
                 found[(name, pid)] = PartitionState(tuple(part.replicas), part.leader, frozenset(part.isrs))
+        if wanted is not None:
+            hidden = self._hidden(wanted - {name for name, _ in found})
+            if hidden:
+                more = f" and {len(hidden) - 5} more" if len(hidden) > 5 else ""
+                raise KafkaAccessDenied(
+                    f"not authorized to describe topic(s) {', '.join(hidden[:5])}{more}: the principal "
+                    "needs Describe on them (docs/security.md)"
+                )
         return found
+
+    def _hidden(self, names: set[str]) -> list[str]:
+        """Those of ``names``, absent from a listing, that this principal may not describe. Kafka's
+        authorizer leaves such a topic out of a listing without an error; asked for by name, it answers
+        TOPIC_AUTHORIZATION_FAILED whether the topic exists or not, where a topic the principal may
+        describe and that does not exist is UNKNOWN_TOPIC_OR_PART."""
+        if not names:
+            return []
+        what = "describing topics"
+        timeout_s = self._timeout(what)
+        try:
+            futures = served(self._ck).describe_topics(
+                TopicCollection(sorted(names)), request_timeout=timeout_s
+            )
+        except KafkaException as err:
+            raise self._confluent_failed(what, err, timeout_s) from err
+        hidden = []
+        for name, future in futures.items():
+            try:
+                future.result(timeout=timeout_s)
+            except KafkaException as err:
+                reported = err.args[0] if err.args else None
+                code = reported.code() if isinstance(reported, KafkaError) else None
+                if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    hidden.append(name)
+                elif code != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise self._confluent_failed(what, err, timeout_s) from err
+        return sorted(hidden)
 
     def partition_sizes(
         self, partitions: Iterable[Tp], brokers: Iterable[int] | None = None
