@@ -43,7 +43,7 @@ from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.collector import observe_cluster
 from kafka_balancer_dev.localbed import kube
-from kafka_balancer_dev.localbed.kafka import Acl, KafkaBed, SecuredAccess
+from kafka_balancer_dev.localbed.kafka import CLUSTER_RESOURCE, Acl, KafkaBed, SecuredAccess
 
 pytestmark = pytest.mark.integration
 
@@ -294,5 +294,33 @@ def test_the_operator_connects_with_its_pools_secrets_and_the_documented_acls(
         # Without its ACLs the same connection reads nothing: they, not a super user, let it in.
         with pytest.raises(KafkaAccessDenied):
             observe_cluster(access.bootstrap_servers, props)
+    finally:
+        delete_topic(acl_bed, topic)
+
+
+def test_log_dirs_without_describe_on_the_cluster_are_refused_not_read_as_empty(
+    acl_bed: KafkaBed, access: SecuredAccess
+) -> None:
+    """Without Describe on the cluster Kafka answers DescribeLogDirs with no dir: read as it was, every
+    partition would have held no data and every broker no dir."""
+    topic = create_topic(acl_bed, "dirs", [[1, 2]])
+    try:
+        with granted(acl_bed, [Acl("topic", "*", "Describe")]):
+            admin = KafkaAdmin(access.bootstrap_servers, access.properties)
+            try:
+                with pytest.raises(
+                    KafkaAccessDenied, match=r"log dirs of broker\(s\) 1, 2: the principal needs"
+                ):
+                    admin.partition_sizes([(topic, 0)], brokers=[1, 2])
+                with pytest.raises(KafkaAccessDenied, match="needs Describe on the cluster"):
+                    admin.log_dirs([1, 2, 3])
+            finally:
+                admin.close()
+        with granted(acl_bed, [Acl("topic", "*", "Describe"), Acl("cluster", CLUSTER_RESOURCE, "Describe")]):
+            admin = KafkaAdmin(access.bootstrap_servers, access.properties)
+            try:
+                assert set(admin.log_dirs([1, 2, 3])) == {1, 2, 3}
+            finally:
+                admin.close()
     finally:
         delete_topic(acl_bed, topic)

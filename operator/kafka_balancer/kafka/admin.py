@@ -58,6 +58,19 @@ class LogDirState:
     future: Mapping[Tp, int]
 
 
+def described_log_dirs(answers: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """kafka-python's DescribeLogDirs answers (one per broker), refused with KafkaAccessDenied when a
+    broker listed no log dir: a broker has one at least, and without Describe on the cluster Kafka
+    answers with none (kafka-python drops the answer's error code), which would read as no data."""
+    refused = sorted(int(answer["broker"]) for answer in answers if not answer["log_dirs"])
+    if refused:
+        raise KafkaAccessDenied(
+            f"not authorized to describe the log dirs of broker(s) {', '.join(map(str, refused))}: the "
+            "principal needs Describe on the cluster (docs/security.md)"
+        )
+    return answers
+
+
 def log_dir_states(answers: Iterable[Mapping[str, Any]]) -> dict[int, tuple[LogDirState, ...]]:
     """Each broker's log dirs from kafka-python's DescribeLogDirs answers (one per broker)."""
     found: dict[int, tuple[LogDirState, ...]] = {}
@@ -492,8 +505,11 @@ class KafkaAdmin:
         asked = None if brokers is None else sorted(set(brokers))
         if not by_topic or asked == []:
             return {}
-        answers = self._read_with_kafka_python(
-            "describing log dirs", lambda kp: kp.describe_log_dirs(topic_partitions=by_topic, brokers=asked)
+        answers = described_log_dirs(
+            self._read_with_kafka_python(
+                "describing log dirs",
+                lambda kp: kp.describe_log_dirs(topic_partitions=by_topic, brokers=asked),
+            )
         )
         sizes: dict[tuple[str, int, int], int] = {}
         for answer in answers:
@@ -513,7 +529,7 @@ class KafkaAdmin:
         answers = self._read_with_kafka_python(
             "describing log dirs", lambda kp: kp.describe_log_dirs(topic_partitions=None, brokers=asked)
         )
-        return log_dir_states(answers)
+        return log_dir_states(described_log_dirs(answers))
 
     def alter_replica_log_dirs(
         self, targets: Mapping[tuple[str, int, int], str]

@@ -54,6 +54,7 @@ from kafka_balancer.kafka.admin import (
     LogDirState,
     check_connection,
     confluent_config,
+    described_log_dirs,
     kafka_python_config,
     log_dir_states,
     principal_of,
@@ -203,7 +204,7 @@ class AdminReader:
             answers = self._kafka_python().describe_log_dirs(topic_partitions=None, brokers=asked)
         except Exception as err:
             raise _fail("describing log dirs", err) from err
-        return log_dir_states(answers)
+        return log_dir_states(described_log_dirs(answers))
 
     def offsets(self, leaders: Mapping[Tp, int], spec: OffsetSpec) -> dict[Tp, int]:
         """Earliest or latest offsets; a partition whose query fails (e.g. leader moving) is left out."""
