@@ -134,6 +134,12 @@ def build_operator_image(*, timeout_s: float = 3600.0) -> LocalImage:
     return LocalImage(values["image"], Path(values["archive"]))
 
 
+def build_kafka_image(*, timeout_s: float = 1800.0) -> LocalImage:
+    """Build (or find cached) the Kafka image of the node tier (``hack/image/build-kafka.sh``)."""
+    values = dict(line.split("=", 1) for line in _run_script("image/build-kafka.sh", timeout_s).splitlines())
+    return LocalImage(values["image"], Path(values["archive"]))
+
+
 def _write_json(path: Path, document: dict[str, Any]) -> Path:
     """JSON is YAML, so every component's YAML configuration can be written as JSON."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -214,6 +220,10 @@ class NodeBed:
         undone = self.journal.undo()
         kube.STATE.remove(self.api.run_dir)
         return undone
+
+    def load_image(self, archive: Path) -> None:
+        """Import an image archive into the running node's containerd (pods find it without a pull)."""
+        self._ctr("images", "import", str(archive), timeout_s=600.0)
 
     def stop_apiserver(self) -> None:
         """Kill the node's kube-apiserver alone (an outage): etcd, kubelet and the pods go on running."""
