@@ -16,9 +16,12 @@ import pytest
 from kafka_balancer_dev.errors import BedError
 from kafka_balancer_dev.localbed import node
 from kafka_balancer_dev.localbed.kafka import KafkaBed
+from kafka_balancer_dev.localbed.kafka_config import new_cluster_id
+from kafka_balancer_dev.localbed.kafka_statefulset import KafkaPods
 from tests.e2e.conftest import wait_for
 from tests.e2e.objects import apply, goal, pool
 from tests.e2e.test_lifecycle import BALANCE_TIMEOUT_S, SLOW, half_done
+from tests.node.kafka_statefulset import KafkaStatefulSet
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer"
 OPERATOR_NAMESPACE = "kafka-balancer"
@@ -206,3 +209,38 @@ def half_done_pool(
         half_done(bed.api, kafka, namespace, topic), BALANCE_TIMEOUT_S, "moves in flight", pods
     )
     return plan
+
+
+@pytest.fixture(scope="session")
+def kafka_image() -> node.LocalImage:
+    """The Kafka image, built as the operator's (cached by the hash of its inputs)."""
+    try:
+        return node.build_kafka_image()
+    except BedError as err:
+        pytest.fail(f"the Kafka image could not be built: {err}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kafka_statefulset(
+    node_bed: node.NodeBed, kafka_image: node.LocalImage, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaStatefulSet]:
+    """One KRaft controller and a broker StatefulSet ``kafka`` of 4 (ids 100-103, racks a, b, c, a) in
+    namespace ``kafka``, shared by the tier: tests that scale it up scale it back to 4."""
+    started = time.monotonic()
+    node_bed.load_image(kafka_image.archive)
+    loaded = time.monotonic()
+    spec = KafkaPods(namespace="kafka", image=kafka_image.name, cluster_id=new_cluster_id())
+    pods = KafkaStatefulSet(node_bed, spec, tmp_path_factory.mktemp("kafka-volumes"))
+    try:
+        pods.start()
+    except BedError as err:
+        pods.stop()
+        pytest.fail(f"Kafka's StatefulSet did not start: {err}", pytrace=False)
+    print(
+        f"Kafka image loaded: {loaded - started:.1f}s; "
+        f"{spec.brokers} brokers registered: {time.monotonic() - loaded:.1f}s later"
+    )
+    try:
+        yield pods
+    finally:
+        pods.stop()
