@@ -38,7 +38,7 @@ from kafka_balancer.k8s.state_mirror import STATE_KEY, StateMirror
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.execution_state import BROKER_RATES, ExecutionState, Move, MoveStatus
 from kafka_balancer.kafka.throttle import sync_throttles
-from kafka_balancer.reconcile.pool import execution_config_map
+from kafka_balancer.reconcile.names import execution_config_map
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.procs import wait_until

@@ -28,7 +28,7 @@ from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.prometheus.settings import PrometheusSettings
 from kafka_balancer.prometheus.source import PrometheusSource
 from kafka_balancer.reconcile.conditions import Condition
-from kafka_balancer.reconcile.pool import usage_condition
+from kafka_balancer.reconcile.observation import usage_condition
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.procs import wait_until
 from kafka_balancer_dev.localbed.prometheus import PrometheusBed

@@ -33,7 +33,7 @@ from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.pools import parse_spec
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.settings import Timings
-from kafka_balancer.reconcile.pool import StoredPlan
+from kafka_balancer.reconcile.pool_input import StoredPlan
 from kafka_balancer.reconcile.status import ExecutionPhase
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed

@@ -25,7 +25,7 @@ from kafka_balancer.model.cluster import Cluster, PartitionLoad
 from kafka_balancer.planner.optimizer import plan
 from kafka_balancer.planner.plan import Plan
 from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
-from kafka_balancer.reconcile.pool import reassigning_condition
+from kafka_balancer.reconcile.observation import reassigning_condition
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, build_cluster
 from tests.unit import checker
 from tests.unit.clusters import broker, goals_yaml, partition, snapshot

@@ -22,7 +22,7 @@ from kafka_balancer.kafka.execution_state import (
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, new_state
 from kafka_balancer.kafka.progress import summary
 from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
-from kafka_balancer.reconcile.pool import executing_condition
+from kafka_balancer.reconcile.executing import executing_condition
 from kafka_balancer.reconcile.status import ExecutionPhase, ExecutionStatus
 from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
 

@@ -19,8 +19,8 @@ from kafka_balancer.kafka.fence import FencedAdmin
 from kafka_balancer.kafka.pause import settle_in_flight
 from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
 from kafka_balancer.reconcile.approval import halt_reason
+from kafka_balancer.reconcile.executing import execution_conditions
 from kafka_balancer.reconcile.ownership import SAFETY_MARGIN_S, Ownership, expired
-from kafka_balancer.reconcile.pool import execution_conditions
 from kafka_balancer.reconcile.status import ExecutionPhase, ExecutionStatus
 from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
 from tests.unit.kube_fake import FakeKube

@@ -32,7 +32,7 @@ from kafka_balancer.k8s.scored_loads import Loads
 from kafka_balancer.k8s.settings import Limits, Timings
 from kafka_balancer.kafka.execution_state import MoveStatus, state_from_document
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
-from kafka_balancer.reconcile.pool import LoadSource, UsageSource
+from kafka_balancer.reconcile.pool_input import LoadSource, UsageSource
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
 from tests.unit.kube_fake import FakeKube

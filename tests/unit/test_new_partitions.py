@@ -11,14 +11,10 @@ from kafka_balancer.model.cluster import Cluster, Partition, PartitionLoad
 from kafka_balancer.model.plan import Reassignment, ReassignmentPlan
 from kafka_balancer.reconcile.approval import Action, Decision
 from kafka_balancer.reconcile.new_partitions import Growth, grown, partition_counts
-from kafka_balancer.reconcile.pool import (
-    PoolInput,
-    PoolOutcome,
-    StoredPlan,
-    decide_pool,
-    goal_set_id,
-)
-from kafka_balancer.reconcile.pool import new_partitions_event as event_of
+from kafka_balancer.reconcile.plan_decision import goal_set_id
+from kafka_balancer.reconcile.pool import PoolOutcome, decide_pool
+from kafka_balancer.reconcile.pool_input import PoolInput, StoredPlan
+from kafka_balancer.reconcile.replanning import new_partitions_event as event_of
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 
 MIB = 2**20

@@ -16,7 +16,8 @@ from kafka_balancer.reconcile.approval import Action, decide, plan_id
 from kafka_balancer.reconcile.brokers import ESTABLISHED, Lifecycle, WarmUpPolicy, broker_views
 from kafka_balancer.reconcile.conditions import Condition, merge_conditions, ready
 from kafka_balancer.reconcile.connection import client_properties
-from kafka_balancer.reconcile.pool import LoadSource, PoolInput, StoredPlan, UsageSource, decide_pool
+from kafka_balancer.reconcile.pool import decide_pool
+from kafka_balancer.reconcile.pool_input import LoadSource, PoolInput, StoredPlan, UsageSource
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 from kafka_balancer.reconcile.warmup import warm_up_point
 

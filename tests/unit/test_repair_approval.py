@@ -9,7 +9,8 @@ import pytest
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.reconcile.approval import Action, decide, halt_reason
-from kafka_balancer.reconcile.pool import PoolInput, PoolOutcome, StoredPlan, decide_pool
+from kafka_balancer.reconcile.pool import PoolOutcome, decide_pool
+from kafka_balancer.reconcile.pool_input import PoolInput, StoredPlan
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 
 # Brokers 1 and 4 share rack a. "orders" 0..2 sit on 1 and 4 only: RF 2 over 3 racks allows 1 replica

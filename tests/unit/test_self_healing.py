@@ -13,7 +13,8 @@ import pytest
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.reconcile.approval import Action, halt_reason, repair_opted_in
-from kafka_balancer.reconcile.pool import PoolInput, PoolOutcome, decide_pool
+from kafka_balancer.reconcile.pool import PoolOutcome, decide_pool
+from kafka_balancer.reconcile.pool_input import PoolInput
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 
 # Racks a: 1, 4; b: 2, 5; c: 3, 6. "orders" 0..7: one replica per rack, every combination, so each

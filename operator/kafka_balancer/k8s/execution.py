@@ -26,7 +26,7 @@ from kafka_balancer.kafka.pause import settle_in_flight
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.throttle import release_brokers, wanted_brokers
 from kafka_balancer.kube_quantity import parse_quantity
-from kafka_balancer.reconcile.pool import StoredPlan
+from kafka_balancer.reconcile.pool_input import StoredPlan
 
 logger = logging.getLogger(__name__)
 

@@ -52,7 +52,8 @@ from kafka_balancer.kafka.progress import cap_text, duration_text, eta_seconds
 from kafka_balancer.kube_quantity import binary_quantity
 from kafka_balancer.reconcile.approval import halt_reason, repair_opted_in
 from kafka_balancer.reconcile.events import Event, sentence
-from kafka_balancer.reconcile.pool import StoredPlan, execution_conditions
+from kafka_balancer.reconcile.executing import execution_conditions
+from kafka_balancer.reconcile.pool_input import StoredPlan
 from kafka_balancer.reconcile.status import (
     ExecutionPhase,
     ExecutionProgress,

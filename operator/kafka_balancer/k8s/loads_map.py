@@ -17,7 +17,7 @@ from kafka_balancer.errors import ForeignConfigMap, UnreadableConfigMap
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.port import KubePort, PoolId
-from kafka_balancer.reconcile.pool import loads_config_map
+from kafka_balancer.reconcile.names import loads_config_map
 from kafka_balancer.report.document import report_text
 
 PARTITIONS_KEY = "partitions.json"

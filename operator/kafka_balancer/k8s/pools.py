@@ -44,20 +44,18 @@ from kafka_balancer.reconcile.brokers import Lifecycle
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
 from kafka_balancer.reconcile.connection import client_properties
 from kafka_balancer.reconcile.events import Event, sentence
-from kafka_balancer.reconcile.pool import (
-    GUARD_REASON,
-    Cordoning,
-    LoadSource,
-    PoolInput,
-    PoolOutcome,
-    StoredPlan,
-    UsageSource,
-    decide_pool,
-    plan_config_map,
+from kafka_balancer.reconcile.healing import GUARD_REASON
+from kafka_balancer.reconcile.names import plan_config_map
+from kafka_balancer.reconcile.pool import PoolOutcome, decide_pool
+from kafka_balancer.reconcile.pool_input import Cordoning, LoadSource, PoolInput, StoredPlan, UsageSource
+from kafka_balancer.reconcile.snapshot import ClusterMetadata
+from kafka_balancer.reconcile.status import (
+    BalancerGoalStatus,
+    ExecutionPhase,
+    ExecutionStatus,
+    PoolStatus,
     rfc3339,
 )
-from kafka_balancer.reconcile.snapshot import ClusterMetadata
-from kafka_balancer.reconcile.status import BalancerGoalStatus, ExecutionPhase, ExecutionStatus, PoolStatus
 
 T = TypeVar("T")
 PLURAL_POOLS = "brokerpools"

@@ -34,7 +34,7 @@ from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import Capacities, build_snapshot
 from kafka_balancer.model.cluster import PartitionLoad
 from kafka_balancer.prometheus.source import PrometheusSource
-from kafka_balancer.reconcile.pool import LoadSource, UsageSource
+from kafka_balancer.reconcile.pool_input import LoadSource, UsageSource
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta, broker_capacity, no_rack
 from kafka_balancer.samples.broker_usage import BrokerUsage
 from kafka_balancer.scoring.launch import EmbeddedScorer, Scorer, ScoringRequest

@@ -42,7 +42,7 @@ from kafka_balancer.kafka.execution_state import (
     state_from_document,
     state_head_document,
 )
-from kafka_balancer.reconcile.pool import execution_config_map
+from kafka_balancer.reconcile.names import execution_config_map
 
 STATE_KEY = "state.json"
 # The head of a state stored in parts; a key of its own, so that no reader of STATE_KEY takes a

@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from kafka_balancer.kube_quantity import binary_quantity
@@ -322,3 +323,11 @@ class BalancerGoalStatus:
             "worstDeviation": self.worst_deviation,
             "conditions": [c.to_dict() for c in self.conditions],
         }
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
