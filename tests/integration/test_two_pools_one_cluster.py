@@ -28,8 +28,9 @@ from tests.support.kafka_checks import (
 from tests.support.kube_kept import StatusKept
 
 from kafka_balancer.formats.plan_file import parse_plan
-from kafka_balancer.k8s.executions import ExecutionService, Liveness, SeenPool
+from kafka_balancer.k8s.executions import ExecutionService
 from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.plan_run import Liveness, SeenPool
 from kafka_balancer.k8s.pools import parse_spec
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.settings import Timings

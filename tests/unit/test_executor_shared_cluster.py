@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kafka_balancer.errors import ExecutionError
-from kafka_balancer.k8s.executions import execution_progress, skipped_text
+from kafka_balancer.k8s.plan_run import execution_progress, skipped_text
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import (
     TOPIC_DELETED,

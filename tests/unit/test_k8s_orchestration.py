@@ -24,8 +24,9 @@ from kafka_balancer.errors import (
     UnreadableConfigMap,
 )
 from kafka_balancer.k8s import pools
-from kafka_balancer.k8s.executions import ExecutionService, Liveness, SeenPool
+from kafka_balancer.k8s.executions import ExecutionService
 from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.plan_run import Liveness, SeenPool
 from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
 from kafka_balancer.k8s.port import LeaseWrite, PoolId
 from kafka_balancer.k8s.scored_loads import Loads

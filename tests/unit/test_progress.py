@@ -7,8 +7,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from kafka_balancer.k8s.executions import execution_progress
 from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.plan_run import execution_progress
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus
 
 STARTED = 1_000.0

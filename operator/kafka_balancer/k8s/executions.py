@@ -1,16 +1,12 @@
-"""The execution service: runs a pool's approved plan and tells the user how it goes.
+"""The execution service: starts each pool's approved plan (k8s/plan_run.py runs it) and settles what
+executions leave behind: throttles on brokers that were down, a failed plan's moves, a deleted pool's.
 
 At most one execution per pool at a time in this process (a lock per pool, held by the worker thread,
-which can outlive the daemon that started it), and at most one across processes: every Kafka write
-is fenced by the pool's execution lease (k8s/lease.py) and every state write is conditional
-(k8s/state_mirror.py), so a replica frozen past its peering lifetime cannot act on a pool another
-replica took over. A pause, mode DryRun or a withdrawn approval (for a repair that runs unapproved:
-the opt-in turned off) halts the run at its next batch and releases its throttles as its moves
-finish. Its progress, end and failure go into the pool's ``status.execution`` / ``status.plan``
-with the ``Executing`` and ``Ready`` conditions, Events and metrics; an apiserver outage is ridden
-out and reported (KubernetesApiOutage) once it is back. The mechanics (resume, mirror, settle) are
-in :mod:`kafka_balancer.k8s.execution`. Every method blocks: the pool service calls them from its
-worker thread.
+which can outlive the daemon that started it), at most ``max_executions`` at once, and at most one
+across processes: every Kafka write is fenced by the pool's execution lease (k8s/lease.py), kept here
+for the process's life, and every state write is conditional (k8s/state_mirror.py), so a replica
+frozen past its peering lifetime cannot act on a pool another replica took over. Every method
+blocks: the pool service calls them from its worker thread.
 """
 
 from __future__ import annotations
@@ -19,27 +15,16 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, closing, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kafka_balancer.api import BrokerPoolSpec
-from kafka_balancer.errors import (
-    ExecutionFenced,
-    ExecutionHalted,
-    KafkaBalancerError,
-    KubernetesUnavailable,
-)
-from kafka_balancer.k8s.execution import (
-    execute_plan,
-    options_of,
-    release_returned_brokers,
-    settle_unfinished,
-)
+from kafka_balancer.errors import KafkaBalancerError
+from kafka_balancer.k8s.execution import release_returned_brokers, settle_unfinished
 from kafka_balancer.k8s.lease import PoolLease, cluster_lease, holder_pool
 from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.plan_run import Liveness, PlanRun, SeenPool
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.settings import DEFAULT_LIMITS, DEFAULT_NAMESPACE, Timings
 from kafka_balancer.k8s.state_mirror import StateMirror
@@ -48,23 +33,10 @@ from kafka_balancer.kafka.cordon import sync_cordons
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
 from kafka_balancer.kafka.fence import FencedAdmin, Fences
 from kafka_balancer.kafka.port import AdminPort
-from kafka_balancer.kafka.progress import cap_text, duration_text, eta_seconds
-from kafka_balancer.kube_quantity import binary_quantity
-from kafka_balancer.reconcile.approval import halt_reason, repair_opted_in
 from kafka_balancer.reconcile.events import Event, sentence
-from kafka_balancer.reconcile.executing import execution_conditions
 from kafka_balancer.reconcile.pool_input import StoredPlan
-from kafka_balancer.reconcile.status import (
-    ExecutionPhase,
-    ExecutionProgress,
-    ExecutionStatus,
-    ExecutionUpdate,
-    PlanProgress,
-)
+from kafka_balancer.reconcile.status import ExecutionPhase
 
-PLURAL_POOLS = "brokerpools"
-# An Event names this many of the partitions an execution skipped (a deleted topic can have hundreds).
-SHOWN_SKIPPED = 3
 _log = logging.getLogger(__name__)
 
 # A Kafka admin client for (bootstrap servers, client properties, the longest an admin call may
@@ -78,78 +50,8 @@ def kafka_admin(
     return closing(KafkaAdmin(bootstrap, props, timeout_s=timeout_s))
 
 
-def _unknown() -> str | None:
-    return None
-
-
-def _unknown_flag() -> bool | None:
-    return None
-
-
-@dataclass(frozen=True)
-class Liveness:
-    """What the pool's daemon knows while an execution runs: kopf's live view of the pool."""
-
-    stopping: Callable[[], bool]  # the daemon is stopping (shutdown, or peering handed over)
-    paused: Callable[[], bool]  # spec.paused, as it is now
-    # spec.mode as it is now; None: as the sync read it (the parsed spec's mode).
-    mode: Callable[[], str | None] = _unknown
-    # The approval annotation as it is now; None here (no live view): as the sync read it.
-    approved: Callable[[], str | None] | None = None
-    # spec.selfHealing.repairHardGoals and .enabled as they are now; None: as the sync read them.
-    repair_hard_goals: Callable[[], bool | None] = _unknown_flag
-    heal_brokers: Callable[[], bool | None] = _unknown_flag
-
-
-@dataclass(frozen=True)
-class SeenPool:
-    """The pool as the sync that starts an execution left it: what the execution's status writes
-    start from (a merge patch replaces the conditions list whole)."""
-
-    generation: int
-    execution: Mapping[str, Any] | None  # status.execution
-    conditions: Sequence[Mapping[str, Any]]  # status.conditions
-    approved: str | None  # the approval annotation
-
-
 class ExecutionBusy(KafkaBalancerError):
     """The pool's execution did not stop in time for the pool's deletion; kopf retries."""
-
-
-def execution_progress(state: ExecutionState, now: float) -> tuple[ExecutionProgress, str]:
-    """An execution's progress as status fields (integers: no floats in status) and a one-line message."""
-    done, total = state.bytes_done, state.bytes_total
-    moves_done, moves = len(state.by_status(MoveStatus.DONE)), len(state.moves)
-    eta = eta_seconds(state, now)
-    message = f"{moves_done}/{moves} moves, {100.0 * done / total if total else 100.0:.0f}% of bytes"
-    dir_done, dir_total = state.dir_bytes_done, state.dir_bytes_total
-    if dir_total:
-        message += f", {100.0 * dir_done / dir_total:.0f}% of log-dir bytes"
-    progress = ExecutionProgress(
-        moves_done=moves_done,
-        moves_in_flight=len(state.by_status(MoveStatus.IN_FLIGHT)),
-        moves_pending=len(state.by_status(MoveStatus.PENDING)),
-        bytes_done=done,
-        bytes_total=total,
-        eta_seconds=None if eta is None else round(eta),
-        eta=None if eta is None else duration_text(eta),
-        dir_bytes_done=dir_done,
-        dir_bytes_total=dir_total,
-        moves_skipped=len(state.by_status(MoveStatus.SKIPPED)),
-    )
-    message += f", ETA {duration_text(eta)}" if eta is not None else ""
-    return progress, message + (f"; {cap_text(state)}" if cap_text(state) else "")
-
-
-def skipped_text(state: ExecutionState) -> str:
-    """The partitions an execution left alone and why (a topic deleted, replicas someone else
-    changed), the first few named; "" when it skipped none."""
-    skipped = state.by_status(MoveStatus.SKIPPED)
-    if not skipped:
-        return ""
-    shown = "; ".join(f"{m.topic}-{m.partition}: {m.reason}" for m in skipped[:SHOWN_SKIPPED])
-    more = f"; and {len(skipped) - SHOWN_SKIPPED} more" if len(skipped) > SHOWN_SKIPPED else ""
-    return f"{len(skipped)} partition move(s) skipped ({shown}{more}); the next plan places them anew"
 
 
 class ExecutionService:
@@ -179,8 +81,8 @@ class ExecutionService:
         self.timings = timings
         self.metrics = metrics
         self._connect = connect
-        self._clock = clock
-        self._sleep = sleep
+        self.clock = clock
+        self.sleep = sleep
         # Held by the worker thread that executes a pool's plan, which can outlive its cancelled daemon.
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         # One per pool for the process's life: a takeover counts a stale holder's silence across passes.
@@ -228,230 +130,12 @@ class ExecutionService:
             return None
         self._queued.pop(pool.key, None)
         try:
-            return self._execute(pool, stored, spec, props, live, seen)
+            run = PlanRun(self, pool, stored, spec, live, seen)
+            # A broker that hangs must not stretch the dead-broker timeout to the client's request timeout.
+            connection = self._connect(spec.kafka.bootstrap_servers, props, run.options.request_timeout_s)
+            return run.execute(self._locks[pool.key], connection)
         finally:
             self._slots.release()
-
-    def _execute(
-        self,
-        pool: PoolId,
-        stored: StoredPlan,
-        spec: BrokerPoolSpec,
-        props: Mapping[str, str],
-        live: Liveness,
-        seen: SeenPool,
-    ) -> ExecutionPhase | None:
-        lease = self.lease(pool)
-        # Set once the API answers again after an outage during this run; kept in the status message.
-        outage: list[str] = []
-        # What the run last waited for (its batch's partitions' health): an Event when that changes.
-        waited = [""]
-
-        def halt() -> str | None:
-            # kopf's live view of the pool: a pause, a mode change or a withdrawn approval (or opt-in,
-            # for a repair) stops the execution at its next batch.
-            repair_hard_goals = live.repair_hard_goals()
-            heal_brokers = live.heal_brokers()
-            opted_in = stored.repairs is not None and repair_opted_in(
-                stored.repairs,
-                repair_hard_goals=spec.self_healing.repair_hard_goals
-                if repair_hard_goals is None
-                else repair_hard_goals,
-                heal_brokers=spec.self_healing.enabled if heal_brokers is None else heal_brokers,
-            )
-            return halt_reason(
-                mode=live.mode() or spec.mode,
-                paused=live.paused(),
-                approved=seen.approved if live.approved is None else live.approved(),
-                plan=stored.id,
-                repair=opted_in,
-            )
-
-        def write(execution: ExecutionStatus, plan: PlanProgress | None = None) -> None:
-            conditions = execution_conditions(
-                seen.conditions, execution, generation=seen.generation, now=self._clock()
-            )
-            try:
-                self._write(pool, ExecutionUpdate(execution, plan, conditions))
-            except KubernetesUnavailable as err:
-                _log.warning("pool %s: status not written this time: %s", pool.key, err)
-
-        def progress(state: ExecutionState) -> None:
-            if state.waiting and state.waiting != waited[-1]:
-                self.kube.post_event(
-                    pool, Event("Warning", "ExecutionWaiting", sentence(f"Plan {stored.id}: {state.waiting}"))
-                )
-            waited.append(state.waiting)
-            fields, message = execution_progress(state, self._clock())
-            self.metrics.execution_progress(pool.key, state, self._clock())
-            reason = halt()
-            if reason is not None:
-                message = f"halting ({reason}): nothing more is submitted; {message}"
-            if outage:
-                message = f"{message}; {outage[-1]}"
-            write(
-                ExecutionStatus(
-                    stored.id, ExecutionPhase.RUNNING, message, fields, waiting=state.waiting or None
-                ),
-                PlanProgress(fields.moves_done, len(state.moves) - fields.moves_done),
-            )
-
-        def recovered(seconds: float) -> None:
-            note = f"the Kubernetes API was unreachable for {seconds:.0f}s; moves went on"
-            outage.append(note)
-            self.kube.post_event(
-                pool, Event("Warning", "KubernetesApiOutage", sentence(f"Plan {stored.id}: {note}"))
-            )
-
-        resumed = (seen.execution or {}).get("planId") == stored.id
-        # One for every attempt: an outage that cost the lease is reported once the API is back.
-        mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check, on_recovered=recovered)
-        options = options_of(spec.execution, self.timings.execution_poll_s)
-
-        def wait_for(cluster: PoolLease) -> bool:
-            """Hold the Kafka cluster's lease (True), waiting while another pool executes on it and
-            saying which; False once told to stop or halt meanwhile."""
-            told = ""
-            while not cluster.try_acquire():
-                if live.stopping() or halt() is not None:
-                    return False
-                holder = holder_pool(cluster.holder())
-                if holder != told:
-                    told = holder
-                    text = f"waiting: pool {holder} is executing a plan on the same Kafka cluster"
-                    _log.info("plan %s: %s", stored.id, text)
-                    self.kube.post_event(
-                        pool, Event("Normal", "ExecutionWaiting", sentence(f"Plan {stored.id} is {text}"))
-                    )
-                    write(ExecutionStatus(stored.id, ExecutionPhase.RUNNING, text, waiting=text))
-                self._sleep(self.timings.wake_s)
-            return True
-
-        def run(admin: AdminPort) -> ExecutionState | None:
-            """The final state once this process ran the plan to its end; None if another one
-            finished it."""
-            nonlocal resumed
-            cluster = self.cluster_lease(pool, admin)
-
-            def give_up() -> bool:
-                # While the pool's lease is awaited, so is the cluster's: a holder silent on both (a
-                # process frozen mid-execution) is then taken over from both after one lease
-                # duration, not one after the other.
-                cluster.observe()
-                return live.stopping() or halt() is not None
-
-            while True:
-                if not lease.acquire(give_up):
-                    raise ExecutionHalted(halt() or "the operator is stopping")
-                if not wait_for(cluster):
-                    lease.release()
-                    raise ExecutionHalted(halt() or "the operator is stopping")
-                try:
-                    recorded = mirror.load() if resumed else None
-                    if recorded is not None and recorded[0] == stored.id and recorded[1].finished_at:
-                        return None  # the owner that took over while this process was away finished it
-                    # Once per plan, by the process that holds its lease; a takeover resumes quietly.
-                    if not resumed:
-                        self.kube.post_event(
-                            pool,
-                            Event(
-                                "Normal",
-                                "ExecutionStarted",
-                                f"Executing plan {stored.id}: {stored.moves} replica move(s) copying "
-                                f"{binary_quantity(stored.bytes_to_move)}.",
-                            ),
-                        )
-                    message = "resuming" if resumed else "starting"
-                    resumed = True
-                    write(ExecutionStatus(stored.id, ExecutionPhase.RUNNING, message))
-                    return execute_plan(
-                        mirror,
-                        Fences(lease, cluster),
-                        admin,
-                        self.state_dir,
-                        stored,
-                        options,
-                        progress,
-                        # The worker thread outlives a cancelled daemon (shutdown, or peering handing
-                        # over to another replica): it stops at its next step; the record lets the
-                        # next owner resume.
-                        live.stopping,
-                        halt,
-                        clock=self._clock,
-                        sleep=self._sleep,
-                    )
-                except ExecutionFenced as err:
-                    # Nothing more was written to Kafka. Whoever holds the lease now goes on; if nobody
-                    # took it (the API was away for longer than the lease), this process takes it back.
-                    _log.warning("plan %s: %s", stored.id, err)
-                    if live.stopping():
-                        raise
-                finally:
-                    cluster.release()
-                    lease.release()
-
-        # A broker that hangs must not stretch the dead-broker timeout to the client's request timeout.
-        connection = self._connect(spec.kafka.bootstrap_servers, props, options.request_timeout_s)
-        try:
-            with self._locks[pool.key], connection as admin:
-                finished_here = run(admin)
-        except ExecutionFenced:
-            _log.info("plan %s: stopped submitting moves; the next active operator resumes it", stored.id)
-            return None
-        except KafkaBalancerError as err:
-            return self._stopped(pool, stored, err, live, write)
-        if finished_here is None:
-            _log.info("plan %s: finished by the process that took it over", stored.id)
-            return None
-        self.metrics.executions.labels(pool.key, "succeeded").inc()
-        skipped = skipped_text(finished_here)
-        self.kube.post_event(
-            pool,
-            Event(
-                "Normal",
-                "ExecutionFinished",
-                sentence(
-                    f"Plan {stored.id} executed and verified: {stored.moves} replica move(s) done"
-                    + (f"; {skipped}" if skipped else "")
-                ),
-            ),
-        )
-        if skipped:
-            self.kube.post_event(
-                pool, Event("Warning", "MovesSkipped", sentence(f"Plan {stored.id}: {skipped}"))
-            )
-        write(
-            ExecutionStatus(stored.id, ExecutionPhase.SUCCEEDED, skipped, moves_done=stored.moves),
-            PlanProgress(stored.moves, 0, executed_id=stored.id),
-        )
-        return ExecutionPhase.SUCCEEDED
-
-    def _stopped(
-        self,
-        pool: PoolId,
-        stored: StoredPlan,
-        err: KafkaBalancerError,
-        live: Liveness,
-        write: Callable[[ExecutionStatus], None],
-    ) -> ExecutionPhase | None:
-        if live.stopping():
-            _log.info("plan %s: stopped submitting moves; the next active operator resumes it", stored.id)
-            return None
-        halted = isinstance(err, ExecutionHalted)
-        if not halted:
-            _log.error("plan %s failed: %s", stored.id, err)
-            self.metrics.executions.labels(pool.key, "failed").inc()
-        self.kube.post_event(
-            pool,
-            Event(
-                "Normal" if halted else "Warning",
-                "ExecutionPaused" if halted else "ExecutionFailed",
-                sentence(f"Plan {stored.id} {'halted' if halted else 'failed'}: {err}"),
-            ),
-        )
-        phase = ExecutionPhase.PAUSED if halted else ExecutionPhase.FAILED
-        write(ExecutionStatus(stored.id, phase, str(err)))
-        return phase
 
     def release_left_throttles(
         self, pool: PoolId, spec: BrokerPoolSpec, props: Mapping[str, str], failed: str | None = None
@@ -498,7 +182,7 @@ class ExecutionService:
         self, pool: PoolId, plan: str, state: ExecutionState, admin: AdminPort, mirror: StateMirror
     ) -> list[str]:
         in_flight = len(state.by_status(MoveStatus.IN_FLIGHT))
-        settle_unfinished(admin, mirror, self.state_dir, clock=self._clock, sleep=self._sleep)
+        settle_unfinished(admin, mirror, self.state_dir, clock=self.clock, sleep=self.sleep)
         after = mirror.load()
         left = sorted(after[1].throttled_brokers) if after is not None else []
         text = f"Plan {plan} failed and is not run again: {in_flight} move(s) in flight cancelled"
@@ -547,8 +231,8 @@ class ExecutionService:
                         FencedAdmin(admin, Fences(lease, cluster)),
                         mirror,
                         self.state_dir,
-                        clock=self._clock,
-                        sleep=self._sleep,
+                        clock=self.clock,
+                        sleep=self.sleep,
                     )
                 finally:
                     cluster.release()
@@ -583,6 +267,3 @@ class ExecutionService:
                 cluster.release()
             for made in opened:
                 made.__exit__(None, None, None)
-
-    def _write(self, pool: PoolId, update: ExecutionUpdate) -> None:
-        self.kube.patch_status(PLURAL_POOLS, pool.namespace, pool.name, update.to_dict())

@@ -17,9 +17,10 @@ from kubernetes import client, config
 
 from kafka_balancer.api import GROUP, VERSION
 from kafka_balancer.errors import KafkaOperationError, UnreadableConfigMap
-from kafka_balancer.k8s.executions import ExecutionBusy, ExecutionService, Liveness
+from kafka_balancer.k8s.executions import ExecutionBusy, ExecutionService
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.plan_run import Liveness
 from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.settings import OperatorSettings

@@ -31,10 +31,11 @@ from kafka_balancer.errors import (
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.k8s import blobs
-from kafka_balancer.k8s.executions import ExecutionService, Liveness, SeenPool
+from kafka_balancer.k8s.executions import ExecutionService
 from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.loads_map import store_loads, stored_partition_counts
 from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.plan_run import Liveness, SeenPool
 from kafka_balancer.k8s.pool_secrets import pool_secret
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.scored_loads import Loads

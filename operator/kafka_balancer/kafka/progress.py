@@ -1,5 +1,5 @@
 """An execution's progress: bytes, moves by status, ETA, as text (the CLI's ``status``); the operator's
-status fields (k8s/executions.py) use the same ETA and duration text."""
+status fields (k8s/plan_run.py) use the same ETA and duration text."""
 
 from __future__ import annotations
 
