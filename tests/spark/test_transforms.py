@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_balancer.goals.spec import GoalSpec, GoalType
+from kafka_balancer.model import math
 from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
+from kafka_balancer.scoring import scores as scoring
 from kafka_balancer.scoring import transforms
 from tests.support.samples import broker_row, partition_row
 
@@ -103,6 +107,7 @@ def test_cpu_is_shared_by_bytes_in_among_the_partitions_a_broker_leads(spark: Sp
     }
 
 
+CONTRIBUTIONS = ("c_disk", "c_networkIn", "c_networkOut", "c_cpu")
 PARTITIONS = [
     # topic, partition, replicas, leader, disk, network_in, network_out, cpu, follower_cpu
     ("a", 0, [1, 2, 3], 1, 1000.0, 10.0, 20.0, 0.5, 0.1),
@@ -150,6 +155,31 @@ def test_broker_loads_follow_the_load_model(spark: SparkSession) -> None:
         assert actual[b] == pytest.approx(values), b
 
 
+def test_spark_contributions_are_the_planners_to_the_last_bit(spark: SparkSession) -> None:
+    """Spark computes what ``model.math.replica_contribution`` computes for the planner; a different
+    order of operations would change the broker loads' last bits and the scores with them."""
+    rng = np.random.default_rng(5)
+    n = 2000
+    rows = {
+        "broker": np.arange(n, dtype=np.int32),
+        "is_leader": rng.random(n) < 0.4,
+        "rf": rng.integers(1, 5, n).astype(np.int32),
+        **{c: rng.lognormal(10, 3, n) for c in ("disk", "network_in", "network_out", "cpu", "follower_cpu")},
+    }
+    frame = spark.createDataFrame(pd.DataFrame(rows))
+    got: pd.DataFrame = transforms.replica_contributions(frame).toPandas()
+    want = math.replica_contribution(
+        rows["disk"],
+        rows["network_in"],
+        rows["network_out"],
+        rows["cpu"],
+        rows["follower_cpu"],
+        rows["rf"],
+        rows["is_leader"],
+    )
+    np.testing.assert_array_equal(got.sort_values("broker")[list(CONTRIBUTIONS)].to_numpy(), want)
+
+
 def test_scores_and_candidates_for_an_overloaded_broker(spark: SparkSession) -> None:
     # Two equal brokers; broker 1 holds 300 of 400 disk bytes. DiskDistribution ±10 %: mean
     # utilisation 400 / 2000 = 0.2, band 180 .. 220 per broker; broker 1 is 80 above (÷ 200).
@@ -164,15 +194,17 @@ def test_scores_and_candidates_for_an_overloaded_broker(spark: SparkSession) -> 
     topology = spark.createDataFrame(
         [(b, "r", True, 1.0, 1000.0, 1e3, 1e3, 8.0) for b in (1, 2)], TOPOLOGY_SCHEMA
     )
-    replicas = transforms.replica_rows(model)
-    loads = transforms.broker_loads(transforms.replica_contributions(replicas), topology)
+    loads = transforms.broker_loads(
+        transforms.replica_contributions(transforms.replica_rows(model)), topology
+    )
+    loads_pd = loads.toPandas()
     goal = GoalSpec.default(GoalType.DISK_DISTRIBUTION, threshold_percent=0)
-    scores = {r["broker"]: r for r in transforms.broker_scores(loads, [goal]).collect()}
+    scores = {r["broker"]: r for r in scoring.score_brokers(loads_pd, [goal]).to_dict("records")}
     assert (scores[1]["lo"], scores[1]["hi"]) == (pytest.approx(180.0), pytest.approx(220.0))
     assert scores[1]["violation"] == pytest.approx(80.0 / 200.0)
     assert scores[2]["violation"] == pytest.approx(80.0 / 200.0)  # 100 is 80 below 180
     assert scores[1]["deviation"] == pytest.approx(0.5)
-    found = transforms.candidates(replicas, loads.toPandas(), [goal], top=5, violating=[1]).collect()
+    found = scoring.candidates(model.toPandas(), loads_pd, [goal], top=5, violating=[1]).to_dict("records")
     # Moving t-1 (100 bytes) lands both brokers at 200: 0.4 + 0.4 gone. Moving t-0 (200)
     # overshoots: broker 1 at 100 (80 below) and broker 2 at 300 (80 above): no gain, not listed.
     assert [(r["action"], r["partition"], r["target_broker"]) for r in found] == [("move", 1, 2)]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -152,24 +153,22 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     ).toPandas()
     snapshot = snapshot_document(topology, model_pd)
 
-    replicas = transforms.replica_rows(model).cache()
     loads = transforms.broker_loads(
-        transforms.replica_contributions(replicas), topology_frame(spark, topology)
-    ).cache()
+        transforms.replica_contributions(transforms.replica_rows(model)), topology_frame(spark, topology)
+    )
     loads_pd: pd.DataFrame = loads.toPandas()
-    broker_scores = transforms.broker_scores(loads, goals).cache()
-    scores_pd: pd.DataFrame = broker_scores.toPandas()
+    scores_pd = scores.score_brokers(loads_pd, goals)
     over = scores_pd[(scores_pd["violation"] > 0) & (scores_pd["quantity"] > scores_pd["hi"])]
     violating = sorted({int(b) for b in over["broker"]})
-    candidates = transforms.candidates(replicas, loads_pd, goals, options.top, violating).cache()
+    candidates_pd = scores.candidates(model_pd, loads_pd, goals, options.top, violating)
 
     outputs = {
         name: storage.join(options.out, name) for name in (SNAPSHOT, BROKER_SCORES, CANDIDATES, MANIFEST)
     }
     snapshot_text = json.dumps(snapshot, indent=1)
     storage.write_text(spark, outputs[SNAPSHOT], snapshot_text)
-    broker_scores.write.mode("overwrite").parquet(outputs[BROKER_SCORES])
-    candidates.write.mode("overwrite").parquet(outputs[CANDIDATES])
+    storage.write_parquet(spark, outputs[BROKER_SCORES], _table(scores_pd, scores.SCORE_SCHEMA))
+    storage.write_parquet(spark, outputs[CANDIDATES], _table(candidates_pd, scores.CANDIDATE_SCHEMA))
     rows = {
         "partitionSamples": stored,
         "partitionSamplesInWindows": int(complete_pd["samples"].sum()),
@@ -178,7 +177,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
         "replicas": int(model_pd["replicas"].map(len).sum()),
         "brokers": len(loads_pd),
         "brokerScores": len(scores_pd),
-        "candidates": candidates.count(),
+        "candidates": len(candidates_pd),
     }
     manifest = manifest_document(
         windows=windows,
@@ -196,9 +195,13 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     storage.write_text(spark, outputs[MANIFEST], manifest_text)
     if options.seal_file is not None:
         _write_seal(options.seal_file, seal(manifest_text.encode(), snapshot_text.encode()))
-    for frame in (used, complete, cpu, model, replicas, loads, broker_scores, candidates):
+    for frame in (used, complete, cpu, model):
         frame.unpersist()
     return manifest
+
+
+def _table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
 
 
 def _write_seal(path: str, digests: str) -> None:

@@ -1,4 +1,4 @@
-"""Per-broker goal scores and candidate actions over pandas frames (run inside pandas UDFs).
+"""Per-broker goal scores and candidate actions over pandas frames, on the job's driver.
 
 Every band, violation and deviation comes from :mod:`kafka_balancer.model.math`, the module
 the planner uses, so the job and the planner cannot disagree. Rack awareness and topic
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from kafka_balancer.goals.band import GoalBand, goal_band, goal_column
 from kafka_balancer.goals.spec import GoalSpec, GoalType
@@ -28,14 +29,32 @@ _NOT_PER_BROKER = {GoalType.RACK_AWARE, GoalType.TOPIC_REPLICA_DISTRIBUTION}
 # A candidate must improve its goal by more than this (violation units) to be listed.
 MIN_IMPROVEMENT = 1e-12
 
-SCORE_COLUMNS = (
-    "goal string, goal_type string, hard boolean, priority int, broker int, active boolean, "
-    "quantity double, utilisation double, lo double, hi double, scale double, violation double, "
-    "deviation double, mean double"
+# The Parquet outputs' columns (broker_scores/, candidates/).
+SCORE_SCHEMA = pa.schema(
+    [
+        ("goal", pa.string()),
+        ("goal_type", pa.string()),
+        ("hard", pa.bool_()),
+        ("priority", pa.int32()),
+        ("broker", pa.int32()),
+        ("active", pa.bool_()),
+        *((name, pa.float64()) for name in ("quantity", "utilisation", "lo", "hi", "scale")),
+        *((name, pa.float64()) for name in ("violation", "deviation", "mean")),
+    ]
 )
-CANDIDATE_COLUMNS = (
-    "goal string, goal_type string, source_broker int, source_violation double, action string, "
-    "topic string, partition int, target_broker int, improvement double, bytes double"
+CANDIDATE_SCHEMA = pa.schema(
+    [
+        ("goal", pa.string()),
+        ("goal_type", pa.string()),
+        ("source_broker", pa.int32()),
+        ("source_violation", pa.float64()),
+        ("action", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("target_broker", pa.int32()),
+        ("improvement", pa.float64()),
+        ("bytes", pa.float64()),
+    ]
 )
 
 
@@ -130,17 +149,12 @@ def score_brokers(brokers: pd.DataFrame, goals: Sequence[GoalSpec]) -> pd.DataFr
             )
         )
     if not frames:
-        return pd.DataFrame({c.split()[0]: [] for c in SCORE_COLUMNS.split(", ")})
-    return _plain_strings(pd.concat(frames, ignore_index=True))
+        return _empty(SCORE_SCHEMA)
+    return pd.concat(frames, ignore_index=True)
 
 
-def _plain_strings(frame: pd.DataFrame) -> pd.DataFrame:
-    """Object-dtype strings: pandas 3's Arrow-backed strings become chunked after a concat,
-    which pyspark's Arrow serializer for pandas UDF results cannot take."""
-    for name in frame.columns:
-        if pd.api.types.is_string_dtype(frame[name]):
-            frame[name] = frame[name].astype(object)
-    return frame
+def _empty(schema: pa.Schema) -> pd.DataFrame:
+    return pd.DataFrame({name: [] for name in schema.names})
 
 
 def _contributions(replicas: pd.DataFrame, leader: bool) -> FloatArray:
@@ -239,7 +253,34 @@ def candidates_for_broker(
                 )
             )
     if not frames:
-        return pd.DataFrame({c.split()[0]: [] for c in CANDIDATE_COLUMNS.split(", ")})
+        return _empty(CANDIDATE_SCHEMA)
     found = pd.concat(frames, ignore_index=True)
     found = found.sort_values(["goal", "improvement", "bytes"], ascending=[True, False, True], kind="stable")
-    return _plain_strings(found.groupby("goal", sort=False).head(top).reset_index(drop=True))
+    return found.groupby("goal", sort=False).head(top).reset_index(drop=True)
+
+
+def replicas_on(model: pd.DataFrame, brokers: Sequence[int]) -> pd.DataFrame:
+    """One row per replica of ``model`` (one row per partition: its ``replicas`` and ``leader``)
+    held by one of ``brokers``: the partition's columns plus ``broker``, ``rf`` and ``is_leader``,
+    in the model's order."""
+    lists = model["replicas"].to_numpy()
+    rf = np.fromiter((len(r) for r in lists), np.int64, len(lists))
+    broker = np.concatenate([np.asarray(r, np.int64) for r in lists]) if len(lists) else np.empty(0, np.int64)
+    row = np.repeat(np.arange(len(model)), rf)
+    keep = np.isin(broker, np.asarray(brokers, np.int64))
+    on = model.iloc[row[keep]].reset_index(drop=True)
+    on["rf"] = rf[row[keep]]
+    on["broker"] = broker[keep]
+    on["is_leader"] = on["broker"].to_numpy() == on["leader"].to_numpy()
+    return on
+
+
+def candidates(
+    model: pd.DataFrame, brokers: pd.DataFrame, goals: Sequence[GoalSpec], top: int, violating: Sequence[int]
+) -> pd.DataFrame:
+    """Best ``top`` actions per goal for each broker in ``violating`` (:func:`candidates_for_broker`),
+    brokers in id order."""
+    on = replicas_on(model, violating)
+    frames = [candidates_for_broker(rows, brokers, goals, top) for _, rows in on.groupby("broker", sort=True)]
+    found = [frame for frame in frames if len(frame)]
+    return pd.concat(found, ignore_index=True) if found else _empty(CANDIDATE_SCHEMA)

@@ -6,11 +6,14 @@ ScoringError naming the URI, not a Java stack trace."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlparse
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
@@ -59,11 +62,15 @@ def exists(spark: SparkSession, uri: str) -> bool:
 
 
 def write_text(spark: SparkSession, uri: str, text: str) -> None:
+    _write_bytes(spark, uri, text.encode("utf-8"))
+
+
+def _write_bytes(spark: SparkSession, uri: str, data: bytes) -> None:
     if is_local(uri):
         target = local_path(uri)
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.partial")
-        partial.write_text(text, encoding="utf-8")
+        partial.write_bytes(data)
         partial.replace(target)
         return
 
@@ -71,11 +78,29 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
         fs, path = _hadoop(spark, uri)
         stream = fs.create(path, True)  # type: ignore[attr-defined]
         try:
-            stream.write(bytearray(text.encode("utf-8")))
+            stream.write(bytearray(data))
         finally:
             stream.close()
 
     _java_call("write", uri, call)
+
+
+def write_parquet(spark: SparkSession, uri: str, table: pa.Table) -> None:
+    """``table`` as the one Parquet file of the directory ``uri``, replacing what it held (as Spark's
+    writer in overwrite mode lays out a DataFrame; readers take the directory). Written from the
+    driver: the job's outputs are small, and a Spark write would cost a job of its own."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    if is_local(uri):
+        shutil.rmtree(local_path(uri), ignore_errors=True)
+    else:
+
+        def call() -> None:
+            fs, path = _hadoop(spark, uri)
+            fs.delete(path, True)  # type: ignore[attr-defined]
+
+        _java_call("write", uri, call)
+    _write_bytes(spark, join(uri, "part-00000.parquet"), sink.getvalue().to_pybytes())
 
 
 def read_text(spark: SparkSession, uri: str) -> str:

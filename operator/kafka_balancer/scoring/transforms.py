@@ -20,20 +20,16 @@ older than the used windows (the collector writes one file per pass, named and s
 (sums, the newest state, a ``samples`` count) in a hash aggregation, so completeness and the
 model aggregate partitions × windows rows instead of every sample. Both accept raw samples too.
 
-Goal math (broker loads, bands, violations) runs in pandas UDFs calling
-:mod:`kafka_balancer.model.math` through :mod:`kafka_balancer.scoring.scores`.
+Broker loads are summed here; bands, violations and candidates are computed on the driver from
+the collected broker loads and model (:mod:`kafka_balancer.scoring.scores`, which calls
+:mod:`kafka_balancer.model.math`): no Python UDF runs, so no Python worker starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-
-import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafka_balancer.goals.spec import GoalSpec
-from kafka_balancer.model import math
 from kafka_balancer.scoring import scores
 
 DEFAULT_FOLLOWER_CPU_FRACTION = 0.2
@@ -170,29 +166,23 @@ def replica_rows(partitions: DataFrame) -> DataFrame:
     ).withColumn("is_leader", F.col("broker") == F.col("leader"))
 
 
-def _contribute(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    for frame in batches:
-        load = math.replica_contribution(
-            frame["disk"],
-            frame["network_in"],
-            frame["network_out"],
-            frame["cpu"],
-            frame["follower_cpu"],
-            frame["rf"],
-            frame["is_leader"],
-        ).reshape(len(frame), 4)
-        out = frame[["broker", "is_leader"]].copy()
-        for i, name in enumerate(scores.CONTRIBUTION_COLUMNS):
-            out[name] = load[:, i]
-        yield out
-
-
 def replica_contributions(replicas: DataFrame) -> DataFrame:
-    """Per replica: the load it adds to its broker (``model.math.replica_contribution``)."""
-    schema = "broker int, is_leader boolean, " + ", ".join(f"{c} double" for c in scores.CONTRIBUTION_COLUMNS)
+    """Per replica: the load it adds to its broker, ``model.math.replica_contribution`` in Spark's
+    own expressions (no Python worker): the same IEEE operations in the same order, so the same
+    bits (tests/spark/test_transforms.py compares them)."""
+    leads = F.col("is_leader")
+    network_out = F.col("network_out") + F.col("network_in") * (F.col("rf").cast("double") - F.lit(1.0))
+    loads = (
+        F.col("disk"),
+        F.col("network_in"),
+        F.when(leads, network_out).otherwise(F.lit(0.0)),
+        F.when(leads, F.col("cpu")).otherwise(F.col("follower_cpu")),
+    )
     return replicas.select(
-        "broker", "is_leader", "disk", "network_in", "network_out", "cpu", "follower_cpu", "rf"
-    ).mapInPandas(_contribute, schema)
+        "broker",
+        "is_leader",
+        *(load.alias(name) for load, name in zip(loads, scores.CONTRIBUTION_COLUMNS, strict=True)),
+    )
 
 
 def broker_loads(contributions: DataFrame, topology: DataFrame) -> DataFrame:
@@ -208,27 +198,3 @@ def broker_loads(contributions: DataFrame, topology: DataFrame) -> DataFrame:
     zero: dict[str, bool | float | int | str] = {c: 0.0 for c in scores.LOAD_COLUMNS}
     zero |= {"replicas": 0, "leaders": 0}
     return topology.join(sums, "broker", "left").fillna(zero)
-
-
-def broker_scores(loads: DataFrame, goals: Sequence[GoalSpec]) -> DataFrame:
-    """Per broker per goal: quantity, band lo/hi, violation, deviation (``model.math``)."""
-    chosen = tuple(goals)
-
-    def score(frame: pd.DataFrame) -> pd.DataFrame:
-        return scores.score_brokers(frame, chosen)
-
-    return loads.groupBy(F.lit(0).alias("cluster")).applyInPandas(score, scores.SCORE_COLUMNS)
-
-
-def candidates(
-    replicas: DataFrame, loads: pd.DataFrame, goals: Sequence[GoalSpec], top: int, violating: Sequence[int]
-) -> DataFrame:
-    """Best ``top`` actions per goal for each broker in ``violating``, scored on ``loads`` (the
-    per-broker table, small, shipped to every task)."""
-    chosen = tuple(goals)
-
-    def best(frame: pd.DataFrame) -> pd.DataFrame:
-        return scores.candidates_for_broker(frame, loads, chosen, top)
-
-    on_violators = replicas.where(F.col("broker").isin([int(b) for b in violating]))
-    return on_violators.groupBy("broker").applyInPandas(best, scores.CANDIDATE_COLUMNS)
