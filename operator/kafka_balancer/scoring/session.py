@@ -18,9 +18,14 @@ _JOB_CONF = {
 }
 # Embedded only, kept small on purpose: the job runs next to the operator and on shared CI
 # machines. Two shuffle partitions suit the rolled-up rows (partitions × windows) on two cores;
-# on a cluster the default with adaptive coalescing applies.
+# on a cluster the default with adaptive coalescing applies. A run is a short-lived JVM whose CPU
+# goes mostly to warming up, not to the rows: the client compiler alone (C1) compiles Spark's code
+# paths for a fraction of C2's CPU, and the serial collector runs no concurrent GC threads beside
+# the job; adaptive execution would re-plan every stage to coalesce two partitions it cannot shrink.
 _LOCAL_CONF = {
     "spark.sql.shuffle.partitions": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     "spark.ui.enabled": "false",
     "spark.driver.memory": "1g",
     "spark.driver.bindAddress": "127.0.0.1",
