@@ -83,7 +83,7 @@ def _checking(state: WorkingModel, goal: Goal, search: Search) -> list[tuple[int
         ys = np.nonzero(ok & ~touched)[0]
         other_rack = state.rack != state.rack[row.src[0]]
         unfed = ~_in_rack_short_of_disk(state, goal)
-        gain, later = src[0] + dst[0], search._later_cost(row)[0]
+        gain, later = src[0] + dst[0], search.later_cost(row)[0]
         best = int(ys[np.lexsort((ys, later[ys], gain[ys], unfed[ys], other_rack[ys]))[0]])
         assert (other_rack[y], unfed[y], gain[y], later[y]) == (
             other_rack[best],
@@ -95,7 +95,7 @@ def _checking(state: WorkingModel, goal: Goal, search: Search) -> list[tuple[int
         touched[[int(row.src[0]), y]] = True
         apply(c, k, y)
 
-    judge = search._apart
+    judge = search.apart
 
     def one_call(
         goal: Goal, cands: Candidates, in_order: bool, in_rack: BoolArray | None = None
@@ -106,7 +106,7 @@ def _checking(state: WorkingModel, goal: Goal, search: Search) -> list[tuple[int
 
     # Instances' methods, replaced for this test.
     setattr(state, "apply", checked)  # noqa: B010
-    setattr(search, "_apart", one_call)  # noqa: B010
+    setattr(search, "apart", one_call)  # noqa: B010
     return applied
 
 

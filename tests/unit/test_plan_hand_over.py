@@ -17,6 +17,7 @@ from kafka_balancer.goals.spec import default_goal_set
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.reassign import apply_reassignments
 from kafka_balancer.model.working import WorkingModel
+from kafka_balancer.planner import trades
 from kafka_balancer.planner.optimizer import plan
 from kafka_balancer.planner.search import Search
 from kafka_balancer_dev.synthetic import SyntheticSpec, generate
@@ -88,7 +89,7 @@ def test_a_broker_whose_room_for_leaderships_was_not_found_is_not_asked_again_by
     # ask for room again and again (1,098 asks, none kept, at 200 brokers with 1,000 partitions).
     cluster = generate(SyntheticSpec.filled(20, 100, racks=4, hot_brokers=1, empty_brokers=1, seed=7))
     events: list[tuple[int, int, str]] = []
-    room, make_room = Search._room_for_leaderships, Search._make_room
+    room, make_room = trades.room_for_leaderships, trades._make_room
     # Each search by the order it was first seen in: ids are reused once a search is gone.
     seen: list[Search] = []
 
@@ -97,22 +98,22 @@ def test_a_broker_whose_room_for_leaderships_was_not_found_is_not_asked_again_by
             seen.append(search)
         return next(i for i, s in enumerate(seen) if s is search)
 
-    def asked(self: Search, goal: BandGoal, broker: int) -> bool:
+    def asked(search: Search, goal: BandGoal, broker: int) -> bool:
         # Inside a compound (its fill) the search asks for no room: not an answer to count.
-        nested = self._compounding
-        found = room(self, goal, broker)
+        nested = search.compounding
+        found = room(search, goal, broker)
         if not nested:
-            events.append((token(self), broker, "found" if found else "none"))
+            events.append((token(search), broker, "found" if found else "none"))
         return found
 
     def tried(
-        self: Search, goal: BandGoal, veto: BandGoal, bands: list[BandGoal], away: Candidates, k: int
+        search: Search, goal: BandGoal, veto: BandGoal, bands: list[BandGoal], away: Candidates, k: int
     ) -> bool:
-        events.append((token(self), int(away.src[k]), "tried"))
-        return make_room(self, goal, veto, bands, away, k)
+        events.append((token(search), int(away.src[k]), "tried"))
+        return make_room(search, goal, veto, bands, away, k)
 
-    monkeypatch.setattr(Search, "_room_for_leaderships", asked)
-    monkeypatch.setattr(Search, "_make_room", tried)
+    monkeypatch.setattr(trades, "room_for_leaderships", asked)
+    monkeypatch.setattr(trades, "_make_room", tried)
     plan(cluster, default_goal_set())
     none = {(s, b): i for i, (s, b, what) in reversed(list(enumerate(events))) if what == "none"}
     assert none, "no broker was refused room: the cluster no longer exercises the search"

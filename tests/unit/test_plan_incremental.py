@@ -25,7 +25,9 @@ from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.math import FloatArray
 from kafka_balancer.model.quantities import REPLICAS
 from kafka_balancer.model.working import JOURNAL, WorkingModel
-from kafka_balancer.planner.search import Pool, Search, preference
+from kafka_balancer.planner.pool import Pool, after_swap, new_pool, preference, refreshed, shed_candidates
+from kafka_balancer.planner.search import Search
+from kafka_balancer.planner.swaps import swap_with_partners
 from tests.unit.clusters import broker, drawn_partitions, partition, snapshot
 
 
@@ -119,11 +121,11 @@ def test_a_brokers_partitions_asked_after_a_few_moves_are_the_ones_it_holds(
 
 
 def _fresh(search: Search, goal: BandGoal, s: int, broker: int) -> Pool:
-    """A donor's pool as ``Search._pull`` builds it."""
+    """A donor's pool as ``ladder.pull`` builds it."""
     state = search.state
     parts = state.parts_on(s)
     parts = parts[(state.replicas[parts] != broker).all(axis=1)]
-    return Pool(state.replica_moves(s, parts), goal.column, search._norm)
+    return Pool(state.replica_moves(s, parts), goal.column, search.norm)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -147,12 +149,12 @@ def test_a_fills_refreshed_donor_pools_are_the_pools_built_anew(
     version = state.version
     for p, slot, dest in moves[half:]:
         _apply(state, p, slot, dest)
-    refreshed = search._refreshed(goal, broker, pools, state.changes_since(version))
+    kept = refreshed(search, goal, broker, pools, state.changes_since(version))
     if state.changes_since(version) is None:
-        assert refreshed == {}
+        assert kept == {}
         return
-    assert refreshed.keys() == pools.keys()
-    for s, pool in refreshed.items():
+    assert kept.keys() == pools.keys()
+    for s, pool in kept.items():
         fresh = _fresh(search, goal, s, broker)
         for name in ("part", "slot", "src", "dst", "delta", "cost"):
             got, want = getattr(pool.cands, name), getattr(fresh.cands, name)
@@ -247,7 +249,7 @@ def test_a_pools_order_after_retiring_rows_is_its_live_rows_ranked_anew(ranks: l
     are those of ranking its live rows anew."""
     parts = [partition(f"t{n % 3}", n, [0], disk=1e9 * (1 + (7 * n) % 40)) for n in range(40)]
     state = WorkingModel(parse_snapshot(snapshot([broker(b, "ab"[b % 2]) for b in range(3)], parts)))
-    pool = Pool(state.replica_moves(0), REPLICAS, Search(state)._norm)
+    pool = Pool(state.replica_moves(0), REPLICAS, Search(state).norm)
     c, need = pool.cands, 100.0
     first = preference(pool.benefit, c.cost, need, c.part, pool.side, pool.alive, len(c))
     for rank in ranks:
@@ -287,19 +289,19 @@ def test_a_sheds_pool_after_a_swap_is_the_pool_built_anew(
         if not isinstance(goal, BandGoal):
             continue
         for b in range(state.n_brokers):
-            pool = search._pool(goal, search._shed_candidates(goal, b))
+            pool = new_pool(search, goal, shed_candidates(search, goal, b))
             # Up to three swaps in a row on the kept pool, as a shed does while its broker is over.
             for _ in range(3):
                 # Asked before the swap too, so that the kept pool's sorted orders are carried on.
                 for across in (False, True):
                     _ranked(pool, 1e30, across)
                 since = state.version
-                if not search._swap_with_partners(goal, b, over=True):
+                if not swap_with_partners(search, goal, b, over=True):
                     break
-                kept = search._after_swap(goal, b, pool, since)
+                kept = after_swap(search, goal, b, pool, since)
                 assert kept is not None  # a swap is two actions: the journal keeps them
                 pool = kept
-                anew = search._pool(goal, search._shed_candidates(goal, b))
+                anew = new_pool(search, goal, shed_candidates(search, goal, b))
                 for need in (1e-9, 1e30):
                     for across in (False, True):
                         assert _ranked(pool, need, across) == _ranked(anew, need, across), (goal, b)
@@ -321,7 +323,7 @@ def test_a_pool_extended_ranks_as_a_pool_built_of_all_its_rows(
     added rows repeat the pool's last two, which then tie with them on every key."""
     parts = [partition(f"t{n % 2}", n, [0], disk=1e9 * size) for n, size in enumerate(sizes)]
     state = WorkingModel(parse_snapshot(snapshot([broker(b, "ab"[b % 2]) for b in range(3)], parts)))
-    norm = Search(state)._norm
+    norm = Search(state).norm
     every = state.replica_moves(0)
     leaving = np.where(np.arange(len(every)) % 2 == 0, state.disk[every.part], 0.0)
     split = min(split, len(every) - 1)

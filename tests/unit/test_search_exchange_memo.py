@@ -1,7 +1,7 @@
 """A search remembers the replica exchanges it found impossible, and the candidates it built for
 them, only while nothing changes.
 
-``Search._exchange_replicas`` skips a (goal, x, y) exchange it already found impossible at the
+``swaps.exchange_replicas`` skips a (goal, x, y) exchange it already found impossible at the
 same state version: a fill or shed asks its partners within its rack, then the same ones among
 all. The sides it offers (a broker's heaviest and lightest replicas) and the leaderships a broker
 can hand over are built once per state version. Whatever actions come between, each answer and the
@@ -23,6 +23,7 @@ from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import default_goal_set
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
+from kafka_balancer.planner.swaps import exchange_leaderships, exchange_replicas
 from tests.unit.clusters import broker, drawn_partitions, snapshot
 
 
@@ -72,14 +73,14 @@ def test_exchanges_answer_as_a_search_that_remembers_nothing(
             if x == y:
                 continue
             fresh = Search(fresh_state, [fresh_goals[v] for v in vetoes], [])
-            assert remembering._exchange_replicas(remembering_goals[g], x, y) == fresh._exchange_replicas(
-                fresh_goals[g], x, y
+            assert exchange_replicas(remembering, remembering_goals[g], x, y) == exchange_replicas(
+                fresh, fresh_goals[g], x, y
             )
             assert np.array_equal(remembering_state.replicas, fresh_state.replicas)
             fresh = Search(fresh_state, [fresh_goals[v] for v in vetoes], [])
-            assert remembering._exchange_leaderships(
-                remembering_goals[g], x, y
-            ) == fresh._exchange_leaderships(fresh_goals[g], x, y)
+            assert exchange_leaderships(remembering, remembering_goals[g], x, y) == exchange_leaderships(
+                fresh, fresh_goals[g], x, y
+            )
             assert np.array_equal(remembering_state.leader_slot, fresh_state.leader_slot)
         _move(remembering_state, p, slot, dest)
         _move(fresh_state, p, slot, dest)

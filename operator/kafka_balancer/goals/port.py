@@ -2,7 +2,9 @@
 
 Goals decide which moves would help; the planner's search decides whether a move is allowed (vetoes)
 and applies it. Typing the goals against this port rather than against ``planner.search.Search``
-keeps goals/ below planner/: the planner's search satisfies it structurally.
+keeps goals/ below planner/: the planner's search satisfies it structurally. How wide a search
+looks (``MAX_SOURCES``, ``SWAP_PARTNERS``) is here too, as the planner's search and the goals' own
+tactics look as wide.
 """
 
 from __future__ import annotations
@@ -16,6 +18,12 @@ if TYPE_CHECKING:
     from kafka_balancer.goals.base import Goal
     from kafka_balancer.model.candidates import Candidates
     from kafka_balancer.model.math import BoolArray
+
+# How wide a search looks, the planner's and a goal's own alike: brokers asked as the source of
+# a move onto an under-filled broker before giving up on it ...
+MAX_SOURCES = 8
+# ... and brokers asked to exchange with one when a one-way move does not fit.
+SWAP_PARTNERS = 4
 
 
 class SearchPort(Protocol):

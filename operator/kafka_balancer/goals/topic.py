@@ -8,15 +8,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kafka_balancer.goals.base import EPSILON, Goal, GoalStatus
+from kafka_balancer.goals.port import MAX_SOURCES, SWAP_PARTNERS
 from kafka_balancer.goals.spec import GoalSpec
 from kafka_balancer.model import math
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import REPLICAS
 
-# Brokers asked for a replica of a topic before giving up on an under-filled broker.
-MAX_SOURCES = 8
-# Brokers asked to exchange replicas of two topics when a one-way move does not fit.
-SWAP_PARTNERS = 4
 # Candidates weighed per round of sheds apart, per broker: a round applies at most one move per
 # two brokers, and the cheapest candidates of a round are refused or clash more often than not.
 APART_PER_BROKER = 1
