@@ -271,8 +271,18 @@ class Demo:
         written = self.traffic.stop()
         sent = self.traffic.sent
         self.traffic = None
-        if read_back(bed.bootstrap_servers, TOPIC, sent) != written:
-            raise BedError(f"messages lost or altered: {sent} written, the read-back differs")
+        got = read_back(bed.bootstrap_servers, TOPIC, sent)
+        if got != written:
+            differ = sorted(
+                key for key in written[0].keys() | got[0].keys() if written[0][key] != got[0][key]
+            )
+            altered = sorted(
+                key for key in written[1] if written[1][key] != got[1].get(key) and key not in differ
+            )
+            raise BedError(
+                f"messages lost or altered: {sent} written, {sum(got[0].values())} read back; keys whose "
+                f"counts differ: {differ[:5] or 'none'}, whose contents differ: {altered[:5] or 'none'}"
+            )
         self.say(f"no message lost: all {sent} messages read back, per-key counts and SHA-256 equal")
 
     # -- plumbing ----------------------------------------------------------------------------------

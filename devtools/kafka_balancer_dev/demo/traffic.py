@@ -83,6 +83,10 @@ def read_back(bootstrap: str, topic: str, count: int, timeout_s: float = 120.0) 
     )
     counts: Counter[str] = Counter()
     digests: defaultdict[str, Any] = defaultdict(hashlib.sha256)
+    # The last offset read of each partition: a rebalance (the group's coordinator moving, as Kafka's
+    # own leader rebalancing may move it) starts a partition again from the earliest offset, as no
+    # offset is committed, and a message read twice would count twice and spoil its key's digest.
+    read: dict[int, int] = {}
     deadline = time.monotonic() + timeout_s
     try:
         consumer.subscribe([topic])
@@ -90,6 +94,10 @@ def read_back(bootstrap: str, topic: str, count: int, timeout_s: float = 120.0) 
             for msg in consumer.consume(num_messages=1000, timeout=1.0):
                 if msg.error() is not None:
                     raise BedError(f"reading {topic} back: {msg.error()}")
+                partition, offset = msg.partition(), msg.offset()
+                if partition is None or offset is None or offset <= read.get(partition, -1):
+                    continue
+                read[partition] = offset
                 key = (msg.key() or b"").decode()
                 counts[key] += 1
                 digests[key].update(msg.value() or b"")
