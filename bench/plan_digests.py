@@ -21,6 +21,11 @@ variants; ``bench_planner_shapes.py``'s shapes × changes, ``--small`` shapes ×
 
 ``--check FILE`` compares with a list printed before: it names every cluster whose digest differs
 (or that is missing) and exits 1; it exits 0 when every plan is the same.
+
+Print both lists on one machine with the same BLAS threads (``OPENBLAS_NUM_THREADS``, unset for
+both): a dot product (``plan.diff``'s bytes moved, ``prune``'s bytes saved) sums in another order
+with another number of threads, and at large, mid-grown-rack and mid-big-rack the digests of one
+code with one thread and with two differ.
 """
 
 from __future__ import annotations
