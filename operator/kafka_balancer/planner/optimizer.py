@@ -3,7 +3,8 @@ order, repeated until nothing moves.
 
 Termination: each applied action strictly improves the goal being optimised and worsens no
 goal optimised before it (and no hard goal), so the vector of goal violations in priority
-order decreases lexicographically.
+order decreases lexicographically. docs/how-a-plan-is-made.md walks through the steps and names
+the terms.
 """
 
 from __future__ import annotations
