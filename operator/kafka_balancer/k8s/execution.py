@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kafka_balancer.api import Execution as ExecutionSpec
 from kafka_balancer.errors import ExecutionError, ExecutionHalted
@@ -29,8 +29,6 @@ from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.reconcile.pool_input import StoredPlan
 
 logger = logging.getLogger(__name__)
-
-Progress = Callable[[ExecutionState], None]
 
 
 class _MirroredExecutor(Executor):
@@ -59,46 +57,60 @@ def options_of(spec: ExecutionSpec, poll_interval_s: float = 2.0) -> ExecuteOpti
     )
 
 
+class RunHooks(Protocol):
+    """What the caller of :func:`execute_plan` is told and asked while the plan runs."""
+
+    def progress(self, state: ExecutionState) -> None:
+        """The state, each time it is recorded."""
+
+    def stop_requested(self) -> bool:
+        """Stop at the next step, leaving everything as it is for the next owner."""
+
+    def halt_reason(self) -> str | None:
+        """Why the execution must halt (a pause, a mode that forbids executing): it stops submitting
+        at the next batch, follows the moves in flight to their end with their throttles, then raises
+        ExecutionHalted. None: it goes on."""
+
+
+@dataclass(frozen=True)
+class RunSite:
+    """Where a plan runs: the Kafka cluster, the fence every write to it passes, the record of the
+    pool's execution, and the directory of the executor's scratch copy of it."""
+
+    admin: AdminPort
+    fence: Fence
+    mirror: StateMirror
+    state_dir: Path
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+
+
 def execute_plan(
-    mirror: StateMirror,
-    fence: Fence,
-    admin: AdminPort,
-    state_dir: Path,
-    stored: StoredPlan,
-    options: ExecuteOptions,
-    progress: Progress,
-    stop_requested: Callable[[], bool],
-    halt_reason: Callable[[], str | None],
-    *,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
+    stored: StoredPlan, options: ExecuteOptions, site: RunSite, hooks: RunHooks
 ) -> ExecutionState:
     """Execute ``stored`` to the end (resuming the recorded run of the same plan); raises on failure.
 
-    ``stop_requested``: stop at the next step, leaving everything as it is for the next owner.
-    ``halt_reason``: a pause or a mode that forbids executing: stop submitting at the next batch,
-    follow the moves in flight to their end with their throttles, then raise ExecutionHalted.
-    Every Kafka write is checked against ``fence``; losing it raises ExecutionFenced at once.
+    Every Kafka write is checked against ``site.fence``; losing it raises ExecutionFenced at once.
     """
-    pool = mirror.pool
-    state_path = state_dir / f"{pool.namespace}.{pool.name}.{stored.id}.json"
+    mirror = site.mirror
+    state_path = _state_path(site.state_dir, mirror, stored.id)
     state_path.parent.mkdir(parents=True, exist_ok=True)
     plan = stored.reassignments
 
     def mirror_commit(state: ExecutionState) -> None:
         if mirror.write(stored.id, state):
-            progress(state)
+            hooks.progress(state)
 
-    fenced = FencedAdmin(admin, fence)
-    settle_unfinished(fenced, mirror, state_dir, keep=stored.id, clock=clock, sleep=sleep)
+    fenced = FencedAdmin(site.admin, site.fence)
+    settle_unfinished(fenced, mirror, site.state_dir, keep=stored.id, clock=site.clock, sleep=site.sleep)
     recorded = mirror.load()
     if recorded is not None and recorded[0] == stored.id:
         # The record, not the local file: another process may have gone on since this one wrote it.
         state = recorded[1]
         check_same_plan(state, plan, state_path)
-        logger.info("resuming plan %s of pool %s", stored.id, pool.key)
+        logger.info("resuming plan %s of pool %s", stored.id, mirror.pool.key)
     else:
-        state = new_state(admin, plan, options, clock())
+        state = new_state(site.admin, plan, options, site.clock())
         state = replace(state, throttled_brokers=inherited_throttles(mirror))
     save_state(state_path, state)
     executor = _MirroredExecutor(
@@ -107,28 +119,28 @@ def execute_plan(
         options,
         log=logger.info,
         mirror=mirror_commit,
-        cancel_requested=lambda: stop_requested() or halt_reason() is not None,
-        clock=clock,
-        sleep=sleep,
+        cancel_requested=lambda: hooks.stop_requested() or hooks.halt_reason() is not None,
+        clock=site.clock,
+        sleep=site.sleep,
     )
     try:
         final = executor.run(state)
     except ExecutionError:
-        reason = halt_reason()
-        if stop_requested() or reason is None:
+        reason = hooks.halt_reason()
+        if hooks.stop_requested() or reason is None:
             raise
         settled = settle_in_flight(
-            executor, load_state(state_path), lambda: stop_requested() or halt_reason() is None
+            executor, load_state(state_path), lambda: hooks.stop_requested() or hooks.halt_reason() is None
         )
         left = len(settled.by_status(MoveStatus.IN_FLIGHT))
         mirror.write(stored.id, settled, force=True)
-        progress(settled)
+        hooks.progress(settled)
         raise ExecutionHalted(
             f"{reason}: stopped at the next batch"
             + (f"; {left} move(s) still in flight keep their throttles" if left else "; no throttle left")
         ) from None
     mirror.write(stored.id, final, force=True)
-    progress(final)
+    hooks.progress(final)
     return final
 
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from kafka_balancer.api import BrokerPoolSpec
 from kafka_balancer.errors import ExecutionFenced, ExecutionHalted, KafkaBalancerError, KubernetesUnavailable
-from kafka_balancer.k8s.execution import execute_plan, options_of
+from kafka_balancer.k8s.execution import RunSite, execute_plan, options_of
 from kafka_balancer.k8s.lease import PoolLease, holder_pool
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.port import KubePort, PoolId
@@ -34,7 +34,8 @@ from kafka_balancer.kafka.fence import Fences
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.progress import cap_text, duration_text, eta_seconds
 from kafka_balancer.kube_quantity import binary_quantity
-from kafka_balancer.reconcile.approval import halt_reason, repair_opted_in
+from kafka_balancer.reconcile.approval import halt_reason as reason_to_halt
+from kafka_balancer.reconcile.approval import repair_opted_in
 from kafka_balancer.reconcile.events import Event, sentence
 from kafka_balancer.reconcile.executing import execution_conditions
 from kafka_balancer.reconcile.pool_input import StoredPlan
@@ -191,7 +192,7 @@ class PlanRun:
             return None
         return self._finished(finished_here)
 
-    def halt(self) -> str | None:
+    def halt_reason(self) -> str | None:
         """kopf's live view of the pool: a pause, a mode change or a withdrawn approval (or opt-in,
         for a repair) stops the execution at its next batch."""
         live, spec, stored = self.live, self.spec, self.stored
@@ -204,13 +205,18 @@ class PlanRun:
             else repair_hard_goals,
             heal_brokers=spec.self_healing.enabled if heal_brokers is None else heal_brokers,
         )
-        return halt_reason(
+        return reason_to_halt(
             mode=live.mode() or spec.mode,
             paused=live.paused(),
             approved=self.seen.approved if live.approved is None else live.approved(),
             plan=stored.id,
             repair=opted_in,
         )
+
+    def stop_requested(self) -> bool:
+        # The worker thread outlives a cancelled daemon (shutdown, or peering handing over to another
+        # replica): it stops at its next step; the record lets the next owner resume.
+        return self.live.stopping()
 
     def progress(self, state: ExecutionState) -> None:
         """The execution's state as committed: status, metrics, and an Event when what it waits for
@@ -224,7 +230,7 @@ class PlanRun:
         self._waited = state.waiting
         fields, message = execution_progress(state, services.clock())
         services.metrics.execution_progress(self.pool.key, state, services.clock())
-        reason = self.halt()
+        reason = self.halt_reason()
         if reason is not None:
             message = f"halting ({reason}): nothing more is submitted; {message}"
         if self._outage is not None:
@@ -262,7 +268,7 @@ class PlanRun:
         stored = self.stored
         told = ""
         while not cluster.try_acquire():
-            if self.live.stopping() or self.halt() is not None:
+            if self.stop_requested() or self.halt_reason() is not None:
                 return False
             holder = holder_pool(cluster.holder())
             if holder != told:
@@ -281,7 +287,7 @@ class PlanRun:
         # frozen mid-execution) is then taken over from both after one lease duration, not one after
         # the other.
         cluster.observe()
-        return self.live.stopping() or self.halt() is not None
+        return self.stop_requested() or self.halt_reason() is not None
 
     def _run(self, admin: AdminPort) -> ExecutionState | None:
         """The final state once this process ran the plan to its end; None if another one finished it."""
@@ -289,10 +295,10 @@ class PlanRun:
         cluster = services.cluster_lease(self.pool, admin)
         while True:
             if not lease.acquire(partial(self._give_up, cluster)):
-                raise ExecutionHalted(self.halt() or "the operator is stopping")
+                raise ExecutionHalted(self.halt_reason() or "the operator is stopping")
             if not self._hold(cluster):
                 lease.release()
-                raise ExecutionHalted(self.halt() or "the operator is stopping")
+                raise ExecutionHalted(self.halt_reason() or "the operator is stopping")
             try:
                 recorded = self._mirror.load() if self._resumed else None
                 if recorded is not None and recorded[0] == stored.id and recorded[1].finished_at:
@@ -311,27 +317,20 @@ class PlanRun:
                 message = "resuming" if self._resumed else "starting"
                 self._resumed = True
                 self._write(ExecutionStatus(stored.id, ExecutionPhase.RUNNING, message))
-                return execute_plan(
-                    self._mirror,
-                    Fences(lease, cluster),
+                site = RunSite(
                     admin,
+                    Fences(lease, cluster),
+                    self._mirror,
                     services.state_dir,
-                    stored,
-                    self.options,
-                    self.progress,
-                    # The worker thread outlives a cancelled daemon (shutdown, or peering handing
-                    # over to another replica): it stops at its next step; the record lets the
-                    # next owner resume.
-                    self.live.stopping,
-                    self.halt,
-                    clock=services.clock,
-                    sleep=services.sleep,
+                    services.clock,
+                    services.sleep,
                 )
+                return execute_plan(stored, self.options, site, self)
             except ExecutionFenced as err:
                 # Nothing more was written to Kafka. Whoever holds the lease now goes on; if nobody
                 # took it (the API was away for longer than the lease), this process takes it back.
                 _log.warning("plan %s: %s", stored.id, err)
-                if self.live.stopping():
+                if self.stop_requested():
                     raise
             finally:
                 cluster.release()
@@ -364,7 +363,7 @@ class PlanRun:
 
     def _stopped(self, err: KafkaBalancerError) -> ExecutionPhase | None:
         stored = self.stored
-        if self.live.stopping():
+        if self.stop_requested():
             _log.info("plan %s: stopped submitting moves; the next active operator resumes it", stored.id)
             return None
         halted = isinstance(err, ExecutionHalted)
