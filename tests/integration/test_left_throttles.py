@@ -27,10 +27,10 @@ from tests.support.kafka_checks import (
 from tests.support.kube_kept import EventsKept
 
 from kafka_balancer.k8s import blobs
-from kafka_balancer.k8s.execution import inherited_throttles, release_returned_brokers
 from kafka_balancer.k8s.executions import ExecutionService
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.mirrored_executor import inherited_throttles, release_returned_brokers
 from kafka_balancer.k8s.pools import parse_spec
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.settings import Timings

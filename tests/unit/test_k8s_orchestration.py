@@ -1,6 +1,7 @@
-"""The operator's orchestration (k8s/pools.py, k8s/executions.py, k8s/execution.py) against in-memory
-Kubernetes and Kafka: what a user sees in the pool's status, its Events and ConfigMaps, and what
-Kafka is asked to do. The real apiserver and Kafka are exercised by the e2e tests."""
+"""The operator's orchestration (k8s/pools.py, k8s/executions.py, k8s/plan_run.py,
+k8s/mirrored_executor.py) against in-memory Kubernetes and Kafka: what a user sees in the pool's
+status, its Events and ConfigMaps, and what Kafka is asked to do. The real apiserver and Kafka are
+exercised by the e2e tests."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from kafka_balancer.api import BalancerGoalSpec, BrokerPoolSpec
 from kafka_balancer.goals.spec import GoalType
-from kafka_balancer.k8s.execution import options_of
+from kafka_balancer.k8s.mirrored_executor import options_of
 from kafka_balancer.kafka.execution_state import MoveOrder
 from kafka_balancer.kube_quantity import QUANTITY_PATTERN
 

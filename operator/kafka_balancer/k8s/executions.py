@@ -21,9 +21,9 @@ from pathlib import Path
 
 from kafka_balancer.api import BrokerPoolSpec
 from kafka_balancer.errors import KafkaBalancerError
-from kafka_balancer.k8s.execution import release_returned_brokers, settle_unfinished
 from kafka_balancer.k8s.lease import PoolLease, cluster_lease, holder_pool
 from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.mirrored_executor import release_returned_brokers, settle_unfinished
 from kafka_balancer.k8s.plan_run import Liveness, PlanRun, SeenPool
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.settings import DEFAULT_LIMITS, DEFAULT_NAMESPACE, Timings

@@ -7,7 +7,7 @@ spec no longer lets it go on (a pause, mode DryRun, a withdrawn approval or opt-
 user how it goes: the pool's ``status.execution`` / ``status.plan`` with the ``Executing`` and
 ``Ready`` conditions, Events and metrics. An apiserver outage is ridden out and reported
 (KubernetesApiOutage) once it is back. The mechanics (resume, mirror, settle) are in
-:mod:`kafka_balancer.k8s.execution`.
+:mod:`kafka_balancer.k8s.mirrored_executor`.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any, Protocol
 
 from kafka_balancer.api import BrokerPoolSpec
 from kafka_balancer.errors import ExecutionFenced, ExecutionHalted, KafkaBalancerError, KubernetesUnavailable
-from kafka_balancer.k8s.execution import RunSite, execute_plan, options_of
 from kafka_balancer.k8s.lease import PoolLease, holder_pool
 from kafka_balancer.k8s.metrics import OperatorMetrics
+from kafka_balancer.k8s.mirrored_executor import RunSite, execute_plan, options_of
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.settings import Timings
 from kafka_balancer.k8s.state_mirror import StateMirror

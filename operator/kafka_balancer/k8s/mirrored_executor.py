@@ -1,4 +1,6 @@
-"""Running a stored plan with the kafka layer's executor, fenced by the pool's execution lease.
+"""The kafka layer's executor run against the pool's recorded execution: a stored plan run (or
+resumed) fenced by the pool's execution lease, and what an execution leaves behind settled (an
+unfinished plan cancelled, throttles on brokers that are back removed).
 
 The state file (under the operator's state directory) is the executor's own scratch copy; the
 ``<pool>-execution`` ConfigMap (k8s/state_mirror.py) is the record: written ahead of every Kafka
