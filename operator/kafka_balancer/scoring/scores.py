@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
@@ -209,52 +211,53 @@ def candidates_for_broker(
     src = position[src_id]
     active = brokers["active"].to_numpy(bool)
     # holds[k, j]: broker j already holds a replica of row k's partition.
+    lists = [np.asarray(members, np.int64) for members in replicas["replicas"]]
+    members = np.concatenate(lists) if lists else np.empty(0, np.int64)
+    rows = np.repeat(np.arange(len(lists)), [len(m) for m in lists])
+    known = np.isin(members, ids)
     holds = np.zeros((len(replicas), len(ids)), dtype=bool)
-    for k, members in enumerate(replicas["replicas"]):
-        holds[k, [position[int(m)] for m in members if int(m) in position]] = True
-    frames = []
+    holds[rows[known], np.searchsorted(ids, members[known])] = True
+    is_leader = replicas["is_leader"].to_numpy(bool)
+    # Per action: where a row may go (never to its own broker) and what it costs; the same for every goal.
+    actions = []
+    for action, eligible, cost in (
+        ("move", active[None, :] & ~holds, replicas["disk"].to_numpy(np.float64)),
+        ("leader", active[None, :] & holds & is_leader[:, None], np.zeros(len(replicas))),
+    ):
+        eligible[:, src] = False
+        actions.append((action, eligible, eligible.any(axis=1), cost))
+    topics = replicas["topic"].to_numpy()
+    partitions = replicas["partition"].to_numpy(np.int32)
+    columns: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in CANDIDATE_SCHEMA.names}
     for goal in per_broker_goals(goals):
         b = band(goal, brokers)
         if not b.enforced or b.quantity[src] <= b.hi[src] or b.violation[src] <= 0:
             continue
         relative = b.quantity / b.scale
-        move_delta, lead_delta = _deltas(replicas, goal_column(goal.type))
-        for action, eligible, delta, cost in (
-            ("move", active[None, :] & ~holds, move_delta, replicas["disk"].to_numpy(np.float64)),
-            (
-                "leader",
-                active[None, :] & holds & replicas["is_leader"].to_numpy(bool)[:, None],
-                lead_delta,
-                np.zeros(len(replicas)),
-            ),
-        ):
-            eligible = eligible.copy()
-            eligible[:, src] = False
-            ok = eligible.any(axis=1) & (delta > 0)
+        deltas = _deltas(replicas, goal_column(goal.type))
+        for (action, eligible, any_eligible, cost), delta in zip(actions, deltas, strict=True):
+            ok = any_eligible & (delta > 0)
             if not ok.any():
                 continue
             target = np.argmin(np.where(eligible, relative[None, :], np.inf), axis=1)
             gain = _improvement(b, src, target.astype(np.float64), delta)
-            keep = ok & (gain > MIN_IMPROVEMENT)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "goal": goal.label,
-                        "goal_type": goal.type.value,
-                        "source_broker": np.int32(src_id),
-                        "source_violation": float(b.violation[src]),
-                        "action": action,
-                        "topic": replicas["topic"].to_numpy()[keep],
-                        "partition": replicas["partition"].to_numpy(np.int32)[keep],
-                        "target_broker": ids[target[keep]].astype(np.int32),
-                        "improvement": gain[keep],
-                        "bytes": cost[keep],
-                    }
-                )
-            )
-    if not frames:
+            keep = np.flatnonzero(ok & (gain > MIN_IMPROVEMENT))
+            for name, values in (
+                ("goal", np.full(len(keep), goal.label, dtype=object)),
+                ("goal_type", np.full(len(keep), goal.type.value, dtype=object)),
+                ("source_broker", np.full(len(keep), src_id, np.int32)),
+                ("source_violation", np.full(len(keep), float(b.violation[src]))),
+                ("action", np.full(len(keep), action, dtype=object)),
+                ("topic", topics[keep]),
+                ("partition", partitions[keep]),
+                ("target_broker", ids[target[keep]].astype(np.int32)),
+                ("improvement", gain[keep]),
+                ("bytes", cost[keep]),
+            ):
+                columns[name].append(values)
+    if not columns["goal"]:
         return _empty(CANDIDATE_SCHEMA)
-    found = pd.concat(frames, ignore_index=True)
+    found = pd.DataFrame({name: np.concatenate(values) for name, values in columns.items()})
     found = found.sort_values(["goal", "improvement", "bytes"], ascending=[True, False, True], kind="stable")
     return found.groupby("goal", sort=False).head(top).reset_index(drop=True)
 
