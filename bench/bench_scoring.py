@@ -3,13 +3,15 @@
     .venv/bin/python bench/bench_scoring.py --rows 10e6            # local[1] and local[2]
     .venv/bin/python bench/bench_scoring.py --rows 50e6            # ~1.7 GiB of Parquet under /tmp
     .venv/bin/python bench/bench_scoring.py --e2e [--plan]         # mid cluster, 12 samples/partition
+    .venv/bin/python bench/bench_scoring.py --e2e --size large      # large cluster (430,000 partitions)
 
 Samples are those of the mid cluster of ``bench_planner.py`` (200 brokers, 40,000 partitions,
-seed 7), written the way the collector writes them: one Parquet file per one-minute pass through
-``SampleStore``, with the partition's synthetic rates as bytes in/out, so the scored snapshot must
-give back the synthetic loads (checked). ``--rows N`` writes N ÷ 40,000 passes and scores them
-all as one window (every row is aggregated); ``--e2e`` writes 12 passes and scores two 5-minute
-windows, then ``--plan`` runs ``kafka-balancer plan`` on the scored snapshot.
+seed 7; ``--size large``: its 270 brokers and 430,000 partitions), written the way the collector
+writes them: one Parquet file per one-minute pass through ``SampleStore``, with the partition's
+synthetic rates as bytes in/out, so the scored snapshot must give back the synthetic loads
+(checked). ``--rows N`` writes N ÷ partitions passes and scores them all as one window (every
+row is aggregated); ``--e2e`` writes 12 passes and scores two 5-minute windows, then ``--plan``
+runs ``kafka-balancer plan`` on the scored snapshot.
 
 Each master runs in a fresh process. Reported per run: Spark session start, job wall time,
 rows/s over the job time, CPU seconds of the process tree during the job (less sensitive to
@@ -48,10 +50,10 @@ E2E_WINDOW_MS = 300_000
 E2E_WINDOWS = 2
 
 
-def mid_cluster() -> Cluster:
+def synthetic_cluster(size: str) -> Cluster:
     from kafka_balancer_dev.synthetic import generate
 
-    return generate(synthetic_spec("mid"))
+    return generate(synthetic_spec(size))
 
 
 def write_store(root: Path, cluster: Cluster, passes: int) -> int:
@@ -171,7 +173,9 @@ def check_loads(expected: Cluster, scored_path: Path) -> float:
     return worst
 
 
-def score(work: Path, master: str, window_ms: int, windows: int, min_samples: int) -> dict[str, Any]:
+def score(
+    work: Path, size: str, master: str, window_ms: int, windows: int, min_samples: int
+) -> dict[str, Any]:
     """One run of the full job in this process (the child side of ``--run``)."""
     from kafka_balancer.scoring import job
     from kafka_balancer.scoring.options import ScoreOptions
@@ -197,7 +201,7 @@ def score(work: Path, master: str, window_ms: int, windows: int, min_samples: in
         t2 = time.monotonic()
         cpu = tree_cpu_seconds() - rss.cpu_s - cpu0
         spark.stop()
-    worst = check_loads(mid_cluster(), work / f"out-{master}" / "snapshot.json")
+    worst = check_loads(synthetic_cluster(size), work / f"out-{master}" / "snapshot.json")
     rows = manifest["rows"]["partitionSamplesInWindows"]
     return {
         "master": master,
@@ -216,13 +220,17 @@ def score(work: Path, master: str, window_ms: int, windows: int, min_samples: in
     }
 
 
-def run_child(work: Path, master: str, window_ms: int, windows: int, min_samples: int) -> dict[str, Any]:
+def run_child(
+    work: Path, size: str, master: str, window_ms: int, windows: int, min_samples: int
+) -> dict[str, Any]:
     done = subprocess.run(
         [
             sys.executable,
             __file__,
             "--run",
             str(work),
+            "--size",
+            size,
             "--master",
             master,
             "--window-ms",
@@ -274,15 +282,16 @@ def plan(work: Path, master: str) -> dict[str, Any]:
     }
 
 
-def prepare(work: Path, passes: int) -> int:
-    cluster = mid_cluster()
+def prepare(work: Path, size: str, passes: int) -> int:
+    cluster = synthetic_cluster(size)
     t0 = time.monotonic()
     rows = write_store(work / "store", cluster, passes)
     (work / "topology.json").write_text(json.dumps({"brokers": cluster_to_snapshot(cluster)["brokers"]}))
     (work / "goals.yaml").write_text("")  # the documented default goal set
-    size = sum(f.stat().st_size for f in (work / "store").rglob("*.parquet"))
+    stored = sum(f.stat().st_size for f in (work / "store").rglob("*.parquet"))
+    partitions = len(cluster.partitions)
     print(
-        f"wrote {rows} rows ({passes} passes × {len(cluster.partitions)} partitions, {size / 2**20:.0f} MiB) "
+        f"wrote {rows} rows ({passes} passes × {partitions} partitions, {stored / 2**20:.0f} MiB) "
         f"in {time.monotonic() - t0:.1f} s",
         file=sys.stderr,
     )
@@ -294,7 +303,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rows", type=float, default=1e6, help="sample rows (1e6 default; 10e6, 50e6)")
-    parser.add_argument("--e2e", action="store_true", help="mid cluster, 12 passes, two 5-minute windows")
+    parser.add_argument("--e2e", action="store_true", help="12 passes, two 5-minute windows")
+    parser.add_argument("--size", choices=["mid", "large"], default="mid", help="the synthetic cluster")
     parser.add_argument("--plan", action="store_true", help="with --e2e: kafka-balancer plan on the result")
     parser.add_argument("--masters", default="local[1],local[2]")
     parser.add_argument("--tmp", default=tempfile.gettempdir(), help="where the sample store is written")
@@ -305,20 +315,21 @@ def main() -> None:
     parser.add_argument("--min-samples", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
-        print(json.dumps(score(Path(args.run), args.master, args.window_ms, args.windows, args.min_samples)))
+        result = score(Path(args.run), args.size, args.master, args.window_ms, args.windows, args.min_samples)
+        print(json.dumps(result))
         return
-    partitions = synthetic_spec("mid").partitions
+    partitions = synthetic_spec(args.size).partitions
     passes = E2E_PASSES if args.e2e else max(1, round(args.rows / partitions))
     work = Path(tempfile.mkdtemp(prefix="bench-scoring-", dir=args.tmp))
     try:
-        prepare(work, passes)
+        prepare(work, args.size, passes)
         if args.e2e:
             window_ms, windows, min_samples = E2E_WINDOW_MS, E2E_WINDOWS, E2E_WINDOW_MS // STEP_MS
         else:  # one window over the whole history: every row is aggregated
             window_ms, windows, min_samples = passes * STEP_MS, 1, 1
         masters = args.masters.split(",")
         for master in masters:
-            print(json.dumps(run_child(work, master, window_ms, windows, min_samples)), flush=True)
+            print(json.dumps(run_child(work, args.size, master, window_ms, windows, min_samples)), flush=True)
         if args.e2e and args.plan:
             print(json.dumps(plan(work, masters[-1])), flush=True)
     finally:
