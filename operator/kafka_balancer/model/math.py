@@ -1,7 +1,9 @@
 """The load model's math and every band formula, written once.
 
 The working model, the goals, the report and the Spark scoring job all call these functions (the
-job through pandas UDFs), so they can never disagree on what a broker's load or a goal's band is.
+job on its driver; the replica contributions it sums in Spark are tested against
+``replica_contribution`` bit for bit), so they can never disagree on what a broker's load or a
+goal's band is.
 All functions are pure and vectorised over numpy arrays.
 """
 

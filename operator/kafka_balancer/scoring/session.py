@@ -11,7 +11,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-# Wherever the job runs: Arrow moves the model to the driver and rows into the pandas UDFs.
+# Wherever the job runs: Arrow moves the model and the broker loads to the driver.
 _JOB_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
