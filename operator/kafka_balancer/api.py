@@ -379,6 +379,20 @@ class SelfHealing(_Spec):
 
 Mode = Literal["Auto", "Manual", "DryRun"]
 
+# A StatefulSet's name is a DNS subdomain; its pods' names add "-<ordinal>" within 63 characters.
+STATEFUL_SET_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class StatefulSetRef(_Spec):
+    """The StatefulSet, in the pool's namespace, whose pods are the pool's brokers: the pod of ordinal
+    ``n`` is broker ``brokerIdOffset + n``. A scale-down of it waits until its brokers are drained."""
+
+    name: str = Field(min_length=1, max_length=52, pattern=STATEFUL_SET_NAME_PATTERN)
+    broker_id_offset: int = Field(default=0, ge=0, le=2_000_000_000, alias="brokerIdOffset")
+
+    def broker_id(self, ordinal: int) -> int:
+        return self.broker_id_offset + ordinal
+
 
 class BrokerPoolSpec(_Spec):
     """``BrokerPool.spec``. ``mode`` defaults to Manual: nothing moves until a plan is approved."""
@@ -398,6 +412,7 @@ class BrokerPoolSpec(_Spec):
     scoring: Scoring = Field(default_factory=Scoring)
     prometheus: Prometheus | None = None
     self_healing: SelfHealing = Field(default_factory=SelfHealing, alias="selfHealing")
+    stateful_set: StatefulSetRef | None = Field(default=None, alias="statefulSet")
 
     @model_validator(mode="after")
     def _cross_field(self) -> BrokerPoolSpec:

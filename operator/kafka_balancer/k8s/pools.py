@@ -49,6 +49,7 @@ from kafka_balancer.reconcile.healing import GUARD_REASON
 from kafka_balancer.reconcile.names import plan_config_map
 from kafka_balancer.reconcile.pool import PoolOutcome, decide_pool
 from kafka_balancer.reconcile.pool_input import Cordoning, LoadSource, PoolInput, StoredPlan, UsageSource
+from kafka_balancer.reconcile.scale_down import SCALE_DOWN_ANNOTATION, parse_scale_down, with_scale_down
 from kafka_balancer.reconcile.snapshot import ClusterMetadata
 from kafka_balancer.reconcile.status import (
     BalancerGoalStatus,
@@ -197,7 +198,9 @@ class PoolService:
                     f"metadata.name: {len(pool.id.name)} characters, over {MAX_POOL_NAME}: it is the "
                     "value of the kafkabalancer.io/pool label; recreate the pool under a shorter name"
                 )
-            spec = parse_spec(pool.spec)
+            # A scale-down the webhook held back drains its brokers as spec.drain would.
+            held = parse_scale_down(pool.annotations.get(SCALE_DOWN_ANNOTATION))
+            spec = with_scale_down(parse_spec(pool.spec), held)
             goals = parse_goals(pool.goals)
             props = self.connection(pool.id, spec)
             self.last_connection[key] = (spec, props)
