@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -16,9 +17,11 @@ import pytest
 
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.ports import answers_ok, free_ports
+from kafka_balancer_dev.localbed.tls_material import make_https_material
 
 CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer" / "crds"
 PEERING = "kafka-balancer-e2e"
+WEBHOOK_CONFIGURATION = "kafka-balancer-e2e-scale-down"
 START_TIMEOUT_S = 90.0
 
 
@@ -32,11 +35,14 @@ class OperatorProcess:
     """One operator process (``kafka-balancer run``); ``kill`` and ``start`` again play a crash and
     a restart of the same pod (same state directory, same peering)."""
 
-    def __init__(self, argv: list[str], log: Path, liveness: str, metrics: str) -> None:
+    def __init__(
+        self, argv: list[str], log: Path, liveness: str, metrics: str, env: dict[str, str] | None = None
+    ) -> None:
         self.argv = argv
         self.log = log
         self.liveness = liveness
         self.metrics = metrics
+        self.env = env or {}
         self.process: subprocess.Popen[bytes] | None = None
 
     def tail(self, lines: int = 40) -> str:
@@ -45,7 +51,7 @@ class OperatorProcess:
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                self.argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ}
+                self.argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env}
             )
         process = self.process
         wait_for(
@@ -101,8 +107,11 @@ def operator_crds(kube_bed: kube.KubeBed) -> None:
     assert created.returncode == 0, created.stderr
 
 
-def operator_process(kube_bed: kube.KubeBed, run_dir: Path) -> OperatorProcess:
-    """An unstarted operator in the e2e peering, with its own state directory, log and liveness port."""
+def operator_process(
+    kube_bed: kube.KubeBed, run_dir: Path, env: dict[str, str] | None = None
+) -> OperatorProcess:
+    """An unstarted operator in the e2e peering, with its own state directory, log and liveness port
+    (and ``env`` added to the environment)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     port, metrics_port = free_ports(2)
     argv = [
@@ -124,14 +133,65 @@ def operator_process(kube_bed: kube.KubeBed, run_dir: Path) -> OperatorProcess:
         run_dir / "operator.log",
         f"http://127.0.0.1:{port}/healthz",
         f"http://127.0.0.1:{metrics_port}/",
+        env,
     )
 
 
 @pytest.fixture(scope="session")
+def scale_down_webhook(kube_bed: kube.KubeBed, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The scale-down webhook as the chart configures it, but served on 127.0.0.1 (the bed's apiserver
+    runs on this machine): a throw-away CA's certificate, the ValidatingWebhookConfiguration matching
+    nothing until the operator scopes it to the pools' StatefulSets. The operator's environment."""
+    https = make_https_material(tmp_path_factory.mktemp("webhook") / "pki")
+    certs = https.cert_pem.parent
+    (certs / "tls.crt").write_bytes(https.cert_pem.read_bytes())
+    (certs / "tls.key").write_bytes(https.key_pem.read_bytes())
+    (port,) = free_ports(1)
+    configuration = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_CONFIGURATION},
+        "webhooks": [
+            {
+                "name": "scale-down.kafkabalancer.io",
+                "clientConfig": {
+                    "url": f"https://127.0.0.1:{port}/scale-down",
+                    "caBundle": base64.b64encode(https.ca_pem.read_bytes()).decode(),
+                },
+                "rules": [
+                    {
+                        "apiGroups": ["apps"],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE"],
+                        "resources": ["statefulsets", "statefulsets/scale"],
+                    }
+                ],
+                "matchConditions": [{"name": "kafka-balancer-pools-stateful-sets", "expression": "false"}],
+                "failurePolicy": "Fail",
+                "sideEffects": "NoneOnDryRun",
+                "timeoutSeconds": 30,
+                "admissionReviewVersions": ["v1"],
+            }
+        ],
+    }
+    applied = kube_bed.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
+    assert applied.returncode == 0, applied.stderr
+    return {
+        "KAFKA_BALANCER_WEBHOOK_PORT": str(port),
+        "KAFKA_BALANCER_WEBHOOK_ADDRESS": "127.0.0.1",
+        "KAFKA_BALANCER_WEBHOOK_CERT_DIR": str(certs),
+        "KAFKA_BALANCER_WEBHOOK_CONFIGURATION": WEBHOOK_CONFIGURATION,
+    }
+
+
+@pytest.fixture(scope="session")
 def operator(
-    kube_bed: kube.KubeBed, operator_crds: None, tmp_path_factory: pytest.TempPathFactory
+    kube_bed: kube.KubeBed,
+    operator_crds: None,
+    scale_down_webhook: dict[str, str],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[OperatorProcess]:
-    running = operator_process(kube_bed, tmp_path_factory.mktemp("operator"))
+    running = operator_process(kube_bed, tmp_path_factory.mktemp("operator"), scale_down_webhook)
     try:
         running.start()
         yield running

@@ -17,17 +17,21 @@ from kubernetes import client, config
 
 from kafka_balancer.api import GROUP, VERSION
 from kafka_balancer.errors import KafkaOperationError, UnreadableConfigMap
-from kafka_balancer.k8s.executions import ExecutionBusy, ExecutionService
+from kafka_balancer.k8s.executions import ExecutionBusy, ExecutionService, kafka_admin
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.plan_run import Liveness
 from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
 from kafka_balancer.k8s.port import PoolId
+from kafka_balancer.k8s.scale_guard import ScaleGuard
 from kafka_balancer.k8s.settings import OperatorSettings
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
+from kafka_balancer.reconcile.scale_down import SCALE_DOWN_ANNOTATION, ScaleRequest
 
 ANNOTATION_PREFIX = "kafkabalancer.io"
+# Where the ValidatingWebhookConfiguration points the apiserver: kopf routes /<handler id>.
+WEBHOOK_PATH = "/scale-down"
 # kopf's wait for a daemon to end once told to stop (a sync in flight ends in its worker thread).
 DAEMON_CANCELLATION_S = 10.0
 # A deleted pool whose Kafka cannot be reached keeps its finalizer this long (retries x seconds):
@@ -75,6 +79,76 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     )
     if operator.metrics_port is not None:
         memo.metrics.serve(operator.metrics_port)
+    if operator.webhook is not None:
+        webhook = operator.webhook
+        memo.scale_guard = ScaleGuard(kube, memo.pools.connection, kafka_admin)
+        settings.admission.server = kopf.WebhookServer(
+            addr=webhook.address,
+            port=webhook.port,
+            certfile=str(webhook.cert_dir / "tls.crt"),
+            pkeyfile=str(webhook.cert_dir / "tls.key"),
+        )
+        # Registered only with a server to serve them: kopf refuses to start with admission
+        # handlers and no server, and a local run has no certificate. One handler for the
+        # StatefulSet and its scale subresource, served at /scale-down (WEBHOOK_PATH).
+        kopf.on.validate(
+            "apps",
+            "v1",
+            "statefulsets",
+            operations=["UPDATE"],
+            subresource="*",
+            side_effects=True,
+            id=WEBHOOK_PATH.strip("/"),
+        )(review_scale_down)
+
+
+def review_scale_down(
+    name: str,
+    namespace: str | None,
+    body: kopf.Body,
+    subresource: str | None,
+    dryrun: bool,
+    memo: kopf.Memo,
+    **kwargs: Any,
+) -> None:
+    """The scale-down webhook: a change of a pool's StatefulSet that would remove brokers still
+    holding replicas is refused with the sentence saying why and what to do."""
+    via_scale = subresource == "scale"
+    current = replica_count(kwargs.get("old"), via_scale)
+    request = ScaleRequest(namespace or "", current, replica_count(body, via_scale), via_scale)
+    guard: ScaleGuard = memo.scale_guard
+    answer = guard.review(name, request, dryrun)
+    if answer is not None and not answer.allowed:
+        raise kopf.AdmissionError(answer.message, code=403)
+
+
+def replica_count(body: kopf.Body | None, via_scale: bool) -> int:
+    """A StatefulSet's replicas default to 1; a Scale object omits a count of 0."""
+    if body is None:
+        return 0
+    return int(body.get("spec", {}).get("replicas", 0 if via_scale else 1))
+
+
+@kopf.index(GROUP, VERSION, "brokerpools")  # type: ignore[arg-type]
+def pool_stateful_sets(namespace: str, name: str, spec: kopf.Spec, **_: Any) -> dict[tuple[str, str], str]:
+    stateful_set = (spec.get("statefulSet") or {}).get("name")
+    return {(namespace, stateful_set): name} if stateful_set else {}
+
+
+def _scope_changed(pool_stateful_sets: kopf.Index[tuple[str, str], str], memo: kopf.Memo, **_: Any) -> bool:
+    guard: ScaleGuard | None = getattr(memo, "scale_guard", None)
+    return guard is not None and not guard.is_scoped(list(pool_stateful_sets))
+
+
+@kopf.on.event(GROUP, VERSION, "brokerpools", when=_scope_changed)  # type: ignore[arg-type]
+def scope_scale_down_webhook(
+    pool_stateful_sets: kopf.Index[tuple[str, str], str], memo: kopf.Memo, **_: Any
+) -> None:
+    """The webhook's configuration follows the pools' StatefulSets (only when they changed)."""
+    operator: OperatorSettings = memo.settings
+    guard: ScaleGuard = memo.scale_guard
+    assert operator.webhook is not None  # _scope_changed: a guard exists only with a webhook
+    guard.scope(operator.webhook.configuration, list(pool_stateful_sets))
 
 
 @kopf.on.login()
@@ -133,7 +207,7 @@ async def pool_daemon(
         heal_brokers=lambda: (body.spec.get("selfHealing") or {}).get("enabled"),
     )
     while not stopped:
-        seen = (body.meta.get("generation"), body.meta.annotations.get(APPROVE_ANNOTATION))
+        seen = _wakes(body)
         observed = PoolObject(
             pool,
             int(body.meta.get("generation", 0)),
@@ -147,10 +221,20 @@ async def pool_daemon(
             raise kopf.TemporaryError(result.message, delay=result.retry_after)
         deadline = time.monotonic() + float(body.spec.get("detectionIntervalSeconds", 60))
         while not stopped and time.monotonic() < deadline:
-            if (body.meta.get("generation"), body.meta.annotations.get(APPROVE_ANNOTATION)) != seen:
+            if _wakes(body) != seen:
                 break
             await stopped.wait(wake_s)
         retry = 0
+
+
+def _wakes(body: kopf.Body) -> tuple[object, ...]:
+    """What a pool's daemon acts on at once: its spec, an approval, a scale-down held back."""
+    annotations = body.meta.annotations
+    return (
+        body.meta.get("generation"),
+        annotations.get(APPROVE_ANNOTATION),
+        annotations.get(SCALE_DOWN_ANNOTATION),
+    )
 
 
 @kopf.on.delete(GROUP, VERSION, "brokerpools", retries=CLEANUP_RETRIES, backoff=CLEANUP_RETRY_S)  # type: ignore[arg-type]

@@ -57,6 +57,7 @@ class Kube:
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.coordination = client.CoordinationV1Api(api)
+        self.admission = client.AdmissionregistrationV1Api(api)
 
     # -- ConfigMaps owned by a pool -----------------------------------------------------------------
 
@@ -167,6 +168,49 @@ class Kube:
             if err.status == 404:  # deleted meanwhile: nothing to report on
                 return
             raise KubernetesError(f"patching {plural} {namespace}/{name} status: {err.reason}") from err
+
+    def list_pools(self, namespace: str) -> list[dict[str, Any]]:
+        try:
+            with _transport(f"listing BrokerPools in {namespace}"):
+                found: Any = self.custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "brokerpools", _request_timeout=REQUEST_TIMEOUT_S
+                )
+        except ApiException as err:
+            raise KubernetesError(f"listing BrokerPools in {namespace}: {err.reason}") from err
+        return list(found.get("items") or [])
+
+    def annotate_pool(self, namespace: str, name: str, key: str, value: str | None) -> None:
+        """Set (or, with None, remove) one annotation of a BrokerPool."""
+        patch = {"metadata": {"annotations": {key: value}}}
+        try:
+            with _transport(f"annotating BrokerPool {namespace}/{name}"):
+                self.custom.patch_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "brokerpools", name, patch, _request_timeout=REQUEST_TIMEOUT_S
+                )
+        except ApiException as err:
+            raise KubernetesError(f"annotating BrokerPool {namespace}/{name}: {err.reason}") from err
+
+    # -- the scale-down webhook's configuration -----------------------------------------------------
+
+    def patch_webhook_match_conditions(self, configuration: str, conditions: list[dict[str, str]]) -> None:
+        """Every webhook of the named ValidatingWebhookConfiguration (the chart's) gets these
+        matchConditions; replaced on the version read, so a concurrent change is not lost."""
+        what = f"updating ValidatingWebhookConfiguration {configuration}"
+        try:
+            with _transport(what):
+                found: Any = self.admission.read_validating_webhook_configuration(
+                    configuration, _request_timeout=REQUEST_TIMEOUT_S
+                )
+                for webhook in found.webhooks or []:
+                    webhook.match_conditions = [
+                        client.V1MatchCondition(name=c["name"], expression=c["expression"])
+                        for c in conditions
+                    ]
+                self.admission.replace_validating_webhook_configuration(
+                    configuration, found, _request_timeout=REQUEST_TIMEOUT_S
+                )
+        except ApiException as err:
+            raise KubernetesError(f"{what}: {err.reason}") from err
 
     # -- Secrets ------------------------------------------------------------------------------------
 

@@ -70,6 +70,19 @@ DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
+class WebhookSettings:
+    """The scale-down webhook (``KAFKA_BALANCER_WEBHOOK_PORT``, ``_CERT_DIR``, ``_CONFIGURATION``):
+    where it listens, the folder of its serving certificate (``tls.crt``, ``tls.key``), and the
+    ValidatingWebhookConfiguration the operator scopes to the pools' StatefulSets."""
+
+    port: int
+    cert_dir: Path
+    configuration: str
+    # KAFKA_BALANCER_WEBHOOK_ADDRESS: every interface in a pod, which the chart's Service reaches.
+    address: str = "0.0.0.0"
+
+
+@dataclass(frozen=True)
 class OperatorSettings:
     """The operator process's settings (flags of ``kafka-balancer run`` and the environment)."""
 
@@ -96,6 +109,7 @@ class OperatorSettings:
     # leases live, one per cluster, whatever namespaces its pools are in.
     namespace: str = DEFAULT_NAMESPACE
     limits: Limits = field(default_factory=Limits)
+    webhook: WebhookSettings | None = None  # None: StatefulSet scale-downs are not guarded
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> OperatorSettings:
@@ -107,7 +121,28 @@ class OperatorSettings:
             allow_cleartext_credentials=_flag(env, "ALLOW_CLEARTEXT_CREDENTIALS"),
             namespace=env.get(ENV_PREFIX + "NAMESPACE") or DEFAULT_NAMESPACE,
             limits=limits(env),
+            webhook=webhook_settings(env),
         )
+
+
+def webhook_settings(env: Mapping[str, str]) -> WebhookSettings | None:
+    """All three of ``KAFKA_BALANCER_WEBHOOK_PORT``, ``_CERT_DIR`` and ``_CONFIGURATION``, or none."""
+    names = ("WEBHOOK_PORT", "WEBHOOK_CERT_DIR", "WEBHOOK_CONFIGURATION")
+    given = {name: env.get(ENV_PREFIX + name, "") for name in names}
+    if not any(given.values()):
+        return None
+    missing = [ENV_PREFIX + name for name, value in given.items() if not value]
+    if missing:
+        raise InputError(f"{', '.join(missing)}: required with the other webhook settings")
+    port = int(_number(env, "WEBHOOK_PORT", int, 0))
+    if not 1 <= port <= 65535:
+        raise InputError(f"{ENV_PREFIX}WEBHOOK_PORT: a port from 1 to 65535, got {port}")
+    return WebhookSettings(
+        port,
+        Path(given["WEBHOOK_CERT_DIR"]),
+        given["WEBHOOK_CONFIGURATION"],
+        env.get(ENV_PREFIX + "WEBHOOK_ADDRESS") or "0.0.0.0",
+    )
 
 
 def limits(env: Mapping[str, str]) -> Limits:

@@ -44,3 +44,22 @@ def sync_cordons(admin: AdminPort, wanted: Set[int], ours: Set[int]) -> frozense
             admin.alter_configs("broker", str(broker), {}, [CORDONED_LOG_DIRS])
             held.discard(broker)
     return frozenset(held)
+
+
+def ready_to_leave(admin: AdminPort, brokers: Set[int]) -> tuple[dict[int, int], frozenset[int] | None]:
+    """What a scale-down of ``brokers`` depends on, read now: the replicas each of them holds (in
+    any partition's replica set, a reassignment's target included), and which of them take no new
+    replica: cordoned, or down (Kafka places new replicas on live brokers only). None for the latter
+    when this Kafka does not know cordoning."""
+    held = dict.fromkeys(brokers, 0)
+    for state in admin.partitions().values():
+        for broker in state.replicas:
+            if broker in held:
+                held[broker] += 1
+    live = admin.broker_ids()
+    if live and CORDONED_LOG_DIRS not in admin.broker_config_names(min(live)):
+        return held, None
+    up = sorted(set(brokers) & live)
+    current = admin.dynamic_configs("broker", [str(b) for b in up])
+    closed = {b for b in up if current.get(str(b), {}).get(CORDONED_LOG_DIRS) == ALL_DIRS}
+    return held, frozenset(closed | (set(brokers) - live))
