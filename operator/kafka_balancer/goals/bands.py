@@ -36,7 +36,7 @@ RACK_EDGE = 1e-9
 # A rack's brokers are filled before any broker sheds when at least this share of what they lack
 # below their bands must come from other racks (a new rack: all of it). A rack only a little
 # short fills mostly from inside: filled first, its brokers took replicas other than those the
-# over brokers of their own rack would have shed to them (two drain shapes moved 4 % more).
+# over brokers of their own rack would have shed to them, and the plan moved more.
 FED_FROM_OTHER_RACKS = 0.5
 
 

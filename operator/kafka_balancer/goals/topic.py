@@ -53,8 +53,8 @@ class TopicReplicaDistributionGoal(Goal):
         self.scale = np.maximum(expected, 1.0)
         # Each broker's rack, −1 for an inactive one, and [T, racks] the sum of each topic's aimed
         # tops over each rack's active brokers; None with one rack. Summed rack by rack, not by a
-        # matrix product: BLAS threads spinning after each one doubled the CPU time of the
-        # rounds of sheds at 400 brokers.
+        # matrix product: BLAS threads spinning after each product slowed the rounds of sheds on
+        # large clusters.
         self.live_rack: IntArray | None = None
         self.rack_hi: FloatArray = np.zeros((0, 0))
         if state.n_racks >= 2:
@@ -107,8 +107,8 @@ class TopicReplicaDistributionGoal(Goal):
             if changes is None:
                 self._arrival = _arrival(state.topic_count, self.aim_lo, self.aim_hi, self.scale)
             else:
-                # Two cells an action, as Python numbers: gathering them as arrays cost ten
-                # times as much, and the arithmetic is _arrival's to the bit.
+                # Two cells an action, as Python numbers: gathering them as arrays cost far
+                # more, and the arithmetic is _arrival's to the bit.
                 count, lo, hi, scale = state.topic_count, self.aim_lo, self.aim_hi, self.scale
                 for p, src, dst in changes:
                     t = int(state.topic[p])

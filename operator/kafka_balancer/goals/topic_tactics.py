@@ -136,8 +136,8 @@ def _sent(
     """The partitions whose replica of ``topics[i]`` in rack ``racks[i]`` the rack sends out,
     as (i, partition) pairs: where the rack holds e more of the topic than its brokers'
     bands, its e smallest movable ones (the bound's mandatory set), else none. All cells at
-    once: a round of sheds asks for hundreds, and one at a time they cost a tenth of the
-    goal's time at 270 brokers."""
+    once: a round of sheds asks for hundreds, and one at a time they were a large share of
+    the goal's time."""
     assert goal.live_rack is not None
     live = goal.live_rack
     held = (state.topic_count[topics] * (live[None, :] == racks[:, None])).sum(axis=1)
@@ -169,8 +169,8 @@ def _shed_smallest(
     """When ``x``'s rack must send replicas of ``t`` out and ``x`` holds none of those it sends
     (``_sent``): one of them leaves the rack from its broker z, to a broker of another rack
     with room for ``t``, and ``x`` sheds into z instead, as one compound; the partition ``x``
-    shed, or None. Else ``x`` would send its cheapest across: at 400 brokers a 0.194 GB
-    replica where the rack's smallest weighed 0.016."""
+    shed, or None. Else ``x`` would send its cheapest across, which can weigh many times the
+    rack's smallest (tests/unit/test_plan_cross_rack.py has the case)."""
     if goal.live_rack is None or len(ordered) == 0:
         return None
     r = int(state.rack[x])
@@ -226,8 +226,8 @@ def _refill_and_shed(
     goal's band, a new broker at its replica floor): a rack mate gives ``x`` its cheapest
     replica of a topic both cells can spare and take, and ``x`` then sheds, as one compound;
     the partition ``x`` shed, or None. Else the exchange across racks that follows brings
-    the other topic's replica in from another rack: at 270 brokers 0.32 GB across that no
-    topic needs."""
+    the other topic's replica in from another rack: bytes across that no topic needs
+    (tests/unit/test_plan_cross_rack.py has the case)."""
     mates = np.nonzero((state.rack == state.rack[x]) & state.active)[0]
     mates = mates[mates != x]
     # The mates with the most replicas first: they are the furthest above their floors.
@@ -403,8 +403,7 @@ def _pull_chained(
     across), and fewer bytes copied and across counted together.
 
     The smallest replicas of a topic often sit on brokers at their floor, which may not give
-    one, and the pulls then copied larger ones across racks (at 270 brokers, 17.2 GB where
-    the smallest came to 10.4 GB)."""
+    one, and the pulls then copied larger ones than the smallest across racks."""
     if pull[1] == 0:
         return False
     cands, across = chains
@@ -453,9 +452,8 @@ def _refills(goal: TopicReplicaDistributionGoal, state: WorkingModel, one: Candi
 def _racks_spare(goal: TopicReplicaDistributionGoal, state: WorkingModel, t: int) -> BoolArray:
     """Per broker, whether its rack holds more replicas of ``t`` than its brokers' floors add
     up to: only such a rack can give one to another rack for good. One whose spare replica
-    its own brokers below their floors need takes one back across later (at 270 brokers a
-    chain sent topic-00258-80 from rack e to c, and rack e then pulled topic-00258-182 in
-    from d)."""
+    its own brokers below their floors need takes one back across later, and both replicas
+    cross (tests/unit/test_plan_cross_rack.py has the case)."""
     net = np.bincount(
         state.rack,
         weights=np.where(state.active, state.topic_count[t] - goal.aim_lo[t], 0.0),
@@ -526,8 +524,7 @@ def _swap(
         take = _of_topics(state, y, spare)
         # Every pair fixes the same cell, so the bytes rank them; between racks, those it
         # copies across too: a replica the plan moved within its rack costs nothing more to
-        # move on, but all its bytes across (7.6 GB of mid's 13.1 across racks at seed 2,
-        # where 4.9 must cross).
+        # move on, but all its bytes across.
         if search.exchange(goal, give, take, x, y, across):
             return True
     return False

@@ -404,8 +404,8 @@ class WorkingModel:
     def slot_moves(self, parts: IntArray, slots: IntArray) -> Candidates:
         """Moves of replica ``slots[k]`` of ``parts[k]``, each from the broker holding it."""
         # Gathered once each and the leaders' rows overwritten: a shed asks this of a broker's
-        # thousands, and two [K, 4] gathers, a where and two 2-D fancy indexings cost three times
-        # as much.
+        # thousands, and two [K, 4] gathers, a where and two 2-D fancy indexings cost several
+        # times as much.
         flat = parts * self.replicas.shape[1] + slots
         is_leader = self.leader_slot.take(parts) == slots
         delta = np.empty((len(parts), N_QUANTITIES), dtype=np.float64)

@@ -67,8 +67,7 @@ them.
    across racks at least what its rack cells over their ceilings must send out (the mandatory
    set of (3), racks for brokers), and at least what its short cells must take in (the smallest
    partitions each can gain), whichever is more; summed over topics, this is a bound beside (5)'s
-   max(Σ removed, Σ added), which lets one topic's leavers stand for another's arrivals (mid:
-   3.4 GB where the topics need 4.7).
+   max(Σ removed, Σ added), which lets one topic's leavers stand for another's arrivals.
 9. docs/design.md's drain sends a drained replica to a broker of its own rack when one can take it
    within the hard goals, and the plan keeps it in that rack (the optimizer pins it there
    before any goal acts). A partition with k such replicas kept in rack r, of which the active
@@ -76,9 +75,9 @@ them.
    least (k − j) of it: its kept bytes K_r. The rack's active brokers then gain Y_r ≥ max(K_r,
    Σ_b A_b) and, by (7) summed over them, shed X_r ≥ D_r + Y_r − Σ_b hi_b (D_r: what they held)
    and gain Y_r ≥ Σ_b lo_b − D_r + X_r. Removals and additions per rack are disjoint, so the
-   bounds of (1) and (4) take these per-rack sums (40 brokers with two draining in one rack:
-   that rack's other brokers take all 3,023 GB and must send 935 GB of their own away, where
-   each broker alone was forced to send 138 GB).
+   bounds of (1) and (4) take these per-rack sums (two brokers draining in one rack: its other
+   brokers take all the drained bytes and must send away what of their own their bands cannot
+   then hold, far more than any of them alone is forced to send).
 """
 
 from __future__ import annotations

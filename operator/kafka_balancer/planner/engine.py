@@ -64,24 +64,22 @@ class Engine:
         self.norm = np.maximum(self.state.load.mean(axis=0), 1e-300)
         # The (goal, x, y) replica exchanges found impossible at state version
         # ``_known_at``: a fill or shed tries its broker's partners within its rack, then
-        # the same ones among all, with nothing applied between (18,663 of 63,828 exchanges
-        # asked at 200 brokers with 1,000 partitions were asked again so).
+        # the same ones among all, with nothing applied between, so many are asked twice
+        # (tests/unit/test_search_exchange_memo.py).
         self._no_exchange: set[tuple[int, int, int]] = set()
         self._known_at = -1
         # A broker's heaviest (lightest) replicas offered in exchanges at state version
         # ``_known_at``, by (broker, column, heaviest, rack they may go to): the broker a
-        # swap fixes gives the same side to each of its partners in turn (69,604 builds at 200
-        # brokers with 1,000 partitions, about half of them repeats).
+        # swap fixes gives the same side to each of its partners in turn.
         self._extremes: dict[tuple[int, int, bool, int | None], Candidates] = {}
         # Each broker's leaderships to hand over at that version, asked by the trades, the relays
-        # and the exchanges of the same broker and its partners (51,468 builds there, 22,000
-        # repeats).
+        # and the exchanges of the same broker and its partners.
         self._aways: dict[int, Candidates] = {}
         # The brokers whose room for leaderships (``trades.room_for_leaderships``) this search found
-        # none of: not asked again by it. Each ask is up to 16 compounds with a follower's whole
-        # shed; at 200 brokers with 1,000 partitions (a leader band no plan can meet) 1,098 asks
-        # of 401 brokers × passes kept none and cost 12 of the plan's 30 CPU s; across the 128
-        # other shapes and edges, 2 of 21 asks kept one.
+        # none of: not asked again by it. Each ask is up to ``ROOM_TRIES`` compounds per full
+        # band, each with a follower's whole shed; where a leader band cannot be met, asking the
+        # same brokers again pass after pass kept nothing and took much of the plan's time, and
+        # elsewhere an ask rarely keeps one.
         self.no_room: set[int] = set()
 
     def allowed(self, cands: Candidates, dest: int | None = None) -> BoolArray:
@@ -126,7 +124,7 @@ class Engine:
 
     def _allowed_at(self, cands: Candidates, dest: int) -> BoolArray:
         """``[K]``: ``allowed``'s column ``dest``, the only one a search with one destination
-        reads, without the others (half the choosing's time went to a fill's ``[K, B]``)."""
+        reads, without the others (a fill's ``[K, B]`` took much of the choosing's time)."""
         state = self.state
         if not state.active[dest]:
             return np.zeros(len(cands), dtype=bool)
@@ -392,8 +390,8 @@ class Engine:
 
         The bands, not the narrower target bands: a rack whose total fits its brokers' bands
         sends nothing across in the plan the bound counts, and one judged by the target bands
-        sent whole replicas across for the last tenth of each band (racks of brokers warming
-        up at 30 %: 1,031 GB across racks where 435 GB are forced, then 715 GB)."""
+        sent whole replicas across for the last tenth of each band, far more than the bytes
+        forced across (tests/unit/test_plan_rack_room.py)."""
         state = self.state
         lo, hi = goal.band_edges(False)
         q = state.quantity(goal.column)
@@ -406,13 +404,13 @@ class Engine:
         """``[racks]``: for a disk goal (None for any other), the racks whose active brokers hold
         less than their bands' floors add up to. What they lack must come from other racks, so a
         replica that leaves its rack anyway goes to one of them first: sent to a rack with room of
-        its own, it left the short rack to be fed by yet another replica across (50 brokers, two
-        draining: the draining rack sent 706 GB out where 382 GB had to leave it, and the short
-        rack took 601 GB where it lacked 388 GB).
+        its own, it left the short rack to be fed by yet another replica across: a draining rack
+        sent out more than had to leave it, and the short rack took more than it lacked
+        (tests/unit/test_plan_shed_to_fed_rack.py).
 
-        Disk only: as first written (a round reading the racks' accounts once), for every band
-        goal that moves replicas (network in and replica counts too) the 80 shapes of
-        ``bench_planner_shapes.py`` crossed 243 GB less, for disk alone 280 GB."""
+        Disk only: for every band goal that moves replicas (network in and replica counts too),
+        the shapes of ``bench_planner_shapes.py`` saved fewer bytes across racks than for disk
+        alone."""
         if not isinstance(goal, BandGoal) or goal.column != Resource.DISK:
             return None
         return np.asarray(self.rack_slack(goal, over=False) < 0, dtype=bool)

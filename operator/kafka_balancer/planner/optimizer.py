@@ -136,8 +136,8 @@ def _carried(again: WorkingModel, state: WorkingModel) -> bool:
     A band no plan meets leaves the search at a point that depends on how it got there: the
     order of each partition's replicas (the plan lists the leader first) and what the plan had
     already moved decide ties and which candidates are weighed, and planning the planned
-    assignment found more (200 brokers with 250 partitions at replication factor 4: 6 moves of
-    483 GB). Planned again here, the plan is one its own replan leaves alone."""
+    assignment found more moves (tests/unit/test_plan_missed_band_replans.py has such a
+    cluster). Planned again here, the plan is one its own replan leaves alone."""
     version = state.version
     for p in again.changed_partitions().tolist():
         now = [int(b) for b in again.replicas[p] if b >= 0]
@@ -169,13 +169,11 @@ def _same_band(old: Goal, new: Goal) -> bool:
 def _settle(state: WorkingModel, goals: list[Goal], even: bool) -> None:
     """The goals' passes, then the undos of what they no longer need (``even``: the leaders
     evened before the undos and after them). A leadership the evening moves can leave room for
-    an undo (a 44-broker plan saved 0.1 % more), and an undo that takes a leader replica home
-    takes its leadership with it."""
+    an undo, and an undo that takes a leader replica home takes its leadership with it."""
     _passes(state, goals)
     met = all(g.status(state).satisfied for g in goals)
     # Only where every band holds: where one is missed, the leaderships the evening moves would
-    # change what the undos leave of it (two clusters whose topic band no plan meets missed it
-    # by 1 % more).
+    # change what the undos leave of it (a topic band no plan meets was then missed by more).
     even = even and met
     if even:
         _even_leaders(state, goals)
@@ -191,9 +189,9 @@ def _even_leaders(state: WorkingModel, goals: list[Goal]) -> None:
     """Leader counts brought within half of LeaderDistribution's range by leader changes alone,
     every goal (each met) vetoing.
 
-    A band goal stops where its brokers enter the band, so the leaders end at its edges (large:
-    10.0 % off the mean where the range is 10 %, Cruise Control's plan 8.3 %). A leader change
-    copies no data; what the leaders carry (network out, cpu) stays within its bands."""
+    A band goal stops where its brokers enter the band, so the leaders end at its edges, as far
+    off the mean as its range allows. A leader change copies no data; what the leaders carry
+    (network out, cpu) stays within its bands."""
     lead = next((g for g in goals if g.spec.type is GoalType.LEADER_DISTRIBUTION), None)
     if not isinstance(lead, BandGoal) or not lead.active:
         return
@@ -206,8 +204,9 @@ def _passes(state: WorkingModel, goals: list[Goal]) -> None:
 
     A goal that found nothing to do is not asked again while the assignment is the one it found
     nothing in: its search is a function of the assignment, and the last pass of every call
-    would otherwise ask the goals after the last one that acted again, for nothing (a leader
-    band no plan can meet, 200 brokers with 1,000 partitions: 1.4 CPU s a pass)."""
+    would otherwise ask the goals after the last one that acted again, for nothing, and where a
+    leader band cannot be met each such ask searches at length
+    (tests/unit/test_passes_idle_goals.py)."""
     idle: dict[int, tuple[IntArray, IntArray]] = {}
     for _ in range(MAX_PASSES):
         actions = 0

@@ -122,7 +122,8 @@ class Pool:
     def extended(self, more: Candidates, leaving: FloatArray) -> Pool:
         """This pool with the rows ``more`` added after its own, as a pool built from all of them
         would be, its sorted orders kept: a shed adds a partition's few rows after most of its
-        actions, and sorting a broker's thousands anew each time was 5 % of xlarge's profile."""
+        actions, and sorting a broker's thousands anew each time showed in the profile of the
+        largest clusters."""
         added = Pool(more, self.column, self.norm, leaving)
         grown = copy.copy(self)
         grown.cands = Candidates.concat([self.cands, added.cands])
@@ -191,7 +192,7 @@ def after_swap(search: Engine, goal: BandGoal, broker: int, pool: Pool, since: i
     partitions it exchanged retired, and the moves of the one now on ``broker`` added; None
     (to be built anew) if the journal no longer tells. A candidate depends on its own
     partition only, so this is the pool a rebuild would make, in the same order of
-    preference; a rebuild of a broker's thousands after every swap was a tenth of xlarge."""
+    preference, without the cost of rebuilding a broker's thousands after every swap."""
     changes = search.state.changes_since(since)
     if changes is None or search.handed_over is not None:
         return None

@@ -37,11 +37,10 @@ from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE, StackedBands
 
 # A kind of exchange whose last round saved less than this share of the bytes moved is not
-# offered again in the sweep: its rounds save less and less, and at large cost tens of CPU
-# seconds each. (At 0.3 % mid stopped one round early: 1.102 × the bound instead of 1.094, for
-# 1 CPU s.) A sweep that saved this share is followed by another, every kind offered again: the
-# undos after a kind stopped open exchanges it would have found (mid: 0.5 % of the bytes moved
-# in a second sweep, for 0.7 CPU s).
+# offered again in the sweep: its rounds save less and less, and on large clusters each round
+# is costly; a higher share stopped the sweep a round early, further from the bound. A sweep
+# that saved this share is followed by another, every kind offered again: the undos after a
+# kind stopped open exchanges it would have found (tests/unit/test_plan_prune_sweeps.py).
 LEAST_YIELD = 1e-3
 # The home broker's replicas offered in exchange for each undo: the cheapest few the bands allow.
 EXCHANGE_SIDE = 48
@@ -49,8 +48,8 @@ EXCHANGE_SIDE = 48
 # broker emptied onto a new one gives hundreds, and checking each against thousands of partners
 # cost more than the exchanges the smaller ones found saved. When any partner may do, the rest
 # are not asked once these found none; partners of their own topic are a few per replica, so
-# the next ones are (all at once, the pair checks cost 3× as much at large once moves stayed in
-# their rack and a home broker's replicas gathered on a few brokers).
+# the next ones are (all at once, the pair checks cost far more on large clusters once moves
+# stayed in their rack and a home broker's replicas gathered on a few brokers).
 GIVE_SIDE = 32
 # The returns judged together once earlier returns changed their brokers (``_single_undos``).
 RECHECK = 64
@@ -86,7 +85,7 @@ def _back_in_rack(state: WorkingModel, search: Search) -> int:
     one the plan moved within the rack is copied as far as before), and across racks instead of
     the larger, saving more bytes across racks than it adds to the bytes moved. A topic cell over
     full in a rack whose brokers cannot hold all of its replicas sends one across, and the
-    over-full broker's is rarely its rack's smallest (mid: 13 GB across where 3.4 GB would do)."""
+    over-full broker's is rarely its rack's smallest."""
     original = np.zeros_like(state.rack_count)
     held = state.original_replicas >= 0
     np.add.at(original, (np.nonzero(held)[0], state.rack[state.original_replicas[held]]), 1)
@@ -236,8 +235,8 @@ def _single_undos(state: WorkingModel, search: Search, alone: IntArray, touched:
 
     Whether a return is vetoed depends only on its partition and its two brokers, so one is
     judged again only when an earlier return changed one of them, and then with the next
-    ``RECHECK`` such ones at once (at large, 19 of every 20 returns allowed in ``_undoable`` were
-    refused once their home had taken another; judged one by one they cost 3.7 CPU s)."""
+    ``RECHECK`` such ones at once (on large clusters most returns allowed in ``_undoable`` are
+    refused once their home has taken another, and judging each alone again was costly)."""
     parts, slots = alone[:, 0], alone[:, 1]
     home = state.original_replicas[parts, slots]
     now = state.replicas[parts, slots]
@@ -487,7 +486,7 @@ def _exchange_one(
     give, take, ok, net, partners = _pairs(give, take, ok, net, partners, rows, cols)
     ok &= bands.pair_allowed(state, give, take, a, h)
     # The other goals are asked about the cheapest partners the bands allow only: about every
-    # one, at large, they cost more than the exchanges they found saved.
+    # one, on large clusters, they cost more than the exchanges they found saved.
     cols = np.nonzero(ok.any(axis=0))[0]
     cols = cols[np.lexsort((take.part[cols], net[cols]))][:EXCHANGE_SIDE]
     rows = np.nonzero(ok[:, cols].any(axis=1))[0]

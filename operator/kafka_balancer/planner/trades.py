@@ -186,9 +186,9 @@ def _make_room(
     _hand_over_one(search, away, k)
     search.shed(veto, follower)
     if veto.needs_fix(state)[follower] > vetoes_before[bands.index(veto)][follower] + EPSILON:
-        # The follower could not shed what it took. The compound is then undone unless the
-        # broker's fill takes enough of the follower's load back, which it did not once in
-        # 695 such tries (200 brokers, 1,000 partitions), each costing a fill's search.
+        # The follower could not shed what it took. The compound would then be undone unless
+        # the broker's fill took enough of the follower's load back, which it practically never
+        # does, and each try costs a fill's search.
         return False
     search.fill(goal, int(away.src[k]))
     kept = all(
