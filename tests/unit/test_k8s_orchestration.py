@@ -220,6 +220,24 @@ def test_a_dry_run_pass_writes_the_plan_config_maps_status_goal_status_and_an_ev
     assert b.cluster.submitted == []  # DryRun never moves
 
 
+def test_a_goal_is_satisfied_once_the_cluster_meets_it_not_once_a_plan_would(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+
+    def satisfied() -> tuple[str, str, str]:
+        condition = b.kube.statuses[("balancergoals", "kafka", "replicas")]["conditions"][0]
+        return condition["status"], condition["reason"], condition["message"]
+
+    b.sync("Manual")
+    plan_id = b.status()["plan"]["id"]
+    assert satisfied()[:2] == ("False", "GoalViolated"), "a plan that would meet it is not enough"
+
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+    assert b.status()["execution"]["phase"] == "Succeeded"
+    b.sync("Manual", annotations={APPROVE_ANNOTATION: plan_id})
+
+    assert satisfied() == ("True", "GoalHolds", "the goal holds on the cluster as it is now")
+
+
 def test_an_unusable_spec_is_a_condition_and_kafka_is_not_read(tmp_path: Path) -> None:
     b = bed(tmp_path)
 

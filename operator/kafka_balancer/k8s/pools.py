@@ -474,7 +474,8 @@ class PoolService:
         self.write_goal_statuses(pool, outcome)
 
     def write_goal_statuses(self, pool: PoolObject, outcome: PoolOutcome) -> None:
-        """Each named goal's Satisfied condition."""
+        """Each named goal's Satisfied condition: whether the goal holds on the cluster as it is
+        now (the goals' ``before``), not whether it would after the plan."""
         now = rfc3339(time.time())
         previous = {goal.name: goal for goal in pool.goals}
         for result in outcome.goal_results:
@@ -486,7 +487,11 @@ class PoolService:
                 TRUE if result.satisfied else FALSE,
                 "GoalHolds" if result.satisfied else "GoalViolated",
                 result.detail
-                or ("the goal holds after the plan" if result.satisfied else "the goal is not met"),
+                or (
+                    "the goal holds on the cluster as it is now"
+                    if result.satisfied
+                    else "the goal is not met on the cluster as it is now"
+                ),
             )
             status = BalancerGoalStatus(
                 goal.generation,
