@@ -8,6 +8,7 @@ its spec, and an approval or a spec change is acted on within seconds instead of
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -16,7 +17,7 @@ import kopf
 from kubernetes import client, config
 
 from kafka_balancer.api import GROUP, VERSION
-from kafka_balancer.errors import KafkaOperationError, UnreadableConfigMap
+from kafka_balancer.errors import KafkaOperationError, KubernetesError, UnreadableConfigMap
 from kafka_balancer.k8s.executions import ExecutionBusy, ExecutionService, kafka_admin
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.metrics import OperatorMetrics
@@ -29,6 +30,7 @@ from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
 from kafka_balancer.reconcile.scale_down import SCALE_DOWN_ANNOTATION, ScaleRequest
 
+_log = logging.getLogger(__name__)
 ANNOTATION_PREFIX = "kafkabalancer.io"
 # Where the ValidatingWebhookConfiguration points the apiserver: kopf routes /<handler id>.
 WEBHOOK_PATH = "/scale-down"
@@ -135,22 +137,6 @@ def pool_stateful_sets(namespace: str, name: str, spec: kopf.Spec, **_: Any) -> 
     return {(namespace, stateful_set): name} if stateful_set else {}
 
 
-def _scope_changed(pool_stateful_sets: kopf.Index[tuple[str, str], str], memo: kopf.Memo, **_: Any) -> bool:
-    guard: ScaleGuard | None = getattr(memo, "scale_guard", None)
-    return guard is not None and not guard.is_scoped(list(pool_stateful_sets))
-
-
-@kopf.on.event(GROUP, VERSION, "brokerpools", when=_scope_changed)  # type: ignore[arg-type]
-def scope_scale_down_webhook(
-    pool_stateful_sets: kopf.Index[tuple[str, str], str], memo: kopf.Memo, **_: Any
-) -> None:
-    """The webhook's configuration follows the pools' StatefulSets (only when they changed)."""
-    operator: OperatorSettings = memo.settings
-    guard: ScaleGuard = memo.scale_guard
-    assert operator.webhook is not None  # _scope_changed: a guard exists only with a webhook
-    guard.scope(operator.webhook.configuration, list(pool_stateful_sets))
-
-
 @kopf.on.login()
 def login(logger: kopf.Logger, memo: kopf.Memo, **kwargs: Any) -> kopf.ConnectionInfo | None:
     """kopf's client login, from ``--kubeconfig`` when given (kopf alone reads only the default path)."""
@@ -190,6 +176,7 @@ async def pool_daemon(
     uid: str,
     retry: int,
     goals_by_pool: kopf.Index[tuple[str, str], GoalObject],
+    pool_stateful_sets: kopf.Index[tuple[str, str], str],
     memo: kopf.Memo,
     **_: Any,
 ) -> None:
@@ -207,6 +194,7 @@ async def pool_daemon(
         heal_brokers=lambda: (body.spec.get("selfHealing") or {}).get("enabled"),
     )
     while not stopped:
+        await _scope_webhook(memo, pool_stateful_sets)
         seen = _wakes(body)
         observed = PoolObject(
             pool,
@@ -225,6 +213,26 @@ async def pool_daemon(
                 break
             await stopped.wait(wake_s)
         retry = 0
+
+
+async def _scope_webhook(
+    memo: kopf.Memo, stateful_sets: kopf.Index[tuple[str, str], str], leaving: PoolId | None = None
+) -> None:
+    """Keep the scale-down webhook's configuration on the pools' StatefulSets (but ``leaving``'s)."""
+    operator: OperatorSettings = memo.settings
+    if operator.webhook is None:
+        return
+    guard: ScaleGuard = memo.scale_guard
+    kept = [
+        key
+        for key, names in stateful_sets.items()
+        if leaving is None or key[0] != leaving.namespace or set(names) != {leaving.name}
+    ]
+    try:
+        await asyncio.to_thread(guard.scope, operator.webhook.configuration, kept)
+    except KubernetesError as err:
+        # The next pass tries again; meanwhile the configuration keeps its last scope.
+        _log.warning("cannot scope the scale-down webhook: %s", err)
 
 
 def _wakes(body: kopf.Body) -> tuple[object, ...]:
@@ -246,6 +254,7 @@ async def pool_deleted(
     status: kopf.Status,
     retry: int,
     logger: kopf.Logger,
+    pool_stateful_sets: kopf.Index[tuple[str, str], str],
     memo: kopf.Memo,
     **_: Any,
 ) -> None:
@@ -258,6 +267,7 @@ async def pool_deleted(
     """
     pools: PoolService = memo.pools
     pool = PoolId(namespace, name, uid)
+    await _scope_webhook(memo, pool_stateful_sets, leaving=pool)
     try:
         cancelled = await pools.clean_up(pool, dict(spec), dict(status))
     except ExecutionBusy as err:

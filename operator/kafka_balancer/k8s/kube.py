@@ -192,25 +192,28 @@ class Kube:
 
     # -- the scale-down webhook's configuration -----------------------------------------------------
 
-    def patch_webhook_match_conditions(self, configuration: str, conditions: list[dict[str, str]]) -> None:
-        """Every webhook of the named ValidatingWebhookConfiguration (the chart's) gets these
-        matchConditions; replaced on the version read, so a concurrent change is not lost."""
+    def scope_webhook(self, configuration: str, conditions: list[dict[str, str]]) -> bool:
+        """Give every webhook of the named ValidatingWebhookConfiguration (the chart's) these
+        matchConditions, unless it has them already (a ``helm upgrade`` puts the chart's back):
+        replaced on the version read, so a concurrent change is not lost. Whether it changed."""
         what = f"updating ValidatingWebhookConfiguration {configuration}"
+        wanted = [client.V1MatchCondition(name=c["name"], expression=c["expression"]) for c in conditions]
         try:
             with _transport(what):
                 found: Any = self.admission.read_validating_webhook_configuration(
                     configuration, _request_timeout=REQUEST_TIMEOUT_S
                 )
-                for webhook in found.webhooks or []:
-                    webhook.match_conditions = [
-                        client.V1MatchCondition(name=c["name"], expression=c["expression"])
-                        for c in conditions
-                    ]
+                webhooks = found.webhooks or []
+                if all(webhook.match_conditions == wanted for webhook in webhooks):
+                    return False
+                for webhook in webhooks:
+                    webhook.match_conditions = wanted
                 self.admission.replace_validating_webhook_configuration(
                     configuration, found, _request_timeout=REQUEST_TIMEOUT_S
                 )
         except ApiException as err:
             raise KubernetesError(f"{what}: {err.reason}") from err
+        return True
 
     # -- Secrets ------------------------------------------------------------------------------------
 

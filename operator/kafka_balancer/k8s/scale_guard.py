@@ -46,9 +46,7 @@ class GuardKube(Protocol):
 
     def annotate_pool(self, namespace: str, name: str, key: str, value: str | None) -> None: ...
 
-    def patch_webhook_match_conditions(
-        self, configuration: str, conditions: list[dict[str, str]]
-    ) -> None: ...
+    def scope_webhook(self, configuration: str, conditions: list[dict[str, str]]) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +68,6 @@ class ScaleGuard:
         self.kube = kube
         self.connection = connection
         self.connect = connect
-        self._scoped: list[dict[str, str]] | None = None
 
     def review(self, name: str, request: ScaleRequest, dry_run: bool) -> Admission | None:
         """The answer to ``request`` against StatefulSet ``name``; None when no pool names it. What
@@ -130,15 +127,11 @@ class ScaleGuard:
             found.append(_Pool(pool_id, spec, held))
         return sorted(found, key=lambda p: p.id.name)
 
-    def is_scoped(self, stateful_sets: Iterable[tuple[str, str]]) -> bool:
-        """Whether the webhook configuration already points at exactly these StatefulSets."""
-        return match_conditions(stateful_sets) == self._scoped
-
     def scope(self, configuration: str, stateful_sets: Iterable[tuple[str, str]]) -> None:
-        """Point the webhook configuration at these (namespace, name) StatefulSets only."""
-        conditions = match_conditions(stateful_sets)
-        self.kube.patch_webhook_match_conditions(configuration, conditions)
-        self._scoped = conditions
+        """Point the webhook configuration at these (namespace, name) StatefulSets only; checked at
+        every pass of every pool, so a configuration reset by a chart upgrade is scoped again."""
+        if self.kube.scope_webhook(configuration, match_conditions(stateful_sets)):
+            _log.info("scale-down webhook %s scoped to StatefulSets %s", configuration, sorted(stateful_sets))
 
 
 def match_conditions(stateful_sets: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
