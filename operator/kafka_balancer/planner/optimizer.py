@@ -143,7 +143,12 @@ def _carried(again: WorkingModel, state: WorkingModel) -> bool:
         now = [int(b) for b in again.replicas[p] if b >= 0]
         held = [int(b) for b in state.replicas[p] if b >= 0]
         gone = [b for b in held if b not in now]
-        for b, dest in zip(gone, [b for b in now if b not in held], strict=True):
+        arriving = [b for b in now if b not in held]
+        if state.any_banned and state.banned[p, arriving].any():
+            # The replan's cluster no longer shows the offline log dir this partition left: back on
+            # that broker, Kafka would keep the replica where it was, unreadable.
+            continue
+        for b, dest in zip(gone, arriving, strict=True):
             slot = np.array([int(np.nonzero(state.replicas[p] == b)[0][0])])
             state.apply(state.slot_moves(np.array([p]), slot), 0, dest)
         leader = int(again.replicas[p, again.leader_slot[p]])
