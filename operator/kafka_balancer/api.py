@@ -180,10 +180,13 @@ class CapacityOverride(_Spec):
 
 
 class Capacity(_Spec):
-    disk: Quantity
+    """Every broker's capacity; ``disk`` and ``cpu`` may be left to the pool's StatefulSet (its
+    volume claims' storage, its Kafka container's cpu)."""
+
+    disk: Quantity | None = None
     network_in: Quantity = Field(alias="networkIn")
     network_out: Quantity = Field(alias="networkOut")
-    cpu: Quantity
+    cpu: Quantity | None = None
     overrides: list[CapacityOverride] = Field(default_factory=list, max_length=1000)
 
     @model_validator(mode="after")
@@ -416,6 +419,11 @@ class BrokerPoolSpec(_Spec):
 
     @model_validator(mode="after")
     def _cross_field(self) -> BrokerPoolSpec:
+        if self.stateful_set is None and (self.capacity.disk is None or self.capacity.cpu is None):
+            raise ValueError(
+                "capacity.disk and capacity.cpu are required unless spec.statefulSet names the "
+                "StatefulSet to read them from"
+            )
         if set(self.drain) & set(self.warm_up.brokers):
             raise ValueError(
                 "a broker cannot be both drained (spec.drain) and warmed up as new (spec.warmUp.brokers)"

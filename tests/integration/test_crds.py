@@ -138,6 +138,12 @@ GOAL_CASES: list[tuple[str, dict[str, Any], str]] = [
 
 POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
     (
+        "no-disk",
+        {"capacity": {"networkIn": "100M", "networkOut": "100M", "cpu": 8}},
+        "capacity.disk and capacity.cpu are required unless spec.statefulSet names the StatefulSet",
+    ),
+    ("long-set", {"statefulSet": {"name": "k" * 53}}, "spec.statefulSet.name: Too long"),
+    (
         "float-disk",
         {"capacity": {**POOL_SPEC["capacity"], "disk": 1.5}},
         "spec.capacity.disk in body must be of type integer,string",
@@ -278,6 +284,22 @@ def test_an_invalid_pool_is_refused_with_a_message_and_pydantic_agrees(
     assert message in created.stderr
     with pytest.raises(ValidationError):
         BrokerPoolSpec.model_validate({**POOL_SPEC, **spec})
+
+
+def test_a_pool_naming_its_stateful_set_may_leave_disk_and_cpu_to_it(
+    kube_bed: kube.KubeBed, crds: None
+) -> None:
+    spec = {
+        **POOL_SPEC,
+        "capacity": {"networkIn": "100M", "networkOut": "100M"},
+        "statefulSet": {"name": "kafka"},
+    }
+    created = kube_bed.kubectl("create", "-f", "-", stdin=manifest("BrokerPool", "from-set", spec))
+    assert created.returncode == 0, created.stderr
+    BrokerPoolSpec.model_validate(spec)
+    got = kube_bed.kubectl("get", "bp", "from-set", "-n", NAMESPACE, "-o", "jsonpath={.spec.statefulSet}")
+    assert json.loads(got.stdout) == {"name": "kafka", "brokerIdOffset": 0}
+    assert kube_bed.kubectl("delete", "bp", "from-set", "-n", NAMESPACE).returncode == 0
 
 
 def test_a_pool_name_longer_than_a_label_value_is_refused(kube_bed: kube.KubeBed, crds: None) -> None:

@@ -47,6 +47,7 @@ class FakeKube:
     leases: dict[tuple[str, str], LeaseRecord] = field(default_factory=dict)
     # (namespace, name) → pod document, and each pod's log
     pods: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    stateful_sets: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     pod_logs: dict[tuple[str, str], str] = field(default_factory=dict)
     # The next this many conditional ConfigMap writes find the apiserver away (an outage).
     unavailable: int = 0
@@ -142,6 +143,9 @@ class FakeKube:
 
     def delete_custom_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
         self.custom_objects.pop((plural, namespace, name), None)
+
+    def read_stateful_set(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.stateful_sets.get((namespace, name))
 
     def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.pods.get((namespace, name))

@@ -58,6 +58,7 @@ class Kube:
         self.custom = client.CustomObjectsApi(api)
         self.coordination = client.CoordinationV1Api(api)
         self.admission = client.AdmissionregistrationV1Api(api)
+        self.apps = client.AppsV1Api(api)
 
     # -- ConfigMaps owned by a pool -----------------------------------------------------------------
 
@@ -281,6 +282,21 @@ class Kube:
         except ApiException as err:
             if err.status != 404:
                 raise KubernetesError(f"deleting {plural} {namespace}/{name}: {err.reason}") from err
+
+    # -- the pools' StatefulSets --------------------------------------------------------------------
+
+    def read_stateful_set(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            with _transport(f"reading StatefulSet {namespace}/{name}"):
+                found = self.apps.read_namespaced_stateful_set(
+                    name, namespace, _request_timeout=REQUEST_TIMEOUT_S
+                )
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise KubernetesError(f"reading StatefulSet {namespace}/{name}: {err.reason}") from err
+        document: dict[str, Any] = self.apps.api_client.sanitize_for_serialization(found)
+        return document
 
     # -- Spark's driver pods ------------------------------------------------------------------------
 

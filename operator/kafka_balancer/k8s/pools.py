@@ -51,6 +51,7 @@ from kafka_balancer.reconcile.pool import PoolOutcome, decide_pool
 from kafka_balancer.reconcile.pool_input import Cordoning, LoadSource, PoolInput, StoredPlan, UsageSource
 from kafka_balancer.reconcile.scale_down import SCALE_DOWN_ANNOTATION, parse_scale_down, with_scale_down
 from kafka_balancer.reconcile.snapshot import ClusterMetadata
+from kafka_balancer.reconcile.stateful_set import with_stateful_set_capacity
 from kafka_balancer.reconcile.status import (
     BalancerGoalStatus,
     ExecutionPhase,
@@ -201,6 +202,9 @@ class PoolService:
             # A scale-down the webhook held back drains its brokers as spec.drain would.
             held = parse_scale_down(pool.annotations.get(SCALE_DOWN_ANNOTATION))
             spec = with_scale_down(parse_spec(pool.spec), held)
+            if spec.stateful_set is not None and None in (spec.capacity.disk, spec.capacity.cpu):
+                found = self.kube.read_stateful_set(pool.id.namespace, spec.stateful_set.name)
+                spec = with_stateful_set_capacity(spec, found)
             goals = parse_goals(pool.goals)
             props = self.connection(pool.id, spec)
             self.last_connection[key] = (spec, props)

@@ -150,6 +150,10 @@ class KubePort(Protocol):
         """Gone already is fine."""
         ...
 
+    def read_stateful_set(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The StatefulSet as the API returns it (camelCase keys); None when it does not exist."""
+        ...
+
     def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod as the API returns it (camelCase keys); None when it does not exist."""
         ...

@@ -81,7 +81,10 @@ def no_rack(broker_id: int) -> str:
 
 
 def broker_capacity(capacity: Capacity, broker_id: int) -> tuple[float, float, float, float]:
-    values = [capacity.disk, capacity.network_in, capacity.network_out, capacity.cpu]
+    if capacity.disk is None or capacity.cpu is None:
+        # Filled from the pool's StatefulSet before a pass reads the cluster (stateful_set.py).
+        raise InputError("capacity.disk and capacity.cpu: not given and not read from a StatefulSet")
+    values: list[int | str] = [capacity.disk, capacity.network_in, capacity.network_out, capacity.cpu]
     for override in capacity.overrides:
         if override.broker == broker_id:
             for i, value in enumerate(
