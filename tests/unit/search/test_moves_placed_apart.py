@@ -30,7 +30,7 @@ from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE
 from tests.unit.clusters import broker, partition, snapshot
-from tests.unit.test_plan_incremental import moved_clusters, moved_state
+from tests.unit.search.test_kept_state_equals_rebuilt import moved_clusters, moved_state
 
 
 def _searched(state: WorkingModel, kind: GoalType) -> tuple[Goal, Search]:

@@ -21,7 +21,7 @@ from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.math import BoolArray, FloatArray
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.vetoes import TOLERANCE, StackedBands
-from tests.unit.test_plan_incremental import moved_clusters, moved_state
+from tests.unit.search.test_kept_state_equals_rebuilt import moved_clusters, moved_state
 
 
 def _outside(q: FloatArray, lo: FloatArray, hi: FloatArray) -> FloatArray:

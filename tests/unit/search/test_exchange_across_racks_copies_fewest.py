@@ -19,7 +19,7 @@ from kafka_balancer.model.math import FloatArray
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
 from tests.unit.clusters import broker, partition, snapshot
-from tests.unit.goal_standins import StandInGoal
+from tests.unit.search.goal_standins import StandInGoal
 
 GB = 1.0e9
 
