@@ -1,4 +1,5 @@
-"""A pool's excluded topics: never moved to balance, their load still counts, a drain moves them.
+"""A pool's excluded topics: never moved to balance, their load still counts, a drain moves them,
+and so does a log dir gone offline.
 
 Plans are judged by the independent checker on the snapshot documents, like the CLI's.
 """
@@ -17,11 +18,11 @@ from kafka_balancer.api import Capacity
 from kafka_balancer.formats.goals_file import parse_goals
 from kafka_balancer.formats.plan_file import plan_document
 from kafka_balancer.formats.snapshot import cluster_to_snapshot, parse_snapshot
-from kafka_balancer.goals.spec import GoalSpec
+from kafka_balancer.goals.spec import GoalSpec, default_goal_set
 from kafka_balancer.k8s.source import metadata_of
 from kafka_balancer.kafka.collector import Observation, PartitionInfo
 from kafka_balancer.kafka.snapshot_builder import BrokerInfo
-from kafka_balancer.model.cluster import Cluster, PartitionLoad
+from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, LogDir, Partition, PartitionLoad
 from kafka_balancer.planner.optimizer import plan
 from kafka_balancer.planner.plan import Plan
 from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
@@ -227,3 +228,34 @@ def test_a_partition_another_tool_is_reassigning_is_planned_where_it_goes_and_no
         said.message
         == "1 partition(s) being reassigned (orders-0): left out of the plan until their reassignment ends"
     )
+
+
+OFFLINE_RACK = {0: "a", 1: "b", 2: "a", 3: "b"}
+
+
+def test_an_excluded_replica_on_an_offline_log_dir_goes_to_its_rack_and_stays_there() -> None:
+    # The replica leaves its broker like any other (Kafka never brings it back there), and
+    # pruning leaves it where that put it (it raised an IndexError: the undo candidates of the
+    # receiving broker left out excluded topics).
+    # Broker 0's /d1 is offline; partition x-0 (excluded) has its leader there. The 23 other
+    # partitions (RF 2, 4 GB) are spread so that brokers 0 and 2 need balancing moves.
+    brokers = tuple(
+        Broker(
+            b,
+            OFFLINE_RACK[b],
+            BrokerState.ACTIVE,
+            (2e11, 1e8, 1e8, 4.0),
+            log_dirs=(LogDir("/d0", 1e11), LogDir("/d1", 1e11, online=b != 0)),
+        )
+        for b in range(4)
+    )
+    parts = []
+    for i in range(24):
+        replicas = ((0, 1), (2, 3), (0, 3), (2, 1))[i % 4]
+        dirs = tuple("/d1" if i == 0 else f"/d{i // 4 % 2}" for _ in replicas)
+        load = PartitionLoad(4e9, 1e5, 1e5, 0.01)
+        parts.append(Partition("x" if i == 0 else "t", i, replicas, replicas[0], load, i != 0, dirs))
+    result = plan(Cluster(brokers, tuple(parts)), default_goal_set())
+    [excluded] = [r for r in result.reassignments if r.topic == "x"]
+    assert set(excluded.replicas) == {1, 2}
+    assert [g.label for g in result.goals if not g.after.satisfied] == []
