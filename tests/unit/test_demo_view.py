@@ -8,7 +8,7 @@ from typing import Any
 from kafka_balancer.reconcile.pool import decide_pool
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 from kafka_balancer_dev.demo.view import status_line
-from tests.unit.test_reconcile_service import RACKS, pool_input
+from tests.unit.reconcile.test_service import RACKS, pool_input
 
 # 6 partitions RF 2 over brokers 1, 2, 3 (racks a, b, c): 4 replicas each, nothing to move.
 SPREAD = ClusterMetadata(

@@ -18,7 +18,7 @@ from kafka_balancer.model.cluster import LogDir
 from kafka_balancer.reconcile.approval import Action, repair_opted_in
 from kafka_balancer.reconcile.pool import PoolOutcome, decide_pool
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
-from tests.unit.test_self_healing import ORDERS, RACKS, condition, events, pool_input
+from tests.unit.reconcile.test_self_healing import ORDERS, RACKS, condition, events, pool_input
 
 DATA = ("/data/0", "/data/1")
 T0 = 1_000_000.0
