@@ -1,7 +1,7 @@
 """The Kubernetes calls the operator's orchestration makes, as a protocol.
 
 :class:`~kafka_balancer.k8s.kube.Kube` provides them against the apiserver; an in-memory fake
-(tests/unit/kube_fake.py) provides them to the unit tests of the orchestration, as
+(tests/unit/k8s/kube_fake.py) provides them to the unit tests of the orchestration, as
 :class:`~kafka_balancer.kafka.port.AdminPort` does for the executor. Every call is blocking: the
 services run them in a worker thread.
 """

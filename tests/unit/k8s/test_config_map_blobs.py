@@ -14,7 +14,7 @@ import pytest
 from kafka_balancer.errors import ConfigMapTooLarge, UnreadableConfigMap
 from kafka_balancer.k8s import blobs
 from kafka_balancer.k8s.port import PoolId
-from tests.unit.kube_fake import FakeKube
+from tests.unit.k8s.kube_fake import FakeKube
 
 POOL = PoolId("kafka", "main", "uid-main")
 

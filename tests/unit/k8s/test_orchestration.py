@@ -37,7 +37,7 @@ from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
 from kafka_balancer.reconcile.pool_input import LoadSource, UsageSource
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
 from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
-from tests.unit.kube_fake import FakeKube
+from tests.unit.k8s.kube_fake import FakeKube
 
 POOL = PoolId("kafka", "main", "uid-main")
 RACKS = {1: "a", 2: "b", 3: "c"}

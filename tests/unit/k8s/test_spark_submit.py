@@ -26,7 +26,7 @@ from kafka_balancer.k8s.spark_submit import (
 )
 from kafka_balancer.scoring.launch import ScoringRequest
 from kafka_balancer.scoring.seal import TERMINATION_LOG, seal
-from tests.unit.kube_fake import FakeKube
+from tests.unit.k8s.kube_fake import FakeKube
 
 NAMESPACE, POOL = "team-a", "main"
 

@@ -23,7 +23,7 @@ from kafka_balancer.reconcile.executing import execution_conditions
 from kafka_balancer.reconcile.ownership import SAFETY_MARGIN_S, Ownership, expired
 from kafka_balancer.reconcile.status import ExecutionPhase, ExecutionStatus
 from tests.unit.executor_fakes import FakeClock, FakeKafkaCluster
-from tests.unit.kube_fake import FakeKube
+from tests.unit.k8s.kube_fake import FakeKube
 
 DURATION = 15.0
 

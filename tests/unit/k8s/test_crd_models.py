@@ -18,7 +18,7 @@ from kafka_balancer.k8s.mirrored_executor import options_of
 from kafka_balancer.kafka.execution_state import MoveOrder
 from kafka_balancer.kube_quantity import QUANTITY_PATTERN
 
-CRDS = Path(__file__).resolve().parents[2] / "crds"
+CRDS = Path(__file__).resolve().parents[3] / "crds"
 
 
 def spec_schema(file: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """What one operator process runs at once: the limits' settings, and embedded scoring runs (each a
 JVM of its own) held to theirs. The pool passes and executions are held to theirs in
-test_k8s_orchestration.py."""
+test_orchestration.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from kafka_balancer.errors import InputError, ScoringError
 from kafka_balancer.k8s.settings import Limits, OperatorSettings
 from kafka_balancer.scoring.launch import EmbeddedScorer
-from tests.unit.test_scoring_runs import request
+from tests.unit.k8s.test_scoring_runs import request
 
 
 def test_the_limits_come_from_the_environment_with_defaults() -> None:

@@ -17,7 +17,7 @@ from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.state_mirror import HEAD_KEY, PART_MOVES, STATE_KEY, StateMirror
 from kafka_balancer.kafka.execution_state import ExecutionState, Move, MoveStatus, state_document
-from tests.unit.kube_fake import FakeKube
+from tests.unit.k8s.kube_fake import FakeKube
 
 POOL = PoolId("kafka", "main", "uid-main")
 MOVES = 5 * PART_MOVES + 17
