@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the hash-locked requirements from pyproject.toml's pins, transitive dependencies
-# included; run it after changing a pin, then hack/setup.sh (tests/unit/test_lock.py fails on a
-# lock that drifted from pyproject.toml). The image's Python (Debian bookworm's) and CI's are both
+# included; run it after changing a pin, then hack/setup.sh (tests/unit/packaging/test_lock.py fails
+# on a lock that drifted from pyproject.toml). The image's Python (Debian bookworm's) and CI's are both
 # 3.11 on x86_64 glibc 2.36, so one resolution serves both:
 #   requirements/image.txt  what the operator image installs: [project] dependencies
 #   requirements/build.txt  the build backend (build-system requires): the wheel is built without isolation

@@ -1,8 +1,9 @@
 """Both recipes of the operator image, the Containerfile and hack/image/build.sh (the node tier's), install
 the dependencies from the hash lock and nothing else: requirements/image.txt with --require-hashes, then
 the package with --no-deps, built by the locked setuptools without isolation; build.sh rebuilds its
-dependency layer when the lock changes. tests/unit/test_lock.py proves the lock matches pyproject.toml.
-Their bases are pinned: the Containerfile's by digest, build.sh's Debian packages by their checksums."""
+dependency layer when the lock changes. tests/unit/packaging/test_lock.py proves the lock matches
+pyproject.toml. Their bases are pinned: the Containerfile's by digest, build.sh's Debian packages by
+their checksums."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import shlex
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CONTAINERFILE = (ROOT / "Containerfile").read_text()
 BUILD_SH = (ROOT / "hack" / "image" / "build.sh").read_text()
 BASE_SH = (ROOT / "hack" / "image" / "base.sh").read_text()
