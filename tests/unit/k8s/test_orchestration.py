@@ -25,7 +25,7 @@ from kafka_balancer.errors import (
     UnreadableConfigMap,
 )
 from kafka_balancer.k8s import pools
-from kafka_balancer.k8s.executions import ExecutionService
+from kafka_balancer.k8s.executions import Connect, ExecutionService
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.plan_run import Liveness, SeenPool
 from kafka_balancer.k8s.pools import GoalObject, PoolObject, PoolService
@@ -137,7 +137,10 @@ def bed(
     kafka: FakeKafkaCluster | None = None,
     kube: FakeKube | None = None,
     limits: Limits | None = None,
+    connect: Connect | None = None,
 ) -> Bed:
+    """The operator's services on in-memory Kubernetes and Kafka; ``connect`` stands in for the
+    service's Kafka connections (default: each one the fake cluster)."""
     limits = limits or Limits()
     kafka = kafka or cluster()
     kube = kube or FakeKube()
@@ -148,7 +151,7 @@ def bed(
         tmp_path,
         TIMINGS,
         metrics,
-        connect=lambda *_: _NoClose(kafka),
+        connect=connect or (lambda *_: _NoClose(kafka)),
         clock=clock.time,
         sleep=clock.sleep,
         max_executions=limits.executions,
@@ -839,14 +842,14 @@ def test_a_failed_plan_still_approved_is_resumed_not_cancelled(tmp_path: Path) -
 
 @pytest.mark.parametrize("retry", [0, 1])
 def test_no_execution_no_throttle_release_needs_no_kafka_connection(tmp_path: Path, retry: int) -> None:
-    b = bed(tmp_path)
+    kafka = cluster()
     connections: list[object] = []
 
     def connect(*_: object) -> _NoClose:
         connections.append(1)
-        return _NoClose(b.cluster)
+        return _NoClose(kafka)
 
-    b.service.executions._connect = connect
+    b = bed(tmp_path, kafka, connect=connect)
 
     b.sync("DryRun", retry=retry)
 
@@ -854,13 +857,12 @@ def test_no_execution_no_throttle_release_needs_no_kafka_connection(tmp_path: Pa
 
 
 def test_a_deleted_pool_that_never_executed_needs_no_kafka_connection(tmp_path: Path) -> None:
-    b = bed(tmp_path)
-    b.sync("DryRun")
-
     def unreachable(*_: object) -> _NoClose:
         raise AssertionError("the deletion of a pool with nothing in flight connected to Kafka")
 
-    b.service.executions._connect = unreachable
+    # Unreachable from the start: a pass in DryRun makes no client either (the test above).
+    b = bed(tmp_path, connect=unreachable)
+    b.sync("DryRun")
 
     # Its Kafka may be gone for good: the finalizer must not wait for it.
     assert b.service.clean_up_blocking(POOL, {**SPEC, "mode": "DryRun"}, b.status()) is None
