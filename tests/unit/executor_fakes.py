@@ -121,7 +121,8 @@ class FakeKafkaCluster:
                 found[tp] = PartitionState(shown, self.leader(tp), isr)
         return found
 
-    def _controller(self, what: str) -> None:
+    def ask_controller(self, what: str) -> None:
+        """Raises as a request Kafka forwards to its controller does while that does not answer."""
         if self.controller_down_ticks:
             raise KafkaUnavailableError(f"{what}: no answer within 30s: Kafka's controller did not answer")
 
@@ -145,14 +146,14 @@ class FakeKafkaCluster:
         return sizes
 
     def reassignments(self) -> dict[Tp, OngoingReassignment]:
-        self._controller("listing partition reassignments")
+        self.ask_controller("listing partition reassignments")
         return {
             tp: OngoingReassignment(target, tuple(b for b in target if b not in self.replicas[tp]), ())
             for tp, (target, _) in self.ongoing.items()
         }
 
     def alter_reassignments(self, targets: Mapping[Tp, tuple[int, ...] | None]) -> dict[Tp, str]:
-        self._controller("altering partition reassignments")
+        self.ask_controller("altering partition reassignments")
         self.submitted.append(dict(targets))
         self.throttled_when_submitted.append({k: dict(v) for k, v in self.configs.items() if v})
         refused = {}
@@ -245,7 +246,7 @@ class FakeKafkaCluster:
     def alter_configs(
         self, kind: str, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()
     ) -> None:
-        self._controller(f"altering configs of {kind} {name}")
+        self.ask_controller(f"altering configs of {kind} {name}")
         if kind == "broker" and int(name) not in self.brokers:
             # KRaft: only the broker itself (or the controller quorum) takes its config.
             raise KafkaOperationError(f"altering configs of broker {name}: broker not available")

@@ -199,7 +199,7 @@ def test_a_throttle_recorded_in_a_round_the_controller_broke_off_stays_on_record
         calls["n"] += 1
         if calls["n"] == 1:  # applied, but the answer never came
             cluster.controller_down_ticks = 2
-            cluster._controller("altering configs")
+            cluster.ask_controller("altering configs")
 
     cluster.alter_configs = alter_then_fail  # type: ignore[method-assign]
     done = executor.run(
