@@ -6,6 +6,7 @@ Prometheus' query API; the real server is exercised in ``tests/integration/test_
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -54,7 +55,7 @@ class _QueryApi(BaseAdapter):
         status, body = self.answer(query)
         response = requests.Response()
         response.status_code = status
-        response._content = json.dumps(body).encode()
+        response.raw = io.BytesIO(json.dumps(body).encode())
         response.request = request
         return response
 
