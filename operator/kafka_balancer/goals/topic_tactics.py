@@ -170,7 +170,7 @@ def _shed_smallest(
     (``_sent``): one of them leaves the rack from its broker z, to a broker of another rack
     with room for ``t``, and ``x`` sheds into z instead, as one compound; the partition ``x``
     shed, or None. Else ``x`` would send its cheapest across, which can weigh many times the
-    rack's smallest (tests/unit/test_plan_cross_rack.py has the case)."""
+    rack's smallest (tests/unit/planner/test_bytes_across_racks.py has the case)."""
     if goal.live_rack is None or len(ordered) == 0:
         return None
     r = int(state.rack[x])
@@ -227,7 +227,7 @@ def _refill_and_shed(
     replica of a topic both cells can spare and take, and ``x`` then sheds, as one compound;
     the partition ``x`` shed, or None. Else the exchange across racks that follows brings
     the other topic's replica in from another rack: bytes across that no topic needs
-    (tests/unit/test_plan_cross_rack.py has the case)."""
+    (tests/unit/planner/test_bytes_across_racks.py has the case)."""
     mates = np.nonzero((state.rack == state.rack[x]) & state.active)[0]
     mates = mates[mates != x]
     # The mates with the most replicas first: they are the furthest above their floors.
@@ -453,7 +453,7 @@ def _racks_spare(goal: TopicReplicaDistributionGoal, state: WorkingModel, t: int
     """Per broker, whether its rack holds more replicas of ``t`` than its brokers' floors add
     up to: only such a rack can give one to another rack for good. One whose spare replica
     its own brokers below their floors need takes one back across later, and both replicas
-    cross (tests/unit/test_plan_cross_rack.py has the case)."""
+    cross (tests/unit/planner/test_bytes_across_racks.py has the case)."""
     net = np.bincount(
         state.rack,
         weights=np.where(state.active, state.topic_count[t] - goal.aim_lo[t], 0.0),

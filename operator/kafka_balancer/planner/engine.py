@@ -65,7 +65,7 @@ class Engine:
         # The (goal, x, y) replica exchanges found impossible at state version
         # ``_known_at``: a fill or shed tries its broker's partners within its rack, then
         # the same ones among all, with nothing applied between, so many are asked twice
-        # (tests/unit/test_search_exchange_memo.py).
+        # (tests/unit/search/test_exchange_memo.py).
         self._no_exchange: set[tuple[int, int, int]] = set()
         self._known_at = -1
         # A broker's heaviest (lightest) replicas offered in exchanges at state version
@@ -391,7 +391,7 @@ class Engine:
         The bands, not the narrower target bands: a rack whose total fits its brokers' bands
         sends nothing across in the plan the bound counts, and one judged by the target bands
         sent whole replicas across for the last tenth of each band, far more than the bytes
-        forced across (tests/unit/test_plan_rack_room.py)."""
+        forced across (tests/unit/planner/test_rack_with_room_keeps_its_moves.py)."""
         state = self.state
         lo, hi = goal.band_edges(False)
         q = state.quantity(goal.column)
@@ -406,7 +406,7 @@ class Engine:
         replica that leaves its rack anyway goes to one of them first: sent to a rack with room of
         its own, it left the short rack to be fed by yet another replica across: a draining rack
         sent out more than had to leave it, and the short rack took more than it lacked
-        (tests/unit/test_plan_shed_to_fed_rack.py).
+        (tests/unit/planner/test_shed_goes_to_the_rack_that_must_be_fed.py).
 
         Disk only: for every band goal that moves replicas (network in and replica counts too),
         the shapes of ``bench_planner_shapes.py`` saved fewer bytes across racks than for disk

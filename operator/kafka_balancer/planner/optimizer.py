@@ -136,7 +136,7 @@ def _carried(again: WorkingModel, state: WorkingModel) -> bool:
     A band no plan meets leaves the search at a point that depends on how it got there: the
     order of each partition's replicas (the plan lists the leader first) and what the plan had
     already moved decide ties and which candidates are weighed, and planning the planned
-    assignment found more moves (tests/unit/test_plan_missed_band_replans.py has such a
+    assignment found more moves (tests/unit/planner/test_missed_band_replans_to_nothing.py has such a
     cluster). Planned again here, the plan is one its own replan leaves alone."""
     version = state.version
     for p in again.changed_partitions().tolist():
@@ -211,7 +211,7 @@ def _passes(state: WorkingModel, goals: list[Goal]) -> None:
     nothing in: its search is a function of the assignment, and the last pass of every call
     would otherwise ask the goals after the last one that acted again, for nothing, and where a
     leader band cannot be met each such ask searches at length
-    (tests/unit/test_passes_idle_goals.py)."""
+    (tests/unit/search/test_idle_goals_not_asked_again.py)."""
     idle: dict[int, tuple[IntArray, IntArray]] = {}
     for _ in range(MAX_PASSES):
         actions = 0

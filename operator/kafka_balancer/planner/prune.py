@@ -40,7 +40,8 @@ from kafka_balancer.planner.vetoes import TOLERANCE, StackedBands
 # offered again in the sweep: its rounds save less and less, and on large clusters each round
 # is costly; a higher share stopped the sweep a round early, further from the bound. A sweep
 # that saved this share is followed by another, every kind offered again: the undos after a
-# kind stopped open exchanges it would have found (tests/unit/test_plan_prune_sweeps.py).
+# kind stopped open exchanges it would have found
+# (tests/unit/planner/test_prune_sweeps_until_little_is_saved.py).
 LEAST_YIELD = 1e-3
 # The home broker's replicas offered in exchange for each undo: the cheapest few the bands allow.
 EXCHANGE_SIDE = 48

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from kafka_balancer.api import BrokerPoolSpec
 from kafka_balancer.errors import InputError
 from kafka_balancer.reconcile.stateful_set import with_stateful_set_capacity
-from tests.unit.test_k8s_orchestration import SPEC, bed
+from tests.unit.k8s.test_orchestration import SPEC, bed
 
 NETWORK_ONLY = {"networkIn": "100M", "networkOut": "100M"}
 

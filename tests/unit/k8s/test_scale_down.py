@@ -19,7 +19,7 @@ from kafka_balancer.reconcile.scale_down import (
     parse_scale_down,
     with_scale_down,
 )
-from tests.unit.test_k8s_orchestration import SPEC, bed
+from tests.unit.k8s.test_orchestration import SPEC, bed
 
 KAFKA = StatefulSetRef.model_validate({"name": "kafka", "brokerIdOffset": 100})
 DOWN = ScaleRequest("team-a", current=5, wanted=4, via_scale=True)
