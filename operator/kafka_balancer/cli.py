@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from kafka_balancer import __version__
 from kafka_balancer.commands.demo import add_arguments as add_demo_arguments
+from kafka_balancer.commands.pools import add_arguments as add_pool_arguments
 from kafka_balancer.commands.run import add_arguments as add_run_arguments
 from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
 from kafka_balancer.kafka.client_log import clients_logging_to, default_log_file, log_handler
@@ -51,6 +52,7 @@ EXAMPLES = {
     "report": "kafka-balancer report --snapshot snapshot.json --plan plan.json --goals goals.yaml "
     "--output report.png",
     "demo": "kafka-balancer demo --fast",
+    "pool": "kafka-balancer pool approve main -n kafka --plan 3f9c1e07aa",
 }
 
 
@@ -112,6 +114,12 @@ def _demo(args: argparse.Namespace) -> int:
     from kafka_balancer.commands.demo import run_demo
 
     return run_demo(args)
+
+
+def _pool(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.pools import run_pool
+
+    return run_pool(args)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -257,6 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--goals", type=Path, help="BalancerGoal manifests (default: the default goal set)")
     report.add_argument("--output", required=True, type=Path, help="where to write it: .png or .html")
     report.set_defaults(handler=_report)
+
+    pool = _command(commands, "pool", "get, describe, approve, pause or resume pools in a cluster")
+    add_pool_arguments(pool)
+    pool.set_defaults(handler=_pool)
 
     demo = _command(commands, "demo", "local Kafka + API server + operator: balance, scale up, drain")
     add_demo_arguments(demo)

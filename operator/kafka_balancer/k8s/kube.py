@@ -21,7 +21,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from kafka_balancer.api import API_VERSION, GROUP, VERSION
-from kafka_balancer.errors import KubernetesError, KubernetesUnavailable, WriteConflict
+from kafka_balancer.errors import InputError, KubernetesError, KubernetesUnavailable, WriteConflict
 from kafka_balancer.k8s.port import ConfigMapData, LeaseRecord, LeaseWrite, PoolId, SecretData, check_owned
 from kafka_balancer.reconcile.events import Event
 
@@ -48,10 +48,10 @@ def _transport(what: str) -> Iterator[None]:
 class Kube:
     """One API client for the whole operator, configured like kubectl (kubeconfig) or in-cluster."""
 
-    def __init__(self, kubeconfig: str | None) -> None:
-        if kubeconfig:
+    def __init__(self, kubeconfig: str | None, api: client.ApiClient | None = None) -> None:
+        if api is None and kubeconfig:
             api = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-        else:
+        elif api is None:
             config.load_incluster_config()  # type: ignore[no-untyped-call]
             api = client.ApiClient()
         self.core = client.CoreV1Api(api)
@@ -59,6 +59,18 @@ class Kube:
         self.coordination = client.CoordinationV1Api(api)
         self.admission = client.AdmissionregistrationV1Api(api)
         self.apps = client.AppsV1Api(api)
+
+    @classmethod
+    def like_kubectl(cls, kubeconfig: str | None) -> tuple[Kube, str]:
+        """The client kubectl would use (``kubeconfig``, else ``$KUBECONFIG`` or ``~/.kube/config``,
+        its current context) and that context's namespace."""
+        try:
+            api = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+            _, current = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        except (config.ConfigException, OSError) as err:
+            raise InputError(f"--kubeconfig: {err}") from None
+        namespace = (current.get("context") or {}).get("namespace") or "default"
+        return cls(kubeconfig, api), str(namespace)
 
     # -- ConfigMaps owned by a pool -----------------------------------------------------------------
 
@@ -179,6 +191,29 @@ class Kube:
         except ApiException as err:
             raise KubernetesError(f"listing BrokerPools in {namespace}: {err.reason}") from err
         return list(found.get("items") or [])
+
+    def read_pool(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.read_custom_object(GROUP, VERSION, "brokerpools", namespace, name)
+
+    def list_every_pool(self) -> list[dict[str, Any]]:
+        try:
+            with _transport("listing BrokerPools"):
+                found: Any = self.custom.list_cluster_custom_object(
+                    GROUP, VERSION, "brokerpools", _request_timeout=REQUEST_TIMEOUT_S
+                )
+        except ApiException as err:
+            raise KubernetesError(f"listing BrokerPools in every namespace: {err.reason}") from err
+        return list(found.get("items") or [])
+
+    def patch_pool_spec(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
+        patch = {"spec": dict(spec)}
+        try:
+            with _transport(f"patching BrokerPool {namespace}/{name}"):
+                self.custom.patch_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "brokerpools", name, patch, _request_timeout=REQUEST_TIMEOUT_S
+                )
+        except ApiException as err:
+            raise KubernetesError(f"patching BrokerPool {namespace}/{name}: {err.reason}") from err
 
     def annotate_pool(self, namespace: str, name: str, key: str, value: str | None) -> None:
         """Set (or, with None, remove) one annotation of a BrokerPool."""

@@ -54,7 +54,12 @@ def test_every_command_and_option_the_docs_name_exists(page: Path, command: str,
     known_commands = subcommands()
     name = page_name(page)
     assert command in known_commands, f"{name} names `kafka-balancer {command}`, which does not exist"
-    known = {flag for action in known_commands[command]._actions for flag in action.option_strings}
+    parsers = [known_commands[command]]
+    # A command with actions of its own (`pool get`, `pool approve`): any action's options.
+    for action in known_commands[command]._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            parsers.extend(action.choices.values())
+    known = {flag for parser in parsers for action in parser._actions for flag in action.option_strings}
     assert set(options) <= known, f"{name}: kafka-balancer {command}: unknown {sorted(set(options) - known)}"
 
 
