@@ -3,8 +3,14 @@ and its RBAC lets the operator's ServiceAccount do what the operator does and no
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
+import socket
+import ssl
+import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +23,9 @@ from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.procs import wait_until
 
 OPERATOR = f"system:serviceaccount:{RELEASE_NAMESPACE}:{RELEASE}-kafka-balancer"
+# The scale-down webhook's ValidatingWebhookConfiguration: cluster-scoped, named with the namespace.
+WEBHOOK = f"{RELEASE}-kafka-balancer-{RELEASE_NAMESPACE}-scale-down"
+VWC = "validatingwebhookconfigurations.admissionregistration.k8s.io"
 
 
 def test_chart_lints(kube_bed: kube.KubeBed) -> None:
@@ -38,6 +47,10 @@ def test_chart_lints(kube_bed: kube.KubeBed) -> None:
         ("image.pullPolicy=Sometimes", "at '/image/pullPolicy': value must be one of"),
         ("watchNamespaces={Team_A}", "at '/watchNamespaces/0': 'Team_A' does not match pattern"),
         ("clusterWide=yes", "at '/clusterWide': got string, want boolean"),
+        ("webhook.failurePolicy=Sometimes", "at '/webhook/failurePolicy': value must be one of"),
+        # The apiserver allows at most 30 s; a check's three Kafka calls may take 15.
+        ("webhook.timeoutSeconds=60", "at '/webhook/timeoutSeconds': maximum: got 60, want 30"),
+        ("webhook.timeoutSeconds=5", "at '/webhook/timeoutSeconds': minimum: got 5, want 10"),
         (
             "networkPolicy.apiServer.cidrs={10.0.0.10}",
             "at '/networkPolicy/apiServer/cidrs/0': '10.0.0.10' does not match pattern",
@@ -244,6 +257,9 @@ def test_helm_install_creates_the_crds_and_the_operators_objects(
         ("get", "secrets", RELEASE_NAMESPACE),
         # kopf follows CRDs (test_chart_rbac.py runs the operator on this account).
         ("watch", "customresourcedefinitions.apiextensions.k8s.io", ""),
+        # It scopes the scale-down webhook's configuration to the pools' StatefulSets.
+        ("get", f"{VWC}/{WEBHOOK}", ""),
+        ("update", f"{VWC}/{WEBHOOK}", ""),
     ],
 )
 def test_the_operator_may_do_what_it_needs(
@@ -266,6 +282,12 @@ def test_the_operator_may_do_what_it_needs(
         # Only a namespaced install's kopf lists namespaces.
         ("list", "namespaces", ""),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", ""),
+        # Its own webhook's configuration only: no other admission webhook is its to change.
+        ("update", f"{VWC}/someone-elses", ""),
+        ("list", VWC, ""),
+        ("create", VWC, ""),
+        ("delete", f"{VWC}/{WEBHOOK}", ""),
+        ("update", "mutatingwebhookconfigurations.admissionregistration.k8s.io", ""),
     ],
 )
 def test_the_operator_may_not_do_more(
@@ -345,6 +367,19 @@ def test_the_operator_may_not_write_where_it_does_not_serve(
     assert can_i(kube_bed, verb, resource, namespace, who) == "no"
 
 
+def test_a_namespaced_install_may_change_its_own_webhooks_configuration_and_no_other(
+    kube_bed: kube.KubeBed, served: tuple[str, str, str]
+) -> None:
+    who, namespace, _ = served
+    release = who.rsplit(":", 1)[1].removesuffix("-kafka-balancer")
+    own = f"{release}-kafka-balancer-{namespace}-scale-down"
+    for verb in ("get", "update"):
+        assert can_i(kube_bed, verb, f"{VWC}/{own}", "", who) == "yes"
+    assert can_i(kube_bed, "update", f"{VWC}/{WEBHOOK}", "", who) == "no"
+    for verb in ("list", "create", "delete", "patch"):
+        assert can_i(kube_bed, verb, f"{VWC}/{own}" if verb != "list" else VWC, "", who) == "no"
+
+
 def test_a_watching_install_writes_no_config_map_in_its_own_namespace(
     kube_bed: kube.KubeBed, served: tuple[str, str, str]
 ) -> None:
@@ -382,7 +417,7 @@ def _of_kind(docs: list[dict[str, Any]], kind: str, suffix: str = "") -> list[di
     return [d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(suffix)]
 
 
-def test_the_network_policy_admits_only_probes_and_metrics_and_reaches_only_what_it_needs(
+def test_the_network_policy_admits_only_probes_metrics_and_the_webhook_and_reaches_only_what_it_needs(
     kube_bed: kube.KubeBed,
 ) -> None:
     assert _of_kind(render(kube_bed), "NetworkPolicy") == [], "off by default"
@@ -400,8 +435,9 @@ def test_the_network_policy_admits_only_probes_and_metrics_and_reaches_only_what
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert spec["podSelector"]["matchLabels"].items() <= pod_labels.items(), "it selects the operator's pod"
     assert sorted(spec["policyTypes"]) == ["Egress", "Ingress"]
-    probes, metrics = spec["ingress"]
+    probes, metrics, webhook = spec["ingress"]
     assert probes == {"ports": [{"port": 8080, "protocol": "TCP"}]}, "the kubelet's probes, from anywhere"
+    assert webhook == {"ports": [{"port": 9443, "protocol": "TCP"}]}, "the apiserver, from where it is"
     assert metrics["ports"] == [{"port": 9090, "protocol": "TCP"}]
     assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"team": "monitoring"}}}]
     api, dns, kafka, prometheus = spec["egress"]
@@ -417,7 +453,8 @@ def test_the_network_policy_admits_only_probes_and_metrics_and_reaches_only_what
     }
     assert prometheus == {"to": [{"ipBlock": {"cidr": "10.2.0.5/32"}}], "ports": [{"port": 9091}]}
 
-    # Without metrics no metrics port; without Kafka peers its ports to anywhere; DNS can be left out.
+    # Without metrics or the webhook not their ports; without Kafka peers its ports to anywhere; DNS
+    # can be left out.
     (bare,) = _of_kind(
         render(
             kube_bed,
@@ -425,6 +462,7 @@ def test_the_network_policy_admits_only_probes_and_metrics_and_reaches_only_what
             "networkPolicy.apiServer.cidrs={10.0.0.10/32}",
             "networkPolicy.dns=false",
             "metrics.enabled=false",
+            "webhook.enabled=false",
         ),
         "NetworkPolicy",
     )
@@ -550,3 +588,165 @@ def test_the_user_roles_are_extended_to_pools_and_goals_unless_turned_off(kube_b
 
     off = render(kube_bed, "aggregateToUserRoles=false")
     assert not [doc for doc in off if "aggregate-to-edit" in str(doc["metadata"].get("labels", {}))]
+
+
+def _webhook_objects(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """The scale-down webhook's Secret, Service and configuration, and the operator's container."""
+    (secret,) = _of_kind(docs, "Secret", "-webhook-tls")
+    (service,) = _of_kind(docs, "Service", "-webhook")
+    (configuration,) = _of_kind(docs, "ValidatingWebhookConfiguration")
+    (deployment,) = _of_kind(docs, "Deployment")
+    return secret, service, configuration, deployment
+
+
+def test_the_scale_down_webhook_is_wired_from_the_apiserver_to_the_operator(kube_bed: kube.KubeBed) -> None:
+    secret, service, configuration, deployment = _webhook_objects(render(kube_bed))
+    pod = deployment["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    env = {var["name"]: var.get("value") for var in container["env"]}
+    (webhook,) = configuration["webhooks"]
+
+    # The apiserver calls the Service, which reaches the container's webhook port, where it listens.
+    assert webhook["clientConfig"]["service"] == {
+        "name": service["metadata"]["name"],
+        "namespace": RELEASE_NAMESPACE,
+        "path": "/scale-down",
+        "port": 443,
+    }
+    assert service["spec"]["ports"] == [{"name": "webhook", "port": 443, "targetPort": "webhook"}]
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    assert {"name": "webhook", "containerPort": 9443} in container["ports"]
+    assert env["KAFKA_BALANCER_WEBHOOK_PORT"] == "9443"
+    # The configuration the operator scopes is this one.
+    assert env["KAFKA_BALANCER_WEBHOOK_CONFIGURATION"] == configuration["metadata"]["name"] == WEBHOOK
+    # Its certificate from the Secret, read-only; the apiserver trusts its CA.
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "webhook-tls"]
+    assert mount == {
+        "name": "webhook-tls",
+        "mountPath": env["KAFKA_BALANCER_WEBHOOK_CERT_DIR"],
+        "readOnly": True,
+    }
+    (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == "webhook-tls"]
+    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
+    assert {item["path"] for item in volume["secret"]["items"]} == {"tls.crt", "tls.key"}
+    assert webhook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    # A new certificate restarts the operator (it reads it once, at start).
+    assert pod["metadata"]["annotations"]["kafkabalancer.io/webhook-tls-sha256"] == (
+        hashlib.sha256(secret["data"]["tls.crt"].encode()).hexdigest()
+    )
+    # What the operator expects: StatefulSets and their scale, on update, matching nothing until it
+    # scopes them, refused when it cannot be asked.
+    assert webhook["rules"] == [
+        {
+            "apiGroups": ["apps"],
+            "apiVersions": ["v1"],
+            "operations": ["UPDATE"],
+            "resources": ["statefulsets", "statefulsets/scale"],
+        }
+    ]
+    assert webhook["matchConditions"] == [
+        {"name": "kafka-balancer-pools-stateful-sets", "expression": "false"}
+    ]
+    assert (webhook["failurePolicy"], webhook["timeoutSeconds"]) == ("Fail", 30)
+    assert webhook["sideEffects"] == "NoneOnDryRun"
+
+    tuned = _webhook_objects(
+        render(kube_bed, "webhook.failurePolicy=Ignore", "webhook.timeoutSeconds=12", "webhook.port=8443")
+    )
+    (tuned_webhook,) = tuned[2]["webhooks"]
+    assert (tuned_webhook["failurePolicy"], tuned_webhook["timeoutSeconds"]) == ("Ignore", 12)
+    assert {"name": "webhook", "containerPort": 8443} in tuned[3]["spec"]["template"]["spec"]["containers"][
+        0
+    ]["ports"]
+
+
+def test_the_webhooks_certificate_is_valid_for_the_services_name_under_its_ca(kube_bed: kube.KubeBed) -> None:
+    secret, service, _, _ = _webhook_objects(render(kube_bed))
+    data = {key: base64.b64decode(value) for key, value in secret["data"].items()}
+    name = f"{service['metadata']['name']}.{RELEASE_NAMESPACE}.svc"
+
+    # What the apiserver does: TLS to the Service's DNS name, trusting the caBundle only.
+    assert handshake(data, name) is None
+    assert handshake(data, f"{name}.cluster.local") is None
+    assert "Hostname mismatch" in str(handshake(data, f"someone-else.{RELEASE_NAMESPACE}.svc"))
+
+
+def handshake(data: dict[str, bytes], hostname: str) -> ssl.SSLError | None:
+    """A TLS handshake with a server of ``data``'s tls.crt/tls.key, trusting its ca.crt: the error."""
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    with tempfile.TemporaryDirectory() as certs:
+        for key in ("tls.crt", "tls.key"):
+            Path(certs, key).write_bytes(data[key])
+        server.load_cert_chain(Path(certs, "tls.crt"), Path(certs, "tls.key"))
+    client = ssl.create_default_context(cadata=data["ca.crt"].decode())
+    ours, theirs = socket.socketpair()
+    ours.settimeout(10)
+    theirs.settimeout(10)
+
+    def serve() -> None:
+        try:
+            server.wrap_socket(theirs, server_side=True).close()
+        except (ssl.SSLError, OSError):
+            theirs.close()  # the client refused the certificate
+
+    serving = threading.Thread(target=serve)
+    serving.start()
+    try:
+        client.wrap_socket(ours, server_hostname=hostname).close()
+        return None
+    except ssl.SSLError as err:
+        return err
+    finally:
+        ours.close()
+        serving.join()
+
+
+def test_nothing_of_the_webhook_is_rendered_when_it_is_turned_off(kube_bed: kube.KubeBed) -> None:
+    for values in ((), ("clusterWide=true",)):
+        docs = render(kube_bed, "webhook.enabled=false", *values)
+
+        assert not [d for d in docs if "webhook" in d["metadata"]["name"]]
+        assert _of_kind(docs, "ValidatingWebhookConfiguration") == []
+        assert "webhook" not in json.dumps(_of_kind(docs, "Deployment")).lower()
+        assert "admissionregistration.k8s.io" not in json.dumps(_of_kind(docs, "ClusterRole"))
+
+
+def test_helm_upgrade_keeps_the_webhooks_certificate_and_the_operators_scope(
+    kube_bed: kube.KubeBed, installed: None
+) -> None:
+    def secret() -> dict[str, str]:
+        return dict(
+            get_json(kube_bed, "secret", "kb-kafka-balancer-webhook-tls", "-n", RELEASE_NAMESPACE)["data"]
+        )
+
+    def webhook() -> dict[str, Any]:
+        (found,) = get_json(kube_bed, VWC, WEBHOOK)["webhooks"]
+        return dict(found)
+
+    before = secret()
+    assert webhook()["clientConfig"]["caBundle"] == before["ca.crt"]
+    # What the operator does once it has pools (k8s/scale_guard.py): its own matchConditions.
+    scoped = [{"name": "kafka-balancer-pools-stateful-sets", "expression": "object.metadata.name == 'kafka'"}]
+    patched = kube_bed.kubectl(
+        "patch", VWC, WEBHOOK, "--type=json",
+        "-p", json.dumps([{"op": "replace", "path": "/webhooks/0/matchConditions", "value": scoped}]),
+    )  # fmt: skip
+    assert patched.returncode == 0, patched.stderr
+
+    upgraded = kube_bed.helm(
+        "upgrade", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--reuse-values",
+        "--set", "webhook.failurePolicy=Ignore",
+    )  # fmt: skip
+
+    assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
+    assert secret() == before, "the certificate the operator serves is kept"
+    after = webhook()
+    assert after["clientConfig"]["caBundle"] == before["ca.crt"]
+    assert after["matchConditions"] == scoped, "an upgrade leaves the pools' StatefulSets guarded"
+    assert after["failurePolicy"] == "Ignore"
+
+
+def get_json(bed: kube.KubeBed, *args: str) -> dict[str, Any]:
+    got = bed.kubectl("get", *args, "-o", "json")
+    assert got.returncode == 0, got.stderr
+    return dict(json.loads(got.stdout))

@@ -97,3 +97,51 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   verbs: ["get", "patch"]
 {{- end }}
 {{- end -}}
+
+{{/* The scale-down webhook's ValidatingWebhookConfiguration: cluster-scoped, so named with the
+release's namespace too (two releases of one name in two namespaces must not share it). */}}
+{{- define "kafka-balancer.webhookConfiguration" -}}
+{{- printf "%s-%s-scale-down" (include "kafka-balancer.fullname" .) .Release.Namespace -}}
+{{- end -}}
+
+{{- define "kafka-balancer.webhookService" -}}
+{{- printf "%s-webhook" (include "kafka-balancer.fullname" .) -}}
+{{- end -}}
+
+{{- define "kafka-balancer.webhookSecret" -}}
+{{- printf "%s-webhook-tls" (include "kafka-balancer.fullname" .) -}}
+{{- end -}}
+
+{{/* The webhook's serving certificate and its CA (base64, as a Secret's data): the Secret's own when
+it exists (helm upgrade), else new ones for the Service's DNS names. Made once per render and kept
+on the root context, so the Secret, the configuration's caBundle and the Deployment's checksum are
+of the same certificate whichever template asks first. `helm template` cannot look the Secret up:
+it makes a new certificate each time. */}}
+{{- define "kafka-balancer.webhookTLS" -}}
+{{- if not (hasKey $ "kafkaBalancerWebhookTLS") -}}
+{{- $found := lookup "v1" "Secret" .Release.Namespace (include "kafka-balancer.webhookSecret" .) -}}
+{{- $data := dict -}}
+{{- if and $found (hasKey ($found.data | default dict) "ca.crt") (hasKey $found.data "tls.crt") (hasKey $found.data "tls.key") -}}
+{{- $data = pick $found.data "ca.crt" "tls.crt" "tls.key" -}}
+{{- else -}}
+{{- $service := include "kafka-balancer.webhookService" . -}}
+{{- $names := list (printf "%s.%s.svc" $service .Release.Namespace) (printf "%s.%s.svc.cluster.local" $service .Release.Namespace) -}}
+{{- $ca := genCA (printf "%s-webhook-ca" (include "kafka-balancer.fullname" .)) 3650 -}}
+{{- $cert := genSignedCert (first $names) nil $names 3650 $ca -}}
+{{- $data = dict "ca.crt" ($ca.Cert | b64enc) "tls.crt" ($cert.Cert | b64enc) "tls.key" ($cert.Key | b64enc) -}}
+{{- end -}}
+{{- $_ := set $ "kafkaBalancerWebhookTLS" $data -}}
+{{- end -}}
+{{- toJson (get $ "kafkaBalancerWebhookTLS") -}}
+{{- end -}}
+
+{{/* The operator scopes its webhook's configuration to the pools' StatefulSets (k8s/scale_guard.py):
+it reads and replaces that one object, no other. */}}
+{{- define "kafka-balancer.webhookRule" -}}
+{{- if .Values.webhook.enabled -}}
+- apiGroups: ["admissionregistration.k8s.io"]
+  resources: ["validatingwebhookconfigurations"]
+  resourceNames: [{{ include "kafka-balancer.webhookConfiguration" . | quote }}]
+  verbs: ["get", "update"]
+{{- end -}}
+{{- end -}}
