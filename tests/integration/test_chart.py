@@ -253,6 +253,8 @@ def test_helm_install_creates_the_crds_and_the_operators_objects(
         ("create", "configmaps", "any-team"),
         ("delete", "configmaps", "any-team"),
         ("create", "events", "any-team"),
+        # A pool's capacity may be read from the StatefulSet it names.
+        ("get", "statefulsets.apps", "any-team"),
         ("patch", "clusterkopfpeerings.kopf.dev/kafka-balancer", ""),
         ("get", "secrets", RELEASE_NAMESPACE),
         # kopf follows CRDs (test_chart_rbac.py runs the operator on this account).
@@ -354,6 +356,9 @@ def served(kube_bed: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator[t
         ("update", "brokerpools.kafkabalancer.io/status", "pools"),
         ("patch", "events", "pools"),
         ("create", "events.events.k8s.io", "pools"),
+        # The pools' StatefulSets are read, never changed: a scale-down waits for the user's retry.
+        ("update", "statefulsets.apps", "pools"),
+        ("patch", "statefulsets.apps/scale", "pools"),
         # Only the peering object the chart made, not one of another operator's.
         ("patch", "kopfpeerings.kopf.dev/someone-elses", "pools"),
         ("patch", "clusterkopfpeerings.kopf.dev/kafka-balancer", ""),

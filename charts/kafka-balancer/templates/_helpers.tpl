@@ -81,6 +81,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["get", "create", "update"]
+# The StatefulSet a pool names, read for the disk and cpu capacity the pool leaves to it.
+- apiGroups: ["apps"]
+  resources: ["statefulsets"]
+  verbs: ["get"]
 {{- if .Values.scoring.sparkApplications }}
 - apiGroups: ["sparkoperator.k8s.io"]
   resources: ["sparkapplications"]
