@@ -48,6 +48,7 @@ def test_chart_lints(kube_bed: kube.KubeBed) -> None:
         ("watchNamespaces={Team_A}", "at '/watchNamespaces/0': 'Team_A' does not match pattern"),
         ("clusterWide=yes", "at '/clusterWide': got string, want boolean"),
         ("webhook.failurePolicy=Sometimes", "at '/webhook/failurePolicy': value must be one of"),
+        ("logFormat=logfmt", "at '/logFormat': value must be one of"),
         # The apiserver allows at most 30 s; a check's three Kafka calls may take 15.
         ("webhook.timeoutSeconds=60", "at '/webhook/timeoutSeconds': maximum: got 60, want 30"),
         ("webhook.timeoutSeconds=5", "at '/webhook/timeoutSeconds': minimum: got 5, want 10"),
@@ -153,15 +154,26 @@ def test_the_deployment_runs_the_operator_hardened_with_kopf_probes(kube_bed: ku
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
-    assert container["args"][:4] == [
+    assert container["args"][:6] == [
         "run",
         "--peering=kafka-balancer",
         "--peering-lifetime=60",
+        "--log-format=text",
+        "--log-level=info",
         "--liveness=http://0.0.0.0:8080/healthz",
     ]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
     assert container["resources"]["limits"]["memory"]
+
+
+def test_the_log_format_and_level_are_the_values(kube_bed: kube.KubeBed) -> None:
+    (deployment,) = [
+        d for d in render(kube_bed, "logFormat=json", "logLevel=warning") if d["kind"] == "Deployment"
+    ]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+
+    assert {"--log-format=json", "--log-level=warning"} <= set(container["args"])
 
 
 def test_cleartext_credentials_are_allowed_only_by_the_charts_value(kube_bed: kube.KubeBed) -> None:

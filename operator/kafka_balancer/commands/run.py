@@ -8,6 +8,9 @@ from pathlib import Path
 
 from kafka_balancer.errors import InputError
 
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("debug", "info", "warning")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: in-cluster config)")
@@ -40,6 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="namespace of the Leases that let one pool at a time execute on each Kafka cluster "
         "(default: KAFKA_BALANCER_NAMESPACE, which the chart sets to the release's, else default)",
     )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text (default), or json: one JSON object per line, with the object a line is about",
+    )
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="default: info")
     parser.add_argument("--liveness", help="liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
     parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
     parser.add_argument(
@@ -71,6 +81,8 @@ def run_run(args: argparse.Namespace) -> int:
         peering_lifetime_s=args.peering_lifetime,
         liveness=args.liveness,
         metrics_port=args.metrics_port,
+        log_format=args.log_format,
+        log_level=args.log_level,
         state_dir=args.state_dir,
     )
     run_operator(settings)

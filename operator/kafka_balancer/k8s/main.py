@@ -18,7 +18,14 @@ __all__ = ["handlers", "run_operator"]
 
 def run_operator(settings: OperatorSettings) -> None:
     """Blocks until the operator is stopped (SIGINT/SIGTERM)."""
-    kopf.configure(verbose=False)
+    json_lines = settings.log_format == "json"
+    kopf.configure(
+        debug=settings.log_level == "debug",
+        quiet=settings.log_level == "warning",
+        log_format=kopf.LogFormat.JSON if json_lines else kopf.LogFormat.FULL,
+        # In JSON, the object a line is about is a field of its own, not a prefix of the message.
+        log_refkey="object" if json_lines else None,
+    )
     # kafka-python logs every connection at INFO and aiohttp every probe: noise that buries ours.
     for noisy in ("kafka", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

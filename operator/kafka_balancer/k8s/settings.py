@@ -98,6 +98,8 @@ class OperatorSettings:
     peering_lifetime_s: int = 60
     liveness: str | None = None  # --liveness endpoint
     metrics_port: int | None = None  # --metrics-port
+    log_format: str = "text"  # --log-format: text or json
+    log_level: str = "info"  # --log-level: debug, info or warning
     state_dir: Path = DEFAULT_STATE_DIR  # --state-dir: execution state files, TLS keys, samples
     scoring: ScoringSchedule = field(default_factory=ScoringSchedule)  # KAFKA_BALANCER_SCORING_*
     # KAFKA_BALANCER_SCORING_STORAGE, _SCORING_VOLUME_CLAIM/_MOUNT, KAFKA_BALANCER_SPARK_*
