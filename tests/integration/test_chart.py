@@ -49,6 +49,7 @@ def test_chart_lints(kube_bed: kube.KubeBed) -> None:
         ("clusterWide=yes", "at '/clusterWide': got string, want boolean"),
         ("webhook.failurePolicy=Sometimes", "at '/webhook/failurePolicy': value must be one of"),
         ("logFormat=logfmt", "at '/logFormat': value must be one of"),
+        ("image.digest=latest", "at '/image/digest': 'latest' does not match pattern"),
         # The apiserver allows at most 30 s; a check's three Kafka calls may take 15.
         ("webhook.timeoutSeconds=60", "at '/webhook/timeoutSeconds': maximum: got 60, want 30"),
         ("webhook.timeoutSeconds=5", "at '/webhook/timeoutSeconds': minimum: got 5, want 10"),
@@ -165,6 +166,70 @@ def test_the_deployment_runs_the_operator_hardened_with_kopf_probes(kube_bed: ku
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
     assert container["resources"]["limits"]["memory"]
+
+
+KNOBS = """
+fullnameOverride: balancer
+replicaCount: 2
+image: {digest: "sha256:%s"}
+imagePullSecrets: [{name: regcred}]
+podAnnotations: {team.example.com/owner: platform}
+podLabels: {team.example.com/cost-center: "42"}
+priorityClassName: system-cluster-critical
+podSecurityContext: {runAsUser: null, runAsGroup: null, fsGroup: null}
+extraEnv: [{name: HTTPS_PROXY, value: "http://proxy:3128"}]
+extraVolumes: [{name: ca, configMap: {name: corporate-ca}}]
+extraVolumeMounts: [{name: ca, mountPath: /etc/ssl/corporate, readOnly: true}]
+topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway,
+     labelSelector: {matchLabels: {app.kubernetes.io/name: kafka-balancer}}}
+""" % ("ab" * 32)
+
+
+def test_the_common_knobs_reach_the_pod_and_pass_a_server_side_dry_run(
+    kube_bed: kube.KubeBed, tmp_path: Path
+) -> None:
+    knobs = tmp_path / "knobs.yaml"
+    knobs.write_text(KNOBS)
+    docs = render(kube_bed, values_file=knobs)
+    (deployment,) = _of_kind(docs, "Deployment")
+    pod = deployment["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+
+    assert deployment["metadata"]["name"] == "balancer"
+    assert container["image"] == f"ghcr.io/kafka-balancer/operator@sha256:{'ab' * 32}"
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+    assert pod["metadata"]["annotations"]["team.example.com/owner"] == "platform"
+    assert "kafkabalancer.io/webhook-tls-sha256" in pod["metadata"]["annotations"]
+    assert pod["metadata"]["labels"]["team.example.com/cost-center"] == "42"
+    assert pod["metadata"]["labels"]["app.kubernetes.io/instance"] == RELEASE
+    assert pod["spec"]["priorityClassName"] == "system-cluster-critical"
+    # OpenShift's restricted-v2 assigns the user and group: nulls leave them out.
+    assert pod["spec"]["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert container["env"][-1] == {"name": "HTTPS_PROXY", "value": "http://proxy:3128"}
+    assert {"name": "ca", "configMap": {"name": "corporate-ca"}} in pod["spec"]["volumes"]
+    assert container["volumeMounts"][-1]["mountPath"] == "/etc/ssl/corporate"
+    assert pod["spec"]["topologySpreadConstraints"][0]["topologyKey"] == "topology.kubernetes.io/zone"
+    (budget,) = _of_kind(docs, "PodDisruptionBudget")
+    assert budget["spec"] == {
+        "maxUnavailable": 1,
+        "selector": {
+            "matchLabels": {"app.kubernetes.io/name": "kafka-balancer", "app.kubernetes.io/instance": RELEASE}
+        },
+    }
+    assert _of_kind(render(kube_bed), "PodDisruptionBudget") == []  # one replica: nothing to keep
+
+    for namespace in {doc["metadata"].get("namespace") for doc in docs} - {None}:
+        kube_bed.kubectl("create", "namespace", str(namespace))
+    crds = kube_bed.kubectl("apply", "--server-side", "-f", str(CHART / "crds"))
+    assert crds.returncode == 0, crds.stderr
+    kube.wait_established(kube_bed, "kopfpeerings.kopf.dev")
+    applied = kube_bed.kubectl("apply", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    assert applied.returncode == 0, applied.stderr
+    assert "deployment.apps/balancer created (server dry run)" in applied.stdout
 
 
 def test_the_log_format_and_level_are_the_values(kube_bed: kube.KubeBed) -> None:
