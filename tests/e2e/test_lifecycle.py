@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from tests.support.kafka_checks import (
+    Cluster,
     Writer,
     assert_no_throttle_left,
     create_topic,
@@ -102,7 +103,7 @@ def metric_samples(operator: OperatorProcess) -> dict[tuple[str, tuple[tuple[str
     }
 
 
-def assert_clean(bed: KafkaBed, topic: str) -> None:
+def assert_clean(bed: Cluster, topic: str) -> None:
     """What every run must leave: no throttle, no reassignment in flight, every ISR complete."""
     assert_no_throttle_left(bed, topic)
     assert ongoing_reassignments(bed, topic) == []

@@ -69,6 +69,16 @@ class KafkaStatefulSet:
         service = self._json("get", "service", sts.BOOTSTRAP)
         return f"{service['spec']['clusterIP']}:{sts.HOST_PORT}"
 
+    @property
+    def bootstrap_servers(self) -> str:
+        """For tests/support/kafka_checks.py (its Cluster): this machine's bootstrap servers."""
+        return self.host_bootstrap_servers
+
+    @property
+    def racks(self) -> dict[int, str | None]:
+        """For tests/support/kafka_checks.py (its Cluster): the running brokers' racks."""
+        return self.registered()
+
     def registered(self) -> dict[int, str | None]:
         """Broker id → rack of every registered, unfenced broker, as the Admin API reports them."""
         admin = AdminClient(

@@ -9,9 +9,9 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
@@ -27,6 +27,18 @@ from .messages import Digest, consume_digest
 
 T = TypeVar("T")
 
+
+class Cluster(Protocol):
+    """What the checks read of a Kafka cluster: where this machine's clients bootstrap, and the rack of
+    each running broker (the bed's processes, or the node tier's StatefulSet)."""
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+    @property
+    def racks(self) -> Mapping[int, str | None]: ...
+
+
 THROTTLES = {
     "leader.replication.throttled.rate",
     "follower.replication.throttled.rate",
@@ -37,11 +49,11 @@ THROTTLES = {
 }
 
 
-def admin_of(bed: KafkaBed) -> AdminClient:
+def admin_of(bed: Cluster) -> AdminClient:
     return AdminClient({"bootstrap.servers": bed.bootstrap_servers})
 
 
-def create_topic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> str:
+def create_topic(bed: Cluster, prefix: str, assignment: list[list[int]]) -> str:
     """A fresh topic named ``prefix-<random>`` whose partition p has exactly ``assignment[p]``."""
     topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
     admin = admin_of(bed)
@@ -51,7 +63,7 @@ def create_topic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> str
     return topic
 
 
-def delete_topic(bed: KafkaBed, topic: str) -> None:
+def delete_topic(bed: Cluster, topic: str) -> None:
     """Delete a topic and wait until metadata no longer lists it (works with a replica's broker down)."""
     admin = admin_of(bed)
     admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=60)
@@ -72,7 +84,7 @@ def extra_broker(bed: KafkaBed, rack: str) -> Iterator[int]:
             bed.stop_broker(added)
 
 
-def replicas_on_missing_brokers(bed: KafkaBed) -> list[str]:
+def replicas_on_missing_brokers(bed: Cluster) -> list[str]:
     """Every partition of the cluster naming a broker that is not in the cluster metadata."""
     metadata = admin_of(bed).list_topics(timeout=10)
     return sorted(
@@ -83,13 +95,13 @@ def replicas_on_missing_brokers(bed: KafkaBed) -> list[str]:
     )
 
 
-def partitions(bed: KafkaBed, topic: str) -> dict[int, tuple[list[int], int, set[int]]]:
+def partitions(bed: Cluster, topic: str) -> dict[int, tuple[list[int], int, set[int]]]:
     """partition → (replicas, leader, isr) from metadata."""
     meta = admin_of(bed).list_topics(topic=topic, timeout=10).topics[topic]
     return {p: (list(m.replicas), m.leader, set(m.isrs)) for p, m in meta.partitions.items()}
 
 
-def under_replicated(bed: KafkaBed) -> list[str]:
+def under_replicated(bed: Cluster) -> list[str]:
     """Every partition of the cluster whose ISR is smaller than its replica set."""
     topics = admin_of(bed).list_topics(timeout=10).topics
     return sorted(
@@ -100,7 +112,7 @@ def under_replicated(bed: KafkaBed) -> list[str]:
     )
 
 
-def throttles_left(bed: KafkaBed, topic: str) -> list[str]:
+def throttles_left(bed: Cluster, topic: str) -> list[str]:
     """Replication throttles set on any running broker or on ``topic``."""
     admin = admin_of(bed)
     brokers = [ConfigResource("broker", str(b)) for b in sorted(bed.racks)]
@@ -113,7 +125,7 @@ def throttles_left(bed: KafkaBed, topic: str) -> list[str]:
     return left
 
 
-def assert_no_throttle_left(bed: KafkaBed, topic: str, timeout_s: float = 30.0) -> None:
+def assert_no_throttle_left(bed: Cluster, topic: str, timeout_s: float = 30.0) -> None:
     """No replication throttle on any running broker or on ``topic`` within ``timeout_s``: a broker
     shows a removal the controller has committed a moment later (and a topic's configs are read from
     any broker)."""
@@ -123,7 +135,7 @@ def assert_no_throttle_left(bed: KafkaBed, topic: str, timeout_s: float = 30.0) 
     assert left == [], f"throttles still set after {timeout_s:.0f}s: {left}"
 
 
-def ongoing_reassignments(bed: KafkaBed, topic: str | None = None, timeout_s: float = 30.0) -> list[Any]:
+def ongoing_reassignments(bed: Cluster, topic: str | None = None, timeout_s: float = 30.0) -> list[Any]:
     """The reassignments of ``topic`` (of every topic: None) Kafka's controller reports, asked through
     a fresh client until one gets an answer: a broker just thawed serves its metadata from before the
     freeze, and a client bootstrapped from it may address the request to a broker that has left
@@ -141,7 +153,7 @@ def ongoing_reassignments(bed: KafkaBed, topic: str | None = None, timeout_s: fl
         time.sleep(0.5)
 
 
-def broker_throttles(bed: KafkaBed) -> int:
+def broker_throttles(bed: Cluster) -> int:
     """How many replication throttle configs are set on the running brokers."""
     admin = admin_of(bed)
     set_on = 0
@@ -161,7 +173,7 @@ class Writer:
     """Produces keyed messages (acks=all, idempotent) and remembers per-key counts and sha256 of the
     values, in order, to compare with what a consumer reads back."""
 
-    def __init__(self, bed: KafkaBed, topic: str) -> None:
+    def __init__(self, bed: Cluster, topic: str) -> None:
         self.topic = topic
         config = {"bootstrap.servers": bed.bootstrap_servers, "acks": "all", "enable.idempotence": True}
         self.producer = Producer({**config, "linger.ms": 5})
@@ -230,7 +242,7 @@ def writing_and_sampling(writer: Writer, sample: Callable[[], T], every_s: float
 class Traffic:
     """Keyed messages written all along (acks=all): what was sent is compared with what is read back."""
 
-    def __init__(self, bed: KafkaBed, topic: str) -> None:
+    def __init__(self, bed: Cluster, topic: str) -> None:
         self.bed = bed
         self.topic = topic
         self.writer = Writer(bed, topic)
@@ -252,7 +264,7 @@ class Traffic:
 
 
 @contextmanager
-def topic_with_traffic(bed: KafkaBed, prefix: str, assignment: list[list[int]]) -> Iterator[Traffic]:
+def topic_with_traffic(bed: Cluster, prefix: str, assignment: list[list[int]]) -> Iterator[Traffic]:
     """A new topic with traffic on it; the writer is stopped before the topic goes, even when the test
     failed (a writer left running would fail on the deleted topic in whatever test runs next)."""
     topic = create_topic(bed, prefix, assignment)
