@@ -1,0 +1,134 @@
+"""A scale-down of the StatefulSet running a pool's brokers, as users make it: the chart's webhook (its
+Service, certificate and configuration) asked by the apiserver, the operator's pod draining the leaving
+broker into its rack, the StatefulSet controller deleting its pod once the retried scale-down goes
+through. Kafka runs as the StatefulSet ``kafka`` (tests/node/kafka_statefulset.py: node.id 100 +
+ordinal, racks a, b, c, a), a producer writing all along.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from kafka_balancer.k8s.executions import kafka_admin
+from kafka_balancer_dev.localbed import kafka_statefulset as sts
+from kafka_balancer_dev.localbed import node
+from tests.e2e.conftest import wait_for
+from tests.e2e.objects import apply, goal, pool
+from tests.e2e.test_lifecycle import BALANCE_TIMEOUT_S, assert_clean, balanced, pool_status
+from tests.e2e.test_scale_down import annotation, broker_state, replicas_of_set, scale
+from tests.support.kafka_checks import partitions, topic_with_traffic, under_replicated
+
+from .conftest import OWN_TOPIC_GOALS, OperatorPods
+from .kafka_statefulset import KafkaStatefulSet
+
+LEAVING = sts.broker_id(3)  # the pod of ordinal 3, rack a, as broker 100
+# 12 partitions, RF 2, rack-aware: broker 103 holds 5 replicas, none beside broker 100 (its rack).
+PAIRS = ((0, 1), (1, 2), (2, 3), (3, 1), (0, 2), (1, 3), (2, 0), (3, 2), (1, 0), (2, 1), (0, 2), (3, 1))
+
+
+@pytest.fixture
+def scale_down_pool(
+    node_bed: node.NodeBed, pods: OperatorPods, kafka_statefulset: KafkaStatefulSet
+) -> Iterator[str]:
+    """An Auto pool ``main`` naming the StatefulSet, in its namespace. At the end the StatefulSet is
+    scaled back to 4 (through the webhook: a scale-up withdraws the record and the operator uncordons
+    the broker that joins again) and the pool deleted, for the tier's other tests."""
+    namespace = kafka_statefulset.namespace
+    try:
+        yield namespace
+    finally:
+        try:
+            kafka_statefulset.scale(kafka_statefulset.spec.brokers)
+            wait_for(
+                lambda: not pool_status(node_bed.api, namespace).get("cordonedBrokers"),
+                120,
+                f"broker {LEAVING} uncordoned",
+                pods,
+            )
+        finally:
+            node_bed.kubectl("delete", "bp,bg", "--all", "-n", namespace, "--timeout=180s", timeout_s=200.0)
+
+
+def test_a_scale_down_of_the_brokers_statefulset_waits_for_the_drain_then_removes_the_pod(
+    node_bed: node.NodeBed,
+    pods: OperatorPods,
+    kafka_statefulset: KafkaStatefulSet,
+    scale_down_pool: str,
+) -> None:
+    kafka, api, namespace = kafka_statefulset, node_bed.api, scale_down_pool
+    racks = kafka.racks
+    assignment = [[sts.broker_id(a), sts.broker_id(b)] for a, b in PAIRS]
+
+    with topic_with_traffic(kafka, "node-scale-down", assignment) as traffic:
+        topic = traffic.topic
+        apply(
+            api,
+            namespace,
+            pool(
+                "main",
+                kafka.spec.bootstrap_servers,
+                "Auto",
+                topic,
+                statefulSet={"name": sts.BROKERS, "brokerIdOffset": sts.BROKER_ID_OFFSET},
+            ),
+            *(goal(name, "main", **g) for name, g in OWN_TOPIC_GOALS),
+        )
+        wait_for(balanced(api, namespace), BALANCE_TIMEOUT_S, "the pool to be Balanced", pods)
+        start = {p: replicas for p, (replicas, _, _) in partitions(kafka, topic).items()}
+        held = [p for p, replicas in start.items() if LEAVING in replicas]
+        assert held
+        with kafka_admin(kafka.bootstrap_servers, {}, 10.0) as admin:
+            sizes = admin.partition_sizes([(topic, p) for p in held], brokers=[LEAVING])
+        moved_bytes = {p: sizes[(topic, p, LEAVING)] for p in held}
+
+        # The apiserver calls the chart's webhook through its Service: refused with the pool's sentence.
+        requested = time.monotonic()
+        allowed, said = scale(api, namespace, sts.BROKERS, 3)
+        assert not allowed
+        assert (
+            f"StatefulSet {namespace}/{sts.BROKERS}: scale-down to 3 replicas held back: brokers "
+            f"[{LEAVING}] still hold {len(held)} replicas"
+        ) in said, said
+        assert f"BrokerPool {namespace}/main drains them into their racks" in said, said
+        assert replicas_of_set(api, namespace, sts.BROKERS) == 4
+        assert annotation(api, namespace) == {
+            "statefulSet": sts.BROKERS,
+            "replicas": 3,
+            "brokers": [LEAVING],
+            "replicasHeld": len(held),
+        }
+
+        wait_for(
+            lambda: broker_state(api, namespace, LEAVING) == "Drained",
+            BALANCE_TIMEOUT_S,
+            f"broker {LEAVING} to be Drained",
+            pods,
+        )
+        allowed, said = scale(api, namespace, sts.BROKERS, 3)
+        assert allowed, said
+        wait_for(
+            lambda: len(kafka.broker_pods()) == 3 and sorted(kafka.registered()) == [100, 101, 102],
+            180,
+            f"pod {sts.BROKERS}-3 gone and broker {LEAVING} fenced",
+            pods,
+        )
+        took = time.monotonic() - requested
+        after = {p: replicas for p, (replicas, _, _) in partitions(kafka, topic).items()}
+        traffic.assert_all_read_back()
+        # While the topic exists (the block deletes it): nothing under-replicated, no throttle left.
+        assert under_replicated(kafka) == []
+        assert_clean(kafka, topic)
+
+    # Every replica the broker held moved to a broker of its rack: nothing crossed racks.
+    across = {p: moved_bytes[p] for p in held if not any(racks[b] == racks[LEAVING] for b in after[p])}
+    assert all(LEAVING not in replicas for replicas in after.values())
+    assert across == {}, f"moved across racks: {across}; {start} -> {after}"
+    assert pool_status(api, namespace).get("cordonedBrokers") == [LEAVING]
+    print(
+        f"\nnode scale-down: first request → pod {sts.BROKERS}-3 gone {took:.1f}s; "
+        f"{len(held)} replicas, {sum(moved_bytes.values())} bytes moved, "
+        f"{sum(across.values())} bytes across racks"
+    )
