@@ -44,9 +44,9 @@ from bench_scoring import (
     STEP_MS,
     check_loads,
     load1,
-    mid_cluster,
     prepare,
     run_child,
+    synthetic_cluster,
 )
 from kafka_balancer.api import Scoring, ScoringResources
 from kafka_balancer.k8s.spark_runs import SparkSettings
@@ -307,10 +307,10 @@ def main() -> None:
     work.chmod(0o777)
     rows: list[dict[str, Any]] = []
     try:
-        prepare(work, E2E_PASSES)
+        prepare(work, "mid", E2E_PASSES)
         min_samples = E2E_WINDOW_MS // STEP_MS
         local = [
-            run_child(work, "local[2]", E2E_WINDOW_MS, E2E_WINDOWS, min_samples)
+            run_child(work, "mid", "local[2]", E2E_WINDOW_MS, E2E_WINDOWS, min_samples)
             for _ in range(args.local_runs)
         ]
         for result in local:
@@ -318,7 +318,7 @@ def main() -> None:
         if local:
             rows.append(median_row(local))
         image = node.build_operator_image()
-        expected = mid_cluster()
+        expected = synthetic_cluster("mid")
         with node.NodeBed(
             kube.provision(), node.provision(), work / "node-bed", images=[image.archive]
         ) as bed:
