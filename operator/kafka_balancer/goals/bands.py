@@ -106,7 +106,7 @@ class BandGoal(Goal):
 
     def _before(self, state: WorkingModel, target: bool) -> tuple[FloatArray, FloatArray]:
         """Per-broker quantity and its distance outside a band, cached until the state changes."""
-        key = (state.version, target)
+        key = (state.journal.version, target)
         if self._cache_key != key:
             q = state.quantity(self.column)
             self._cache = (q, _outside(q, *self.band_edges(target)))

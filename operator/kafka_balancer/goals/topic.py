@@ -102,8 +102,8 @@ class TopicReplicaDistributionGoal(Goal):
         """``[T, B]``: how far further outside its band (÷ its scale) each cell gets when a
         replica arrives, kept up to date from the actions since it was built (two cells each)
         instead of gathered from four ``[T, B]`` arrays for every candidate batch."""
-        if self._arrival_key != state.version:
-            changes = state.changes_since(self._arrival_key)
+        if self._arrival_key != state.journal.version:
+            changes = state.journal.changes_since(self._arrival_key)
             if changes is None:
                 self._arrival = _arrival(state.topic_count, self.aim_lo, self.aim_hi, self.scale)
             else:
@@ -115,7 +115,7 @@ class TopicReplicaDistributionGoal(Goal):
                     for b in (src, dst):
                         q = count[t, b]
                         self._arrival[t, b] = (float(q >= hi[t, b]) - float(q < lo[t, b])) / scale[t, b]
-            self._arrival_key = state.version
+            self._arrival_key = state.journal.version
         return self._arrival
 
     def on(self, state: WorkingModel, t: int, broker: int) -> IntArray:

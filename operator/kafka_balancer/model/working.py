@@ -7,21 +7,16 @@ between its original and current replica assignment.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
-from itertools import islice
 
 import numpy as np
 
 from kafka_balancer.model import math
 from kafka_balancer.model.candidates import NO_BROKER, Candidates
 from kafka_balancer.model.cluster import Cluster
+from kafka_balancer.model.journal import Journal
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import LEADERS, N_QUANTITIES, REPLICAS
-
-# Actions remembered for whoever keeps what they touched up to date (an exchange applies two, a
-# round of sheds apart up to one per two brokers).
-JOURNAL = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +114,7 @@ class WorkingModel:
         )
         self.n_brokers = len(brokers)
         self.n_topics = len(self.topic_names)
-        # Bumped by every applied action, so goals can cache per-broker figures between actions.
-        self.version = 0
-        # (partition, source, destination) of the latest actions, oldest first: what was built a
-        # few actions ago is brought up to date from them instead of rebuilt.
-        self._journal: deque[tuple[int, int, int]] = deque(maxlen=JOURNAL)
-        # The same, of every action since ``begin`` while a compound action may still be undone.
-        self._undo_log: list[tuple[int, int, int]] | None = None
+        self.journal = Journal()
         self._quantities_key = -1
         self._quantities: FloatArray = np.zeros((0, N_QUANTITIES))
         self._parts_on: dict[int, IntArray] = {}
@@ -251,23 +240,14 @@ class WorkingModel:
     def quantities(self) -> FloatArray:
         """``[B, 6]``: every candidate-delta column per broker (resources, then counts); built
         once per state version and shared, so callers must not write to it."""
-        if self._quantities_key != self.version:
+        if self._quantities_key != self.journal.version:
             out = np.empty((self.n_brokers, N_QUANTITIES), dtype=np.float64)
             out[:, :REPLICAS] = self.load
             out[:, REPLICAS] = self.replica_count
             out[:, LEADERS] = self.leader_count
             out.flags.writeable = False
-            self._quantities, self._quantities_key = out, self.version
+            self._quantities, self._quantities_key = out, self.journal.version
         return self._quantities
-
-    def changes_since(self, version: int | None) -> list[tuple[int, int, int]] | None:
-        """(partition, source, destination) of every action applied since ``version``, oldest
-        first; None when that is too far back to tell (or ``version`` is None)."""
-        if version is None or not 0 <= self.version - version <= len(self._journal):
-            return None
-        latest = list(islice(reversed(self._journal), self.version - version))
-        latest.reverse()
-        return latest
 
     def quantity(self, column: int) -> FloatArray:
         """Per-broker value of a candidate-delta column (a resource, or a count)."""
@@ -459,10 +439,7 @@ class WorkingModel:
     def apply(self, cands: Candidates, k: int, dest: int) -> None:
         p, slot, src = int(cands.part[k]), int(cands.slot[k]), int(cands.src[k])
         delta = cands.delta[k]
-        self.version += 1
-        self._journal.append((p, src, dest))
-        if self._undo_log is not None:
-            self._undo_log.append((p, src, dest))
+        self.journal.record(p, src, dest)
         self.load[src] -= delta[:4]
         self.load[dest] += delta[:4]
         self.leader_count[src] -= int(delta[LEADERS])
@@ -486,19 +463,10 @@ class WorkingModel:
         else:
             self.leader_slot[p] = slot
 
-    def begin(self) -> None:
-        """Start recording actions, so that ``undo`` can take them back."""
-        self._undo_log = []
-
-    def commit(self) -> None:
-        """Keep the actions since ``begin``."""
-        self._undo_log = None
-
     def undo(self) -> None:
-        """Take back every action applied since ``begin``, newest first (each as an action of
-        its own)."""
-        changes, self._undo_log = self._undo_log or [], None
-        for p, src, dest in reversed(changes):
+        """Take back every action applied since the journal's ``begin``, newest first (each as an
+        action of its own)."""
+        for p, src, dest in reversed(self.journal.end()):
             one = np.array([p], dtype=np.int64)
             if (self.replicas[p] == src).any():
                 # The source still holds the partition: the action handed over its leadership.

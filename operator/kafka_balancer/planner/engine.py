@@ -370,14 +370,14 @@ class Engine:
         """Apply ``actions`` (which say whether what they did is to be kept) as one: kept whole or
         undone whole, the count of applied actions with them."""
         count = self.actions
-        self.state.begin()
+        self.state.journal.begin()
         self.compounding = True
         try:
             keep = actions()
         finally:
             self.compounding, self.handed_over = False, None
         if keep:
-            self.state.commit()
+            self.state.journal.commit()
             return True
         self.state.undo()
         self.actions = count
@@ -473,9 +473,9 @@ class Engine:
 
     def _fresh(self) -> None:
         """Forget what was found or built at an earlier state version."""
-        if self._known_at != self.state.version:
+        if self._known_at != self.state.journal.version:
             self._no_exchange, self._extremes, self._aways = set(), {}, {}
-            self._known_at = self.state.version
+            self._known_at = self.state.journal.version
 
     def away(self, broker: int) -> Candidates:
         """``leadership_away(broker)``, built once per state version."""

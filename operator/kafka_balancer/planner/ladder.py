@@ -120,7 +120,7 @@ def _shed_move_in_rack(s: Shedding) -> Outcome | None:
 def _shed_exchange_in_rack(s: Shedding) -> Outcome | None:
     if not s.in_rack():
         return None
-    since = s.search.state.version
+    since = s.search.state.journal.version
     if swaps.swap_with_partners(s.search, s.goal, s.broker, over=True, in_rack=True):
         return Exchanged(since)
     return None
@@ -131,7 +131,7 @@ def _shed_move(s: Shedding) -> Outcome | None:
 
 
 def _shed_exchange(s: Shedding) -> Outcome | None:
-    since = s.search.state.version
+    since = s.search.state.journal.version
     if swaps.swap_with_partners(s.search, s.goal, s.broker, over=True):
         return Exchanged(since)
     return None
@@ -248,7 +248,7 @@ def _fill_relay(f: Filling) -> Outcome | None:
     # Two leaderships moved and no data: before any replica is copied in.
     if not f.goal.affects_leadership():
         return None
-    since = f.search.state.version
+    since = f.search.state.journal.version
     return Exchanged(since) if trades.relay_leaderships(f.search, f.goal, f.broker) else None
 
 
@@ -261,7 +261,7 @@ def _fill_pull_in_rack(f: Filling) -> Outcome | None:
 def _fill_exchange_in_rack(f: Filling) -> Outcome | None:
     if not f.in_rack():
         return None
-    since = f.search.state.version
+    since = f.search.state.journal.version
     if swaps.swap_with_partners(f.search, f.goal, f.broker, over=False, in_rack=True):
         return Exchanged(since)
     return None
@@ -272,12 +272,12 @@ def _fill_pull(f: Filling) -> Outcome | None:
 
 
 def _fill_exchange(f: Filling) -> Outcome | None:
-    since = f.search.state.version
+    since = f.search.state.journal.version
     return Exchanged(since) if swaps.swap_with_partners(f.search, f.goal, f.broker, over=False) else None
 
 
 def _fill_trade(f: Filling) -> Outcome | None:
-    since = f.search.state.version
+    since = f.search.state.journal.version
     if f.goal.column == LEADERS and trades.trade_leaderships(f.search, f.goal, f.broker, f.need, over=False):
         return Exchanged(since)
     return None
@@ -325,7 +325,9 @@ def fill(search: Search, goal: BandGoal, broker: int) -> bool:
         if outcome is None:
             return progress
         if isinstance(outcome, Exchanged):
-            turn.pools = refreshed(search, goal, broker, turn.pools, state.changes_since(outcome.since))
+            turn.pools = refreshed(
+                search, goal, broker, turn.pools, state.journal.changes_since(outcome.since)
+            )
             turn.lead = None
         elif isinstance(outcome, Rebuilt):
             turn.pools, turn.lead = {}, None

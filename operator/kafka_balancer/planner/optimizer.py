@@ -138,7 +138,7 @@ def _carried(again: WorkingModel, state: WorkingModel) -> bool:
     already moved decide ties and which candidates are weighed, and planning the planned
     assignment found more moves (tests/unit/planner/test_missed_band_replans_to_nothing.py has such a
     cluster). Planned again here, the plan is one its own replan leaves alone."""
-    version = state.version
+    version = state.journal.version
     for p in again.changed_partitions().tolist():
         now = [int(b) for b in again.replicas[p] if b >= 0]
         held = [int(b) for b in state.replicas[p] if b >= 0]
@@ -154,7 +154,7 @@ def _carried(again: WorkingModel, state: WorkingModel) -> bool:
         leader = int(again.replicas[p, again.leader_slot[p]])
         if state.leader_of(p) != leader:
             state.apply(state.leader_changes(np.array([p]), np.array([leader])), 0, leader)
-    return state.version != version
+    return state.journal.version != version
 
 
 def _build_goals(state: WorkingModel, ordered: list[GoalSpec]) -> list[Goal]:

@@ -193,7 +193,7 @@ def after_swap(search: Engine, goal: BandGoal, broker: int, pool: Pool, since: i
     (to be built anew) if the journal no longer tells. A candidate depends on its own
     partition only, so this is the pool a rebuild would make, in the same order of
     preference, without the cost of rebuilding a broker's thousands after every swap."""
-    changes = search.state.changes_since(since)
+    changes = search.state.journal.changes_since(since)
     if changes is None or search.handed_over is not None:
         return None
     parts = sorted({p for p, _, _ in changes})

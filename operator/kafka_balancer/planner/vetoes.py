@@ -52,10 +52,10 @@ class StackedBands:
         return len(self.columns) > 0
 
     def _current(self, state: WorkingModel) -> tuple[FloatArray, FloatArray]:
-        if self._key != state.version:
+        if self._key != state.journal.version:
             self._q = state.quantities()[:, self.columns]
             self._before = _outside(self._q, self.lo, self.hi)
-            self._key = state.version
+            self._key = state.journal.version
         return self._q, self._before
 
     def rooms(self, state: WorkingModel) -> tuple[FloatArray, FloatArray]:
@@ -67,13 +67,13 @@ class StackedBands:
         broker and goal instead of evaluating the band after every candidate's change. Goals
         first: the check reduces over goals, which numpy does fast across whole [K, B] slabs and
         slowly along a short last axis."""
-        if self._rooms_key != state.version:
+        if self._rooms_key != state.journal.version:
             q, before = self._current(state)
             self._most = np.ascontiguousarray((self.hi - q + before + self.slack).T)
             self._least = np.ascontiguousarray((self.lo - q - before - self.slack).T)
             self._most_anywhere = self._most.min(axis=1)
             self._least_anywhere = self._least.max(axis=1)
-            self._rooms_key = state.version
+            self._rooms_key = state.journal.version
         return self._least, self._most
 
     def allowed(self, state: WorkingModel, cands: Candidates, open_to: BoolArray | None = None) -> BoolArray:
@@ -165,9 +165,9 @@ class StackedBands:
 
     def _current_by_goal(self, state: WorkingModel) -> tuple[FloatArray, FloatArray]:
         """``[G, 1, B]`` twice: ``_current``'s quantities and distances, goals first."""
-        if self._by_goal_key != state.version:
+        if self._by_goal_key != state.journal.version:
             q, before = self._current(state)
             self._q_t = np.ascontiguousarray(q.T)[:, None, :]
             self._before_t = np.ascontiguousarray(before.T)[:, None, :]
-            self._by_goal_key = state.version
+            self._by_goal_key = state.journal.version
         return self._q_t, self._before_t

@@ -64,7 +64,7 @@ def test_undo_takes_back_moves_and_leader_changes_to_the_state_before() -> None:
     spec = SyntheticSpec.filled(6, 60, racks=3, hot_brokers=1, seed=3)
     state = WorkingModel(generate(spec))
     before = (state.replicas.copy(), state.leader_slot.copy(), state.load.copy(), state.leader_count.copy())
-    state.begin()
+    state.journal.begin()
     moves = state.replica_moves(0)
     state.apply(moves, 0, int(np.nonzero(~state.holds(moves.part[:1])[0])[0][0]))
     away = state.leadership_away(1)

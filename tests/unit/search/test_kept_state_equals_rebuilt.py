@@ -22,9 +22,10 @@ from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.candidates import Candidates
+from kafka_balancer.model.journal import JOURNAL
 from kafka_balancer.model.math import FloatArray
 from kafka_balancer.model.quantities import REPLICAS
-from kafka_balancer.model.working import JOURNAL, WorkingModel
+from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.pool import Pool, after_swap, new_pool, preference, refreshed, shed_candidates
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.swaps import swap_with_partners
@@ -73,11 +74,11 @@ def test_rack_counts_and_journal_follow_every_move(
     state = WorkingModel(parse_snapshot(snap))
     applied = []
     for p, slot, dest in moves:
-        version = state.version
+        version = state.journal.version
         src = int(state.replicas[p, slot]) if slot < state.rf[p] else -1
         if _apply(state, p, slot, dest):
             applied.append((p, src, dest))
-            assert state.changes_since(version) == [(p, src, dest)]
+            assert state.journal.changes_since(version) == [(p, src, dest)]
         # Asked after every move, so that a broker's kept list is asked again after it changed.
         for b in range(state.n_brokers):
             held = np.nonzero((state.replicas == b).any(axis=1))[0]
@@ -87,9 +88,9 @@ def test_rack_counts_and_journal_follow_every_move(
         for b in row[row >= 0]:
             counted[p, state.rack[b]] += 1
     assert np.array_equal(state.rack_count, counted)
-    assert state.changes_since(0) == (applied if len(applied) <= JOURNAL else None)
-    assert state.changes_since(state.version) == []
-    assert state.changes_since(None) is None
+    assert state.journal.changes_since(0) == (applied if len(applied) <= JOURNAL else None)
+    assert state.journal.changes_since(state.journal.version) == []
+    assert state.journal.changes_since(None) is None
 
 
 @st.composite
@@ -146,11 +147,11 @@ def test_a_fills_refreshed_donor_pools_are_the_pools_built_anew(
         if _apply(state, p, slot, dest):
             for pool in pools.values():
                 pool.retire(p)
-    version = state.version
+    version = state.journal.version
     for p, slot, dest in moves[half:]:
         _apply(state, p, slot, dest)
-    kept = refreshed(search, goal, broker, pools, state.changes_since(version))
-    if state.changes_since(version) is None:
+    kept = refreshed(search, goal, broker, pools, state.journal.changes_since(version))
+    if state.journal.changes_since(version) is None:
         assert kept == {}
         return
     assert kept.keys() == pools.keys()
@@ -236,8 +237,8 @@ def test_the_journal_tells_the_latest_actions_and_nothing_further_back() -> None
     for i in range(JOURNAL + 1):
         _apply(state, 0, 0, (i + 1) % 3)
         expected = [(0, j % 3, (j + 1) % 3) for j in range(i + 1)]
-        assert state.changes_since(0) == (expected if i < JOURNAL else None)
-        assert state.changes_since(state.version - 1) == [(0, i % 3, (i + 1) % 3)]
+        assert state.journal.changes_since(0) == (expected if i < JOURNAL else None)
+        assert state.journal.changes_since(state.journal.version - 1) == [(0, i % 3, (i + 1) % 3)]
 
 
 @settings(max_examples=100, deadline=None)
@@ -295,7 +296,7 @@ def test_a_sheds_pool_after_a_swap_is_the_pool_built_anew(
                 # Asked before the swap too, so that the kept pool's sorted orders are carried on.
                 for across in (False, True):
                     _ranked(pool, 1e30, across)
-                since = state.version
+                since = state.journal.version
                 if not swap_with_partners(search, goal, b, over=True):
                     break
                 kept = after_swap(search, goal, b, pool, since)
