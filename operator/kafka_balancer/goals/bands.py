@@ -13,6 +13,7 @@ from kafka_balancer.goals.spec import GoalFamily, GoalSpec
 from kafka_balancer.model import math
 from kafka_balancer.model.math import FloatArray
 from kafka_balancer.model.quantities import LEADERS, REPLICAS
+from kafka_balancer.model.rack_totals import rack_ranges
 from kafka_balancer.model.resources import Resource
 
 if TYPE_CHECKING:
@@ -328,7 +329,7 @@ def band_goal(spec: GoalSpec, state: WorkingModel, racks_held: bool = False) -> 
     )
     if spec.type.family is GoalFamily.CAPACITY:
         return CapacityGoal(spec, band)
-    ranges = state.rack_ranges(column) if racks_held else None
+    ranges = rack_ranges(state, column) if racks_held else None
     aim = rack_aim(band, state, *ranges) if ranges is not None else None
     return DistributionGoal(spec, band, aim)
 

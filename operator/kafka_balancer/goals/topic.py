@@ -19,6 +19,7 @@ from kafka_balancer.goals.spec import GoalSpec
 from kafka_balancer.model import math
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import REPLICAS
+from kafka_balancer.model.rack_totals import topic_rack_totals
 
 if TYPE_CHECKING:
     from kafka_balancer.goals.port import SearchPort
@@ -45,7 +46,7 @@ class TopicReplicaDistributionGoal(Goal):
         self.expected = expected
         # ... and where the optimizer aims: the contract, but for the cells of a topic in a rack
         # that cannot meet it (``short``, [T, racks]), the rack's own share of that topic.
-        self.rack_totals = state.topic_rack_totals() if racks_held else None
+        self.rack_totals = topic_rack_totals(state) if racks_held else None
         self.aim_lo, self.aim_hi = self.lo, self.hi
         self.short = np.zeros((state.n_topics, len(state.rack_names)), dtype=bool)
         if self.rack_totals is not None:

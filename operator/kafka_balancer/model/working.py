@@ -120,7 +120,6 @@ class WorkingModel:
         self._parts_on: dict[int, IntArray] = {}
         # Partitions moved on or off a broker since its array above was built.
         self._touched: dict[int, set[int]] = {}
-        self._racks_fixed: bool | None = None
         self._recount()
 
     def _recount(self) -> None:
@@ -145,95 +144,6 @@ class WorkingModel:
         self.partitions_on: list[set[int]] = [
             set(sorted_parts[bounds[b] : bounds[b + 1]].tolist()) for b in range(self.n_brokers)
         ]
-
-    def racks_fixed(self) -> bool:
-        """Whether, while no rack holds more than its limit of a partition's replicas, no replica
-        can change rack: every movable partition of the original assignment holds exactly its
-        limit in every rack with an active broker (so in each rack it loses as many replicas as it
-        gains), and no partition RackAware does not judge has to move (an excluded topic's leaving
-        a draining broker or an offline log dir may change its rack)."""
-        if self._racks_fixed is None:
-            self._racks_fixed = self._count_racks_fixed()
-        return self._racks_fixed
-
-    def _count_racks_fixed(self) -> bool:
-        parts = np.nonzero(self.movable)[0]
-        if not len(parts) or self.n_racks < 2 or self._unjudged_leave():
-            return False
-        n_r = len(self.rack_names)
-        live = np.zeros(n_r, dtype=bool)
-        live[self.rack[self.active]] = True
-        # Racks of the original assignment (the moves are from it); n_r for an empty slot.
-        rows = self.original_replicas[parts]
-        racks = np.where(rows >= 0, self.rack[np.where(rows >= 0, rows, 0)], n_r)
-        counts = (racks[:, :, None] == np.arange(n_r)).sum(axis=1)
-        return bool((counts[:, live] == self.rack_limit[parts][:, None]).all() and not counts[:, ~live].any())
-
-    def rack_ranges(self, column: int) -> tuple[FloatArray, FloatArray] | None:
-        """``[racks]`` twice: the least and the most of ``column`` each rack holds in any plan
-        that meets RackAware, whatever the assignment now: a movable partition of replication
-        factor rf and rack limit L has at most min(L, rf) replicas in a live rack and at least
-        rf − L × (live racks − 1), an excluded one its replicas where they are. The same figure
-        twice where every movable partition fills each live rack to its limit (``_racks_filled``).
-        Only for the replica count and a resource a leader carries no more of than a follower
-        (disk, bytes in), which no change of leader shifts between racks; None otherwise, and
-        when an excluded partition has to move (then it may go to any rack)."""
-        if column == LEADERS or self.n_racks < 2 or self._unjudged_leave():
-            return None
-        per_replica = self.follower_load[:, column] if column < REPLICAS else np.ones(len(self.rf))
-        if column < REPLICAS and not np.array_equal(self.leader_load[:, column], per_replica):
-            return None
-        group = np.zeros(len(self.rf), dtype=np.int64)
-        limit = self.rack_limit
-        least = np.maximum(self.rf - limit * (self.n_racks - 1), 0)
-        return (
-            self._rack_sums(per_replica, group, 1, least)[0],
-            self._rack_sums(per_replica, group, 1, np.minimum(limit, self.rf))[0],
-        )
-
-    def topic_rack_totals(self) -> FloatArray | None:
-        """``[T, racks]``: each topic's replicas in each rack in every plan that meets RackAware,
-        where that is the same for all of them (``_racks_filled``); None otherwise."""
-        if not self._racks_filled():
-            return None
-        return self._rack_sums(np.ones(len(self.rf)), self.topic, self.n_topics, self.rack_limit)
-
-    def _racks_filled(self) -> bool:
-        """Whether every movable partition's replication factor fills each rack with an active
-        broker to its limit (met, RackAware leaves it exactly its limit in each) and no partition
-        RackAware does not judge has to move: then no plan that meets RackAware moves anything
-        between racks."""
-        movable = self.movable
-        filled = (self.rf[movable] == self.rack_limit[movable] * self.n_racks).all()
-        return self.n_racks >= 2 and bool(filled) and not self._unjudged_leave()
-
-    def _rack_sums(
-        self, per_replica: FloatArray, group: IntArray, n_groups: int, count: IntArray
-    ) -> FloatArray:
-        """``[groups, racks]``: per group of partitions, the sum of ``per_replica`` over its
-        replicas in each rack with ``count`` replicas of each movable partition in every live
-        rack, and an excluded one's where they are."""
-        sums = np.zeros((n_groups, len(self.rack_names)))
-        movable = self.movable
-        filled = np.bincount(
-            group[movable], weights=count[movable] * per_replica[movable], minlength=n_groups
-        )
-        live = np.unique(self.rack[self.active])
-        sums[:, live] = filled[:, None]
-        rows = self.original_replicas[~movable]
-        held = rows >= 0
-        each = np.broadcast_to(per_replica[~movable][:, None], rows.shape)[held]
-        groups = np.broadcast_to(group[~movable][:, None], rows.shape)[held]
-        np.add.at(sums, (groups, self.rack[rows[held]]), each)
-        return sums
-
-    def _unjudged_leave(self) -> bool:
-        """Whether a partition RackAware does not judge (an excluded topic's) has to move: off a
-        draining broker or an offline log dir, into any rack."""
-        held = self.original_replicas >= 0
-        leaving = np.asarray(((~self.active)[np.where(held, self.original_replicas, 0)] & held).any(axis=1))
-        leaving[[p for p, _, _ in self.offline_replicas]] = True
-        return bool((leaving & ~self.movable).any())
 
     # ---- quantities -------------------------------------------------------------------
 

@@ -93,6 +93,7 @@ from kafka_balancer.goals.rack import RackAwareGoal
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import REPLICAS
+from kafka_balancer.model.rack_totals import racks_fixed
 from kafka_balancer.model.resources import Resource
 from kafka_balancer.model.working import WorkingModel
 
@@ -208,7 +209,7 @@ def rack_local_lower_bound(state: WorkingModel, bands: BoundBands) -> float:
 
 
 def _bytes_moved(state: WorkingModel, bands: BoundBands, forced: tuple[FloatArray, FloatArray]) -> float:
-    if bands.rack_aware and state.racks_fixed():
+    if bands.rack_aware and racks_fixed(state):
         return _rack_local(forced)
     removed, added = forced
     return float(max(removed.sum(), added.sum()))
