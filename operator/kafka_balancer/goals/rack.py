@@ -8,6 +8,7 @@ import numpy as np
 
 from kafka_balancer.goals.base import Goal, GoalStatus
 from kafka_balancer.goals.spec import GoalSpec
+from kafka_balancer.model.candidate_moves import replica_moves
 from kafka_balancer.model.candidates import NO_BROKER
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 
@@ -111,7 +112,7 @@ class RackAwareGoal(Goal):
                 order = sorted(
                     (int(s) for s in np.nonzero(crowded)[0]), key=lambda s: (s == state.leader_slot[p], s)
                 )
-                cands = [state.replica_moves(int(row[s]), parts) for s in order]
+                cands = [replica_moves(state, int(row[s]), parts) for s in order]
                 cands = [c for c in cands if len(c)]
                 if not cands or search.place(self, type(cands[0]).concat(cands)) is None:
                     break

@@ -17,6 +17,7 @@ import numpy as np
 
 from kafka_balancer.goals.base import EPSILON
 from kafka_balancer.goals.port import MAX_SOURCES, SWAP_PARTNERS
+from kafka_balancer.model.candidate_moves import replica_moves, slot_moves, slot_of
 
 if TYPE_CHECKING:
     from kafka_balancer.goals.port import SearchPort
@@ -83,7 +84,7 @@ def _shed_apart(goal: TopicReplicaDistributionGoal, state: WorkingModel, search:
     parts, slots = rows[over], slots[over]
     brokers, topics = brokers[over], topics[over]
     excess = state.topic_count[topics, brokers] - goal.aim_hi[topics, brokers]
-    order = np.lexsort((slots, parts, state.slot_moves(parts, slots).cost, -excess))
+    order = np.lexsort((slots, parts, slot_moves(state, parts, slots).cost, -excess))
     parts, slots = parts[order], slots[order]
     limit = APART_PER_BROKER * state.n_brokers
     # The queue is a head, what earlier rounds kept of theirs, then the rest of the order from
@@ -100,7 +101,7 @@ def _shed_apart(goal: TopicReplicaDistributionGoal, state: WorkingModel, search:
         still = np.nonzero(state.topic_count[topics, brokers] > goal.aim_hi[topics, brokers])[0]
         take = still[:limit]
         in_rack = _rack_keeps(goal, state, topics[take], brokers[take], head_parts[take])
-        cands = state.slot_moves(head_parts[take], head_slots[take])
+        cands = slot_moves(state, head_parts[take], head_slots[take])
         applied, refused = search.place_apart(goal, cands, in_rack)
         if applied == 0 and len(take) == len(still) and cursor == len(parts):
             return
@@ -185,7 +186,7 @@ def _shed_smallest(
     hosts = hosts[np.lexsort((hosts, count[hosts] - goal.aim_lo[t, hosts]))][:MAX_SOURCES]
     for p in sent[2 * state.disk[sent] < cheapest].tolist():
         z = int(state.replicas[p][goal.live_rack[np.maximum(state.replicas[p], 0)] == r][0])
-        one = state.slot_moves(np.array([p]), state.slot_of(np.array([p]), z))
+        one = slot_moves(state, np.array([p]), slot_of(state, np.array([p]), z))
         shed: list[int] = []
         if search.compound(partial(_out_and_in, goal, search, one, hosts, ordered, z, shed)):
             return shed[0]
@@ -274,7 +275,7 @@ def _balance_topic(
         ordered: Candidates | None = None
         while state.topic_count[t, x] > goal.aim_hi[t, x]:
             if ordered is None:
-                cands = state.replica_moves(int(x), goal.on(state, t, int(x)))
+                cands = replica_moves(state, int(x), goal.on(state, t, int(x)))
                 ordered = cands.take(np.argsort(cands.cost, kind="stable"))
             # Within x's rack first, by a move and then by an exchange, as for a pull.
             changed = search.place(goal, ordered, in_rack=True)
@@ -316,7 +317,7 @@ def _pull(
     surplus[state.rack != state.rack[y]] = 0
     givers = np.lexsort((np.arange(state.n_brokers), -surplus))
     for x in givers[surplus[givers] > 0][:MAX_SOURCES]:
-        cands = state.replica_moves(int(x), goal.on(state, t, int(x)))
+        cands = replica_moves(state, int(x), goal.on(state, t, int(x)))
         ordered = cands.take(np.argsort(cands.cost, kind="stable"))
         if len(cands) and search.place(goal, ordered, dest=y) is not None:
             return True
@@ -481,7 +482,7 @@ def _moves_of(
     rows = state.replicas[parts]
     on = (rows >= 0) & givers[np.maximum(rows, 0)] & state.movable[parts][:, None]
     k, slots = np.nonzero(on)
-    return state.slot_moves(parts[k], slots)
+    return slot_moves(state, parts[k], slots)
 
 
 def _swap(
@@ -507,7 +508,7 @@ def _swap(
     partners = [int(b) for b in order if b != broker and room[b] > 0 and state.active[b]]
     for partner in partners[:SWAP_PARTNERS]:
         x, y = (broker, partner) if over else (partner, broker)
-        give = state.replica_moves(x, goal.on(state, t, x))
+        give = replica_moves(state, x, goal.on(state, t, x))
         # What comes back: a replica of a topic the partner can spare, and of which
         # ``broker``'s own cell can take one (over) or give one (under) while staying within
         # its band or, in ``optimize``'s last phase, outside it by at least two fewer than t's
@@ -532,4 +533,4 @@ def _swap(
 
 def _of_topics(state: WorkingModel, broker: int, topics: BoolArray) -> Candidates:
     parts = state.parts_on(broker)
-    return state.replica_moves(broker, parts[topics[state.topic[parts]]])
+    return replica_moves(state, broker, parts[topics[state.topic[parts]]])

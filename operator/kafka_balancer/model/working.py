@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafka_balancer.model import math
+from kafka_balancer.model.candidate_moves import leader_changes, slot_moves, slot_of
 from kafka_balancer.model.candidates import NO_BROKER, Candidates
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.journal import Journal
@@ -145,6 +146,31 @@ class WorkingModel:
             set(sorted_parts[bounds[b] : bounds[b + 1]].tolist()) for b in range(self.n_brokers)
         ]
 
+    def parts_on(self, broker: int) -> IntArray:
+        """The partitions with a replica on ``broker``, in partition order; kept, and patched when
+        replicas moved on or off it (a shed asks for its broker's thousands again after every
+        exchange), so callers must not write to it."""
+        parts = self._parts_on.get(broker)
+        touched = self._touched.pop(broker, None)
+        on = self.partitions_on[broker]
+        if parts is None or (touched is not None and 8 * len(touched) > len(parts)):
+            parts = np.sort(np.fromiter(on, dtype=np.int64, count=len(on)))
+        elif touched is not None:
+            # A few moved: patched in place of a rebuild, as the set holds thousands at a million
+            # replicas and turning it into a sorted array again costs a millisecond.
+            changed = np.array(sorted(touched), dtype=np.int64)
+            now_on = np.fromiter((p in on for p in changed.tolist()), dtype=bool, count=len(changed))
+            at = np.searchsorted(parts, changed)
+            was_on = parts[np.minimum(at, len(parts) - 1)] == changed
+            kept = np.delete(parts, at[was_on & ~now_on])
+            added = changed[now_on & ~was_on]
+            parts = np.insert(kept, np.searchsorted(kept, added), added)
+        else:
+            return parts
+        parts.flags.writeable = False
+        self._parts_on[broker] = parts
+        return parts
+
     # ---- quantities -------------------------------------------------------------------
 
     def quantities(self) -> FloatArray:
@@ -177,173 +203,6 @@ class WorkingModel:
             for b, row in enumerate(self.load)
         )
 
-    def slot_of(self, parts: IntArray, broker: int) -> IntArray:
-        held = self.replicas.take(parts, axis=0) == broker
-        rows, slots = np.nonzero(held)
-        if len(rows) == len(parts):
-            # One slot a row: nonzero's columns are the slots, in row order, and cheaper than argmax.
-            return slots
-        return np.asarray(np.argmax(held, axis=1), dtype=np.int64)
-
-    def pin_to_rack(self, p: int, slot: int) -> None:
-        broker = self.replicas[p, slot]
-        self.pinned_rack[p, slot] = self.rack[broker]
-        self.any_pinned = True
-        self.drained_disk[broker] += self.disk[p]
-
-    def drained_share(self, cands: Candidates) -> FloatArray:
-        """``[K, B]``: drained bytes per unit of effective disk capacity if cands[k] went to b."""
-        capacity = self.effective_capacity[:, 0]
-        drained = self.drained_disk[None, :] + self.disk[cands.part][:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(capacity[None, :] > 0, drained / capacity[None, :], np.inf)
-
-    def rack_allowed(self, parts: IntArray, slots: IntArray) -> BoolArray:
-        """``[K, B]``: may replica (parts[k], slots[k]) move to broker b, given rack pins and the
-        brokers whose offline log dir the partition left?"""
-        pinned = self.pinned_rack[parts, slots]
-        allowed = (pinned < 0)[:, None] | (self.rack[None, :] == pinned[:, None])
-        if self.any_banned:
-            allowed &= ~self.banned[parts]
-        return np.asarray(allowed, dtype=bool)
-
-    def rack_allowed_at(self, parts: IntArray, slots: IntArray, broker: int) -> BoolArray:
-        """``[K]``: ``rack_allowed``'s column ``broker``."""
-        pinned = self.pinned_rack[parts, slots]
-        allowed = (pinned < 0) | (pinned == self.rack[broker])
-        if self.any_banned:
-            allowed &= ~self.banned[parts, broker]
-        return np.asarray(allowed, dtype=bool)
-
-    def holds(self, parts: IntArray) -> BoolArray:
-        """``[K, B]``: does broker b already hold a replica of partition parts[k]?"""
-        rows = self.replicas[parts]
-        out = np.zeros((len(parts), self.n_brokers + 1), dtype=bool)
-        out[np.arange(len(parts))[:, None], np.where(rows >= 0, rows, self.n_brokers)] = True
-        return out[:, : self.n_brokers]
-
-    # ---- candidates -------------------------------------------------------------------
-
-    def parts_on(self, broker: int) -> IntArray:
-        """The partitions with a replica on ``broker``, in partition order; kept, and patched when
-        replicas moved on or off it (a shed asks for its broker's thousands again after every
-        exchange), so callers must not write to it."""
-        parts = self._parts_on.get(broker)
-        touched = self._touched.pop(broker, None)
-        on = self.partitions_on[broker]
-        if parts is None or (touched is not None and 8 * len(touched) > len(parts)):
-            parts = np.sort(np.fromiter(on, dtype=np.int64, count=len(on)))
-        elif touched is not None:
-            # A few moved: patched in place of a rebuild, as the set holds thousands at a million
-            # replicas and turning it into a sorted array again costs a millisecond.
-            changed = np.array(sorted(touched), dtype=np.int64)
-            now_on = np.fromiter((p in on for p in changed.tolist()), dtype=bool, count=len(changed))
-            at = np.searchsorted(parts, changed)
-            was_on = parts[np.minimum(at, len(parts) - 1)] == changed
-            kept = np.delete(parts, at[was_on & ~now_on])
-            added = changed[now_on & ~was_on]
-            parts = np.insert(kept, np.searchsorted(kept, added), added)
-        else:
-            return parts
-        parts.flags.writeable = False
-        self._parts_on[broker] = parts
-        return parts
-
-    def replica_moves(self, broker: int, parts: IntArray | None = None, *, every: bool = False) -> Candidates:
-        """Moves of ``broker``'s replicas (of ``parts``, default all); with ``every`` those of excluded
-        topics too (a replica that must leave its broker leaves whatever its topic).
-
-        A replica this plan already moves costs nothing more to send elsewhere instead: the
-        plan is a diff, so the data moves once either way."""
-        parts = self.parts_on(broker) if parts is None else np.sort(parts)
-        if not self.all_movable and self.active[broker] and not every:
-            parts = parts[self.movable[parts]]  # a draining broker gives up every replica
-        return self.slot_moves(parts, self.slot_of(parts, broker))
-
-    def extreme_replica_moves(
-        self, broker: int, column: int, n: int, largest: bool, into_rack: int | None = None
-    ) -> Candidates:
-        """The ``n`` moves of ``replica_moves(broker)`` with the largest (or smallest) change of
-        ``column``, in that order (ties by partition): chosen before the candidates are built,
-        as building every one of a broker's thousands to keep a few cost most of a swap. With
-        ``into_rack``, only of partitions below their rack limit there (that may go to it)."""
-        parts = self.parts_on(broker)
-        if not self.all_movable and self.active[broker]:
-            parts = parts[self.movable[parts]]
-        if into_rack is not None:
-            parts = parts[self.rack_count[parts, into_rack] < self.rack_limit[parts]]
-        # The broker's slot of the few kept only, found after the choice.
-        is_leader = self.replicas[parts, self.leader_slot[parts]] == broker
-        if column < REPLICAS:
-            value = np.where(is_leader, self.leader_load[parts, column], self.follower_load[parts, column])
-        elif column == REPLICAS:
-            value = np.ones(len(parts))
-        else:
-            value = is_leader.astype(np.float64)
-        key = -value if largest else value
-        order = np.arange(len(key))
-        if len(key) > n > 0:
-            # The n least keys, ties in partition order (``parts_on``'s): what a stable sort of
-            # all would put first, without sorting a broker's thousands for a swap's few.
-            kth = np.partition(key, n - 1)[n - 1]
-            below = np.nonzero(key < kth)[0]
-            order = np.concatenate([below, np.nonzero(key == kth)[0][: n - len(below)]])
-        chosen = parts[order[np.argsort(key[order], kind="stable")][:n]]
-        return self.slot_moves(chosen, self.slot_of(chosen, broker))
-
-    def slot_moves(self, parts: IntArray, slots: IntArray) -> Candidates:
-        """Moves of replica ``slots[k]`` of ``parts[k]``, each from the broker holding it."""
-        # Gathered once each and the leaders' rows overwritten: a shed asks this of a broker's
-        # thousands, and two [K, 4] gathers, a where and two 2-D fancy indexings cost several
-        # times as much.
-        flat = parts * self.replicas.shape[1] + slots
-        is_leader = self.leader_slot.take(parts) == slots
-        delta = np.empty((len(parts), N_QUANTITIES), dtype=np.float64)
-        np.take(self.follower_load, parts, axis=0, out=delta[:, :4])
-        delta[:, REPLICAS] = 1.0
-        delta[:, LEADERS] = is_leader
-        if is_leader.any():
-            delta[is_leader, :4] = self.leader_load.take(parts[is_leader], axis=0)
-        cost = self.disk.take(parts)
-        cost[self.moved.take(flat)] = 0.0
-        return Candidates(
-            parts,
-            slots,
-            self.replicas.take(flat),
-            np.full(len(parts), NO_BROKER, dtype=np.int64),
-            delta,
-            cost,
-        )
-
-    def leader_changes(self, parts: IntArray, new_leader: IntArray) -> Candidates:
-        """Make broker ``new_leader[k]`` (a follower of ``parts[k]``) the leader."""
-        if not self.all_movable:
-            keep = self.movable[parts]
-            parts, new_leader = parts[keep], new_leader[keep]
-        slots = np.asarray(np.argmax(self.replicas[parts] == new_leader[:, None], axis=1), dtype=np.int64)
-        src = self.replicas[parts, self.leader_slot[parts]]
-        delta = np.zeros((len(parts), N_QUANTITIES), dtype=np.float64)
-        delta[:, :4] = self.leader_load[parts] - self.follower_load[parts]
-        delta[:, LEADERS] = 1.0
-        return Candidates(parts, slots, src, new_leader.astype(np.int64), delta, np.zeros(len(parts)))
-
-    def leadership_away(self, broker: int, parts: IntArray | None = None) -> Candidates:
-        """Leadership changes that hand a partition led by ``broker`` (of ``parts``, default all)
-        to one of its followers."""
-        parts = self.parts_on(broker) if parts is None else parts
-        parts = np.sort(parts[self.replicas[parts, self.leader_slot[parts]] == broker])
-        rows = self.replicas[parts]
-        p_rep = np.repeat(parts, rows.shape[1])
-        followers = rows.reshape(-1)
-        keep = (followers >= 0) & (followers != broker)
-        return self.leader_changes(p_rep[keep], followers[keep])
-
-    def leadership_to(self, broker: int) -> Candidates:
-        """Every leadership change that makes ``broker`` the leader of a partition it follows."""
-        parts = self.parts_on(broker)
-        parts = np.sort(parts[self.replicas[parts, self.leader_slot[parts]] != broker])
-        return self.leader_changes(parts, np.full(len(parts), broker, dtype=np.int64))
-
     # ---- applying ---------------------------------------------------------------------
 
     def apply(self, cands: Candidates, k: int, dest: int) -> None:
@@ -373,6 +232,14 @@ class WorkingModel:
         else:
             self.leader_slot[p] = slot
 
+    def pin_to_rack(self, p: int, slot: int) -> None:
+        """Keep replica ``slot`` of ``p``, drained into its broker's rack, in that rack for the rest
+        of the plan, and count its bytes as drained onto that broker."""
+        broker = self.replicas[p, slot]
+        self.pinned_rack[p, slot] = self.rack[broker]
+        self.any_pinned = True
+        self.drained_disk[broker] += self.disk[p]
+
     def undo(self) -> None:
         """Take back every action applied since the journal's ``begin``, newest first (each as an
         action of its own)."""
@@ -380,9 +247,9 @@ class WorkingModel:
             one = np.array([p], dtype=np.int64)
             if (self.replicas[p] == src).any():
                 # The source still holds the partition: the action handed over its leadership.
-                self.apply(self.leader_changes(one, np.array([src], dtype=np.int64)), 0, src)
+                self.apply(leader_changes(self, one, np.array([src], dtype=np.int64)), 0, src)
             else:
-                self.apply(self.slot_moves(one, self.slot_of(one, dest)), 0, src)
+                self.apply(slot_moves(self, one, slot_of(self, one, dest)), 0, src)
 
     # ---- the plan ---------------------------------------------------------------------
 

@@ -27,7 +27,9 @@ import numpy as np
 
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import EPSILON, Goal
+from kafka_balancer.model.candidate_moves import extreme_replica_moves, leadership_away
 from kafka_balancer.model.candidates import NO_BROKER, Candidates
+from kafka_balancer.model.destinations import drained_share, holds, rack_allowed, rack_allowed_at
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import LEADERS
 from kafka_balancer.model.resources import Resource
@@ -93,15 +95,15 @@ class Engine:
         k = len(cands)
         free = cands.dst == NO_BROKER
         if free.all():
-            allowed = ~state.holds(cands.part)
+            allowed = ~holds(state, cands.part)
             if state.any_pinned or state.any_banned:
-                allowed &= state.rack_allowed(cands.part, cands.slot)
+                allowed &= rack_allowed(state, cands.part, cands.slot)
         else:
             target = np.zeros((k, state.n_brokers), dtype=bool)
             fixed = np.nonzero(~free)[0]
             target[fixed, cands.dst[fixed]] = True
             allowed = np.where(
-                free[:, None], ~state.holds(cands.part) & state.rack_allowed(cands.part, cands.slot), target
+                free[:, None], ~holds(state, cands.part) & rack_allowed(state, cands.part, cands.slot), target
             )
         allowed &= state.active[None, :]
         if state.demoted.any():
@@ -131,7 +133,7 @@ class Engine:
         free = cands.dst == NO_BROKER
         held = (state.replicas[cands.part] == dest).any(axis=1)
         allowed = np.where(
-            free, ~held & state.rack_allowed_at(cands.part, cands.slot, dest), cands.dst == dest
+            free, ~held & rack_allowed_at(state, cands.part, cands.slot, dest), cands.dst == dest
         )
         if state.demoted[dest]:
             # A demoted broker takes no leadership, by a leader change or a leader's replica moving.
@@ -219,7 +221,7 @@ class Engine:
                 if same_rack_first:
                     # A drain: its own rack first, spread over that rack by capacity (the rest of
                     # a receiving broker's load can still move elsewhere, drained replicas cannot).
-                    spread = state.drained_share(one)[0, ys]
+                    spread = drained_share(state, one)[0, ys]
                     keys = (ys, later, spread, other_rack)
                 else:
                     # The source's own rack first (cross-rack traffic is what users pay for): a
@@ -455,8 +457,8 @@ class Engine:
         if ok is None:
             ok = np.ones((len(give), len(take)), dtype=bool)
         if (give.dst == NO_BROKER).all():
-            give_ok = ~state.holds(give.part)[:, y] & state.rack_allowed(give.part, give.slot)[:, y]
-            take_ok = ~state.holds(take.part)[:, x] & state.rack_allowed(take.part, take.slot)[:, x]
+            give_ok = ~holds(state, give.part)[:, y] & rack_allowed(state, give.part, give.slot)[:, y]
+            take_ok = ~holds(state, take.part)[:, x] & rack_allowed(state, take.part, take.slot)[:, x]
             ok = ok & give_ok[:, None] & take_ok[None, :]
         if state.demoted[y]:
             ok &= (give.delta[:, LEADERS] <= 0)[:, None]
@@ -478,11 +480,11 @@ class Engine:
             self._known_at = self.state.journal.version
 
     def away(self, broker: int) -> Candidates:
-        """``leadership_away(broker)``, built once per state version."""
+        """``leadership_away(state, broker)``, built once per state version."""
         self._fresh()
         found = self._aways.get(broker)
         if found is None:
-            found = self.state.leadership_away(broker)
+            found = leadership_away(self.state, broker)
             self._aways[broker] = found
         return found
 
@@ -492,7 +494,7 @@ class Engine:
         key = (broker, column, largest, into_rack)
         found = self._extremes.get(key)
         if found is None:
-            found = self.state.extreme_replica_moves(broker, column, SWAP_SIDE, largest, into_rack)
+            found = extreme_replica_moves(self.state, broker, column, SWAP_SIDE, largest, into_rack)
             self._extremes[key] = found
         return found
 

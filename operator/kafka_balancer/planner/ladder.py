@@ -18,6 +18,7 @@ import numpy as np
 
 from kafka_balancer.goals.base import EPSILON
 from kafka_balancer.goals.port import MAX_SOURCES
+from kafka_balancer.model.candidate_moves import leadership_to, replica_moves
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.quantities import LEADERS
 from kafka_balancer.planner import swaps, trades
@@ -240,7 +241,7 @@ def _fill_take_leadership(f: Filling) -> Outcome | None:
     if not f.goal.affects_leadership():
         return None
     if f.lead is None:
-        f.lead = new_pool(f.search, f.goal, f.search.state.leadership_to(f.broker))
+        f.lead = new_pool(f.search, f.goal, leadership_to(f.search.state, f.broker))
     return _moved(place_from(f.search, f.goal, f.lead, f.need, dest=f.broker))
 
 
@@ -356,7 +357,7 @@ def shed_apart(search: Search, goal: BandGoal, brokers: list[int]) -> bool:
     A capacity or count goal's shed moves thousands of replicas off a few brokers; one at a
     time, each cost a whole evaluation of vetoes, gain and the goals to come."""
     state = search.state
-    pools = {b: new_pool(search, goal, state.replica_moves(b)) for b in brokers}
+    pools = {b: new_pool(search, goal, replica_moves(state, b)) for b in brokers}
     progress = False
     while pools:
         heads = []
@@ -415,7 +416,7 @@ def pull(
         if s not in pools:
             parts = state.parts_on(s)
             parts = parts[(state.replicas[parts] != broker).all(axis=1)]
-            pools[s] = new_pool(search, goal, state.replica_moves(s, parts))
+            pools[s] = new_pool(search, goal, replica_moves(state, s, parts))
         changed = place_from(search, goal, pools[s], need, dest=broker, lenient=lenient)
         if changed is not None:
             return changed

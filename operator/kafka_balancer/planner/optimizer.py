@@ -20,8 +20,10 @@ from kafka_balancer.goals.base import EPSILON, Goal, GoalStatus
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalFamily, GoalSpec, GoalType
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
+from kafka_balancer.model.candidate_moves import leader_changes, leadership_away, replica_moves, slot_moves
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.cluster import Cluster
+from kafka_balancer.model.destinations import holds
 from kafka_balancer.model.math import IntArray
 from kafka_balancer.model.quantities import REPLICAS
 from kafka_balancer.model.reassign import apply_reassignments
@@ -150,10 +152,10 @@ def _carried(again: WorkingModel, state: WorkingModel) -> bool:
             continue
         for b, dest in zip(gone, arriving, strict=True):
             slot = np.array([int(np.nonzero(state.replicas[p] == b)[0][0])])
-            state.apply(state.slot_moves(np.array([p]), slot), 0, dest)
+            state.apply(slot_moves(state, np.array([p]), slot), 0, dest)
         leader = int(again.replicas[p, again.leader_slot[p]])
         if state.leader_of(p) != leader:
-            state.apply(state.leader_changes(np.array([p]), np.array([leader])), 0, leader)
+            state.apply(leader_changes(state, np.array([p]), np.array([leader])), 0, leader)
     return state.journal.version != version
 
 
@@ -299,7 +301,7 @@ def _drain(state: WorkingModel, goals: list[Goal]) -> None:
         parts = state.parts_on(b)
         for p in (int(i) for i in parts[np.lexsort((parts, -state.disk[parts]))]):
             one = np.array([p], dtype=np.int64)
-            cands = state.replica_moves(b, one)
+            cands = replica_moves(state, b, one)
             if search.place(None, cands) is None:
                 raise InfeasibleError(_drain_blocked(state, hard, b, p))
             slot = int(cands.slot[0])
@@ -317,7 +319,7 @@ def _rehome_offline(state: WorkingModel, goals: list[Goal]) -> None:
         if p not in state.partitions_on[b]:
             continue  # drained already: its broker is leaving
         one = np.array([p], dtype=np.int64)
-        cands = state.replica_moves(b, one, every=True)
+        cands = replica_moves(state, b, one, every=True)
         if search.place(None, cands) is None:
             topic, number = state.names[p]
             raise InfeasibleError(
@@ -341,7 +343,7 @@ def _demote(state: WorkingModel, goals: list[Goal]) -> None:
     for p in (int(i) for i in state.demoted_leaders()):
         one = np.array([p], dtype=np.int64)
         leader = state.leader_of(p)
-        cands = state.leadership_away(leader, one)
+        cands = leadership_away(state, leader, one)
         takers = cands.dst[~state.demoted[cands.dst]]
         if not len(takers):
             continue
@@ -363,7 +365,7 @@ def _pass_on(state: WorkingModel, search: Search, broker: int) -> None:
     queue, end = [broker], None
     while queue and end is None:
         u = queue.pop(0)
-        away = state.leadership_away(u)
+        away = leadership_away(state, u)
         for p, v in zip(away.part.tolist(), away.dst.tolist(), strict=True):
             if v in came_from or state.demoted[v]:
                 continue
@@ -375,7 +377,7 @@ def _pass_on(state: WorkingModel, search: Search, broker: int) -> None:
     # The last hop first: every broker on the chain ends with the count it started with.
     while end is not None and (hop := came_from[end]) is not None:
         u, p = hop
-        change = state.leader_changes(np.array([p], dtype=np.int64), np.array([end], dtype=np.int64))
+        change = leader_changes(state, np.array([p], dtype=np.int64), np.array([end], dtype=np.int64))
         if search.hand_over(change) is None:
             return  # a hard goal vetoes a hop: the goals take it from here
         end = u
@@ -410,8 +412,8 @@ def _drain_blocked(state: WorkingModel, hard: list[Goal], broker: int, p: int) -
 
 def _nowhere(state: WorkingModel, hard: list[Goal], broker: int, p: int) -> str:
     """Why no broker can take ``broker``'s replica of partition ``p``: the hard goals that block which."""
-    cands = state.replica_moves(broker, np.array([p], dtype=np.int64), every=True)
-    holders = state.holds(cands.part)[0]
+    cands = replica_moves(state, broker, np.array([p], dtype=np.int64), every=True)
+    holders = holds(state, cands.part)[0]
     allowed = state.active & ~holders
     if state.any_banned:
         allowed &= ~state.banned[p]

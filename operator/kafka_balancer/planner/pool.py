@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kafka_balancer.model.candidate_moves import leadership_away, replica_moves
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.planner.engine import BATCHES
@@ -180,10 +181,10 @@ def shed_candidates(search: Engine, goal: BandGoal, broker: int, parts: IntArray
     """What ``broker`` may shed of ``parts`` (all it holds, without them): its leaderships
     first, where the goal's quantity goes with them, then its replicas."""
     if not search.moves_data:
-        return search.state.leadership_away(broker, parts)
-    batches = [search.state.replica_moves(broker, parts)]
+        return leadership_away(search.state, broker, parts)
+    batches = [replica_moves(search.state, broker, parts)]
     if goal.affects_leadership():
-        batches.insert(0, search.state.leadership_away(broker, parts))
+        batches.insert(0, leadership_away(search.state, broker, parts))
     return Candidates.concat(batches)
 
 
@@ -243,7 +244,7 @@ def refreshed(
             continue
         keep = np.delete(np.arange(len(parts)), stale)
         cands = Candidates.concat(
-            [pool.cands.take(keep), state.replica_moves(s, np.array(again, dtype=np.int64))]
+            [pool.cands.take(keep), replica_moves(state, s, np.array(again, dtype=np.int64))]
         )
         out[s] = new_pool(search, goal, cands.take(np.argsort(cands.part, kind="stable")))
     return out

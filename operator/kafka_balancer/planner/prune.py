@@ -29,7 +29,9 @@ import numpy as np
 
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import Goal
+from kafka_balancer.model.candidate_moves import replica_moves, slot_moves
 from kafka_balancer.model.candidates import Candidates
+from kafka_balancer.model.destinations import rack_allowed
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import LEADERS
 from kafka_balancer.model.working import WorkingModel
@@ -116,7 +118,7 @@ def _into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int, c
     a partition not ``crossing`` racks, that leaves a broker of ``rack`` in its place: by a relay
     (``_relay_into_rack``) when that one is smaller than the best exchange's partner, else in
     exchange with ``z``. 1 if it came back."""
-    give = state.replica_moves(z, np.array([p], dtype=np.int64))
+    give = replica_moves(state, z, np.array([p], dtype=np.int64))
     if len(give) == 0:
         # A replica of a topic the plan may not move, moved only off a draining broker.
         return 0
@@ -138,7 +140,7 @@ def _into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int, c
     for y in np.unique(rows[k, s]).tolist():
         if not state.active[y]:
             continue
-        take = state.replica_moves(y, same[k[rows[k, s] == y]])
+        take = replica_moves(state, y, same[k[rows[k, s] == y]])
         if len(take) == 0:
             continue
         offered.append((y, take))
@@ -193,11 +195,11 @@ def _relay_into_rack(
             w = int(home[0] if len(home) else dests[0])
             q = int(take.part[j])
             state.apply(take, j, w)
-            give = state.replica_moves(z, np.array([p], dtype=np.int64))
+            give = replica_moves(state, z, np.array([p], dtype=np.int64))
             if search.allowed(give, y)[0, y]:
                 state.apply(give, 0, y)
                 return 1
-            state.apply(state.replica_moves(w, np.array([q], dtype=np.int64)), 0, y)
+            state.apply(replica_moves(state, w, np.array([q], dtype=np.int64)), 0, y)
     return 0
 
 
@@ -256,13 +258,13 @@ def _single_undos(state: WorkingModel, search: Search, alone: IntArray, touched:
     for i in range(len(alone)):
         if not fresh[i]:
             ahead = i + np.nonzero(~fresh[i:])[0][:RECHECK]
-            allowed = search.allowed(state.slot_moves(parts[ahead], slots[ahead]))
+            allowed = search.allowed(slot_moves(state, parts[ahead], slots[ahead]))
             ok[ahead] = allowed[np.arange(len(ahead)), home[ahead]]
             fresh[ahead] = True
         if not ok[i]:
             continue
         p, h, x = int(parts[i]), int(home[i]), int(now[i])
-        state.apply(state.slot_moves(parts[i : i + 1], slots[i : i + 1]), 0, h)
+        state.apply(slot_moves(state, parts[i : i + 1], slots[i : i + 1]), 0, h)
         undone += 1
         touched[[h, x]] = True
         fresh[of_broker[h]] = False
@@ -301,7 +303,7 @@ def _undoable(
     by_now, rows_of = [], []
     for broker in np.unique(now).tolist():
         rows = np.nonzero(now == broker)[0]
-        by_now.append(state.replica_moves(broker, parts[rows]))
+        by_now.append(replica_moves(state, broker, parts[rows]))
         # replica_moves sorts its partitions; a partition has one replica per broker.
         rows_of.append(rows[np.argsort(parts[rows], kind="stable")])
     ok = np.zeros(len(parts), dtype=bool)
@@ -403,7 +405,7 @@ def _exchanges_home(
     if same_topic:
         # Partners of the offered replicas' topics only: a few of a broker's thousands.
         on_h = on_h[np.isin(state.topic[on_h], state.topic[parts[home == h]])]
-    take_all = state.replica_moves(h, on_h)
+    take_all = replica_moves(state, h, on_h)
     # Cheapest first: an offer looks at the partners cheaper than its largest saving only.
     take_all = take_all.take(np.lexsort((take_all.part, take_all.cost)))
     undone = 0
@@ -412,7 +414,7 @@ def _exchanges_home(
         rows = rows[state.replicas[parts[rows], slots[rows]] == a]
         start = 0
         while start < len(rows):
-            give = state.replica_moves(a, parts[rows[start : start + GIVE_SIDE]])
+            give = replica_moves(state, a, parts[rows[start : start + GIVE_SIDE]])
             applied = _exchange_one(state, bands, others, give, take_all, a, h, same_topic)
             if applied is None:
                 if not same_topic:
@@ -449,7 +451,7 @@ def _exchange_one(
     offers end there), the other goals are asked about the cheapest partners the bands allow."""
     rules = ~(state.replicas[give.part] == h).any(axis=1)
     if state.any_pinned or state.any_banned:
-        rules &= state.rack_allowed(give.part, give.slot)[:, h]
+        rules &= rack_allowed(state, give.part, give.slot)[:, h]
     if state.demoted[h]:
         rules &= give.delta[:, LEADERS] <= 0
     if not rules.all():
@@ -464,7 +466,7 @@ def _exchange_one(
     net = take_all.cost - np.where(goes_home, state.disk[take_all.part], 0.0)
     fits = (net < float(saving.max())) & ~(state.replicas[take_all.part] == a).any(axis=1)
     if state.any_pinned or state.any_banned:
-        fits &= state.rack_allowed(take_all.part, take_all.slot)[:, a]
+        fits &= rack_allowed(state, take_all.part, take_all.slot)[:, a]
     if state.demoted[a]:
         fits &= take_all.delta[:, LEADERS] <= 0
     if same_topic:

@@ -17,6 +17,7 @@ import numpy as np
 
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import EPSILON
+from kafka_balancer.model.candidate_moves import leader_changes, leadership_to, replica_moves
 from kafka_balancer.model.quantities import LEADERS
 from kafka_balancer.model.resources import Resource
 from kafka_balancer.planner.engine import SWAP_SIDE
@@ -102,7 +103,7 @@ def trade_leaderships(search: Search, goal: BandGoal, broker: int, need: float, 
             search.actions += 2
             return True
         for part, leader in ((taken, y), (given, broker)):
-            undo = state.leader_changes(np.array([part], dtype=np.int64), np.array([leader], dtype=np.int64))
+            undo = leader_changes(state, np.array([part], dtype=np.int64), np.array([leader], dtype=np.int64))
             state.apply(undo, 0, leader)
     return _relay_trade(search, goal, broker, need, over)
 
@@ -243,7 +244,7 @@ def _exchange_for_heavier(search: Search, broker: int, columns: IntArray) -> boo
     norm = search.norm[columns]
 
     def led(b: int) -> tuple[Candidates, FloatArray]:
-        moves = state.replica_moves(b)
+        moves = replica_moves(state, b)
         moves = moves.take(np.nonzero(moves.delta[:, LEADERS] > 0)[0])
         return moves, (moves.delta[:, columns] / norm).sum(axis=1)
 
@@ -280,7 +281,7 @@ def _one_more(search: Search, goal: BandGoal, broker: int, need: float, over: bo
     if over:
         step = place_from(search, goal, new_pool(search, goal, shed_candidates(search, goal, broker)), need)
     else:
-        pool = new_pool(search, goal, search.state.leadership_to(broker))
+        pool = new_pool(search, goal, leadership_to(search.state, broker))
         step = place_from(search, goal, pool, need, dest=broker)
     return step is not None
 
@@ -338,7 +339,7 @@ def _relay_trade(search: Search, goal: BandGoal, broker: int, need: float, over:
         return True
     state = search.state
     for part, back in ((taken, leader), (given, broker)):
-        undo = state.leader_changes(np.array([part], dtype=np.int64), np.array([back], dtype=np.int64))
+        undo = leader_changes(state, np.array([part], dtype=np.int64), np.array([back], dtype=np.int64))
         state.apply(undo, 0, back)
     search.actions -= 2
     return False
@@ -352,7 +353,7 @@ def _relays(search: Search, goal: BandGoal, broker: int) -> tuple[Candidates, Ca
     state = search.state
     if state.demoted[broker] or not search.band_vetoes:
         return None
-    into, out = state.leadership_to(broker), search.away(broker)
+    into, out = leadership_to(state, broker), search.away(broker)
     out = out.take(np.nonzero(~state.demoted[out.dst])[0])
     if len(into) == 0 or len(out) == 0:
         return None

@@ -14,7 +14,9 @@ import pytest
 
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.model.candidate_moves import leadership_away, replica_moves
 from kafka_balancer.model.candidates import Candidates
+from kafka_balancer.model.destinations import holds
 from kafka_balancer.model.reassign import apply_reassignments
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner import trades
@@ -65,12 +67,12 @@ def test_undo_takes_back_moves_and_leader_changes_to_the_state_before() -> None:
     state = WorkingModel(generate(spec))
     before = (state.replicas.copy(), state.leader_slot.copy(), state.load.copy(), state.leader_count.copy())
     state.journal.begin()
-    moves = state.replica_moves(0)
-    state.apply(moves, 0, int(np.nonzero(~state.holds(moves.part[:1])[0])[0][0]))
-    away = state.leadership_away(1)
+    moves = replica_moves(state, 0)
+    state.apply(moves, 0, int(np.nonzero(~holds(state, moves.part[:1])[0])[0][0]))
+    away = leadership_away(state, 1)
     state.apply(away, 0, int(away.dst[0]))
-    moves = state.replica_moves(2)
-    state.apply(moves, 1, int(np.nonzero(~state.holds(moves.part[1:2])[0])[0][0]))
+    moves = replica_moves(state, 2)
+    state.apply(moves, 1, int(np.nonzero(~holds(state, moves.part[1:2])[0])[0][0]))
     assert not np.array_equal(state.replicas, before[0])
 
     state.undo()

@@ -13,6 +13,7 @@ from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.goals.base import Goal
 from kafka_balancer.goals.rack import RackAwareGoal
 from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
+from kafka_balancer.model.candidate_moves import leadership_away, replica_moves
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.optimizer import plan
 from kafka_balancer.planner.vetoes import TOLERANCE
@@ -88,6 +89,6 @@ def test_rack_aware_veto_allows_where_its_evaluation_gets_no_worse(snap: dict[st
     state = WorkingModel(parse_snapshot(snap))
     goal = RackAwareGoal(GoalSpec.default(GoalType.RACK_AWARE), state)
     for b in range(state.n_brokers):
-        for cands in (state.replica_moves(b), state.leadership_away(b)):
+        for cands in (replica_moves(state, b), leadership_away(state, b)):
             fast = goal.kept(state, cands, TOLERANCE)
             assert np.array_equal(fast, Goal.kept(goal, state, cands, TOLERANCE))

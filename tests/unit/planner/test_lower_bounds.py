@@ -13,6 +13,7 @@ import pytest
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.registry import build_goal
 from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
+from kafka_balancer.model.candidate_moves import replica_moves
 from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.bound import (
@@ -415,7 +416,7 @@ def drained(kept: bool) -> WorkingModel:
     )
     state = WorkingModel(Cluster(brokers, parts))
     for p in (0, 1) if kept else ():
-        moves = state.replica_moves(1, np.array([p]))
+        moves = replica_moves(state, 1, np.array([p]))
         state.apply(moves, 0, 0)
         state.pin_to_rack(p, int(moves.slot[0]))
     return state

@@ -13,6 +13,7 @@ import pytest
 from kafka_balancer.goals.base import Goal
 from kafka_balancer.goals.registry import build_goal
 from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.model.candidate_moves import leader_changes, replica_moves
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.optimizer import plan
@@ -50,10 +51,10 @@ def replayed(cluster: Cluster) -> tuple[WorkingModel, list[Goal], float]:
         added = [b for b in r.replicas if b not in ids]
         for was in (b for b in old if int(state.broker_ids[b]) not in r.replicas):
             dest = int(np.nonzero(state.broker_ids == added.pop())[0][0])
-            state.apply(state.replica_moves(was, one), 0, dest)
+            state.apply(replica_moves(state, was, one), 0, dest)
         leader = int(np.nonzero(state.broker_ids == r.replicas[0])[0][0])
         if state.leader_of(p) != leader:
-            state.apply(state.leader_changes(one, np.array([leader], dtype=np.int64)), 0, leader)
+            state.apply(leader_changes(state, one, np.array([leader], dtype=np.int64)), 0, leader)
     return state, goals, result.figures.bytes_moved
 
 

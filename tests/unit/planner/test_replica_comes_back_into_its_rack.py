@@ -12,6 +12,7 @@ import pytest
 from kafka_balancer.goals.base import Goal
 from kafka_balancer.goals.registry import build_goal
 from kafka_balancer.goals.spec import GoalSpec, GoalType
+from kafka_balancer.model.candidate_moves import replica_moves
 from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.plan import diff
@@ -57,9 +58,9 @@ def planned(
     goals = [build_goal(GoalSpec.default(GoalType.DISK_CAPACITY, threshold_percent=100), state)]
     if full_count:
         goals.append(_counted(sum(1 for _, _, b in layout if b == 1) + (in_rack is not None), state))
-    state.apply(state.replica_moves(0, np.array([0]), every=True), 0, 2)
+    state.apply(replica_moves(state, 0, np.array([0]), every=True), 0, 2)
     if in_rack is not None:
-        state.apply(state.replica_moves(0, np.array([in_rack])), 0, 1)
+        state.apply(replica_moves(state, 0, np.array([in_rack])), 0, 1)
     assert all(goal.status(state).satisfied for goal in goals)
     return state, goals
 
@@ -160,7 +161,7 @@ def relayed(
     state = WorkingModel(Cluster(brokers, parts))
     goals = [build_goal(GoalSpec.default(GoalType.DISK_CAPACITY, threshold_percent=100), state)]
     goals.append(_counted(len(layout) - 1, state))
-    state.apply(state.replica_moves(0, np.array([0])), 0, 2)
+    state.apply(replica_moves(state, 0, np.array([0])), 0, 2)
     assert all(goal.status(state).satisfied for goal in goals)
     return state, goals
 

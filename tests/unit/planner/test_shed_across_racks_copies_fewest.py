@@ -9,6 +9,7 @@ import numpy as np
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.registry import build_goal
 from kafka_balancer.goals.spec import GoalSpec, GoalType
+from kafka_balancer.model.candidate_moves import replica_moves
 from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.plan import diff
@@ -40,7 +41,7 @@ def test_a_shed_across_racks_sends_a_small_unmoved_replica_rather_than_one_moved
     state = WorkingModel(Cluster(brokers, parts))
     goal = build_goal(GoalSpec.default(GoalType.DISK_DISTRIBUTION), state)
     assert isinstance(goal, BandGoal)
-    state.apply(state.replica_moves(1, np.array([0])), 0, 0)
+    state.apply(replica_moves(state, 1, np.array([0])), 0, 0)
     assert Search(state, [], []).shed(goal, 0)
     assert goal.status(state).satisfied
     figures = diff(state)[1]

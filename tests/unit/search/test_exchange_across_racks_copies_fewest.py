@@ -14,6 +14,7 @@ import pytest
 
 from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.goals.spec import GoalSpec, GoalType
+from kafka_balancer.model.candidate_moves import replica_moves
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.math import FloatArray
 from kafka_balancer.model.working import WorkingModel
@@ -44,7 +45,7 @@ def _state() -> WorkingModel:
         partition("u", 2, [2], disk=5 * GB),
     ]
     state = WorkingModel(parse_snapshot(snapshot(brokers, parts)))
-    state.apply(state.replica_moves(1, np.array([0], dtype=np.int64)), 0, 0)
+    state.apply(replica_moves(state, 1, np.array([0], dtype=np.int64)), 0, 0)
     return state
 
 
@@ -60,8 +61,8 @@ def _state() -> WorkingModel:
 def test_an_exchange_between_racks_counts_the_bytes_it_copies_across(across: bool, crossing: int) -> None:
     state = _state()
     goal = _EveryPairAlike(GoalSpec.default(GoalType.TOPIC_REPLICA_DISTRIBUTION))
-    give = state.replica_moves(0)
-    take = state.replica_moves(2)
+    give = replica_moves(state, 0)
+    take = replica_moves(state, 2)
     assert Search(state).exchange(goal, give, take, 0, 2, across)
     assert state.replicas[crossing, 0] == 2
     assert state.replicas[2, 0] == 0

@@ -21,6 +21,7 @@ from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.model.candidate_moves import replica_moves
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.swaps import exchange_leaderships, exchange_replicas
@@ -44,7 +45,7 @@ def _goals(state: WorkingModel) -> list[BandGoal]:
 
 def _move(state: WorkingModel, p: int, slot: int, dest: int) -> None:
     if slot < state.rf[p] and not (state.replicas[p] == dest).any():
-        cands = state.replica_moves(int(state.replicas[p, slot]), np.array([p], dtype=np.int64), every=True)
+        cands = replica_moves(state, int(state.replicas[p, slot]), np.array([p], dtype=np.int64), every=True)
         state.apply(cands, 0, dest)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.goals.port import SearchPort
 from kafka_balancer.goals.spec import GoalSpec, GoalType
+from kafka_balancer.model.candidate_moves import replica_moves
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.optimizer import _passes
 from kafka_balancer.planner.search import Search
@@ -30,7 +31,7 @@ class _Counting(StandInGoal):
         if self.calls > self.moves:
             return
         src = int(state.replicas[0, 0])
-        state.apply(state.replica_moves(src, np.array([0], dtype=np.int64)), 0, 1 - src)
+        state.apply(replica_moves(state, src, np.array([0], dtype=np.int64)), 0, 1 - src)
         assert isinstance(search, Search)
         search.actions += 1
 

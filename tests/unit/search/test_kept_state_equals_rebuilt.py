@@ -21,6 +21,7 @@ from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
+from kafka_balancer.model.candidate_moves import extreme_replica_moves, leadership_away, replica_moves
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.journal import JOURNAL
 from kafka_balancer.model.math import FloatArray
@@ -51,7 +52,7 @@ def _apply(state: WorkingModel, p: int, slot: int, dest: int) -> bool:
     if slot >= state.rf[p] or (state.replicas[p] == dest).any():
         return False
     src = int(state.replicas[p, slot])
-    cands = state.replica_moves(src, np.array([p], dtype=np.int64), every=True)
+    cands = replica_moves(state, src, np.array([p], dtype=np.int64), every=True)
     state.apply(cands, 0, dest)
     return True
 
@@ -126,7 +127,7 @@ def _fresh(search: Search, goal: BandGoal, s: int, broker: int) -> Pool:
     state = search.state
     parts = state.parts_on(s)
     parts = parts[(state.replicas[parts] != broker).all(axis=1)]
-    return Pool(state.replica_moves(s, parts), goal.column, search.norm)
+    return Pool(replica_moves(state, s, parts), goal.column, search.norm)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -206,7 +207,7 @@ def test_topic_cells_kept_between_actions_are_the_cells_counted_anew(
         if i % 3 == 2:
             continue
         for b in range(state.n_brokers):
-            for cands in (state.replica_moves(b), state.leadership_away(b)):
+            for cands in (replica_moves(state, b), leadership_away(state, b)):
                 _, dst = goal.evaluate(state, cands)
                 assert dst.tobytes() == _topic_change(goal, state, cands).tobytes()
 
@@ -220,12 +221,12 @@ def test_a_brokers_extreme_moves_are_the_head_of_all_its_moves_sorted(
     of the broker and sorting them by the goal's quantity would keep, in the same order."""
     state = moved_state(case)
     for b in range(state.n_brokers):
-        every = state.replica_moves(b)
+        every = replica_moves(state, b)
         for column in range(state.quantities().shape[1]):
             for largest in (True, False):
                 key = -every.delta[:, column] if largest else every.delta[:, column]
                 want = every.take(np.argsort(key, kind="stable")[:n])
-                got = state.extreme_replica_moves(b, column, n, largest)
+                got = extreme_replica_moves(state, b, column, n, largest)
                 for name in ("part", "slot", "src", "dst", "delta", "cost"):
                     assert np.array_equal(getattr(got, name), getattr(want, name)), (name, column)
 
@@ -250,7 +251,7 @@ def test_a_pools_order_after_retiring_rows_is_its_live_rows_ranked_anew(ranks: l
     are those of ranking its live rows anew."""
     parts = [partition(f"t{n % 3}", n, [0], disk=1e9 * (1 + (7 * n) % 40)) for n in range(40)]
     state = WorkingModel(parse_snapshot(snapshot([broker(b, "ab"[b % 2]) for b in range(3)], parts)))
-    pool = Pool(state.replica_moves(0), REPLICAS, Search(state).norm)
+    pool = Pool(replica_moves(state, 0), REPLICAS, Search(state).norm)
     c, need = pool.cands, 100.0
     first = preference(pool.benefit, c.cost, need, c.part, pool.side, pool.alive, len(c))
     for rank in ranks:
@@ -325,7 +326,7 @@ def test_a_pool_extended_ranks_as_a_pool_built_of_all_its_rows(
     parts = [partition(f"t{n % 2}", n, [0], disk=1e9 * size) for n, size in enumerate(sizes)]
     state = WorkingModel(parse_snapshot(snapshot([broker(b, "ab"[b % 2]) for b in range(3)], parts)))
     norm = Search(state).norm
-    every = state.replica_moves(0)
+    every = replica_moves(state, 0)
     leaving = np.where(np.arange(len(every)) % 2 == 0, state.disk[every.part], 0.0)
     split = min(split, len(every) - 1)
     first, rest = np.arange(split), np.arange(max(split - 2, 0), len(every))

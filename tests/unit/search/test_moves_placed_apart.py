@@ -22,6 +22,7 @@ from kafka_balancer.goals.base import EPSILON, Goal
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import GoalSpec, GoalType, default_goal_set
 from kafka_balancer.goals.topic import TopicReplicaDistributionGoal
+from kafka_balancer.model.candidate_moves import slot_moves
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.cluster import Broker, BrokerState, Cluster, Partition, PartitionLoad
 from kafka_balancer.model.math import BoolArray
@@ -119,7 +120,7 @@ def test_each_move_placed_apart_is_acceptable_and_ranked_best_when_applied(
     goal, search = _searched(state, GoalType.TOPIC_REPLICA_DISTRIBUTION)
     assert isinstance(goal, TopicReplicaDistributionGoal)
     parts, slots = np.nonzero(state.replicas >= 0)
-    cands = state.slot_moves(parts, slots)
+    cands = slot_moves(state, parts, slots)
     in_rack = np.array([rng.random() < 0.5 for _ in parts], dtype=bool) if some_in_rack else None
     applied = _checking(state, goal, search)
 

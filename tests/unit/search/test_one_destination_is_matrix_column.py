@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kafka_balancer.formats.snapshot import parse_snapshot
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.model.candidate_moves import leadership_away, replica_moves
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.working import WorkingModel
 from kafka_balancer.planner.search import Search
@@ -34,8 +35,8 @@ def _cases(draw: st.DrawFn) -> tuple[WorkingModel, int]:
         st.lists(st.tuples(st.integers(0, len(parts) - 1), st.integers(0, 2), st.integers(0, n_brokers - 1)))
     ):
         if slot < state.rf[p] and not (state.replicas[p] == dest).any():
-            cands = state.replica_moves(
-                int(state.replicas[p, slot]), np.array([p], dtype=np.int64), every=True
+            cands = replica_moves(
+                state, int(state.replicas[p, slot]), np.array([p], dtype=np.int64), every=True
             )
             state.apply(cands, 0, dest)
     for p, slot in draw(st.lists(st.tuples(st.integers(0, len(parts) - 1), st.integers(0, 2)), max_size=6)):
@@ -53,7 +54,7 @@ def test_one_destination_is_the_matrix_column(case: tuple[WorkingModel, int], da
     goals = [build_goal(spec, state, racks_held=True) for spec in priority_order(default_goal_set())]
     vetoes = data.draw(st.lists(st.sampled_from(goals), min_size=1, unique_by=id))
     search = Search(state, vetoes, [])
-    cands = Candidates.concat([state.replica_moves(source, every=True), state.leadership_away(source)])
+    cands = Candidates.concat([replica_moves(state, source, every=True), leadership_away(state, source)])
     every = search.allowed(cands)
     for dest in range(state.n_brokers):
         one = search.allowed(cands, dest)

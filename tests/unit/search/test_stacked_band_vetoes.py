@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.registry import build_goal, priority_order
 from kafka_balancer.goals.spec import default_goal_set
+from kafka_balancer.model.candidate_moves import leadership_away, replica_moves
 from kafka_balancer.model.candidates import Candidates
 from kafka_balancer.model.math import BoolArray, FloatArray
 from kafka_balancer.model.working import WorkingModel
@@ -63,7 +64,7 @@ def test_allowed_is_every_goals_verdict_at_both_ends(
     assume(bands)
     chosen = data.draw(st.lists(st.sampled_from(bands), min_size=1, unique_by=id))
     broker = data.draw(st.integers(0, state.n_brokers - 1))
-    cands = Candidates.concat([state.replica_moves(broker), state.leadership_away(broker)])
+    cands = Candidates.concat([replica_moves(state, broker), leadership_away(state, broker)])
     n = state.n_brokers
     open_to = data.draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n).map(np.array))
 
