@@ -104,6 +104,13 @@ def test_a_scale_down_waits_for_its_broker_to_drain_into_its_rack_then_goes_thro
             "their racks and the drain runs by itself; retry the same scale-down once they are empty"
         ) in said, said
         assert replicas_of_set(kube_bed, namespace, "kafka") == 4
+        # The same count in the manifest, as kubectl apply or a GitOps sync sends it: the same answer.
+        manifest = {**stateful_set("kafka", 3), "metadata": {"name": "kafka", "namespace": namespace}}
+        applied = kube_bed.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+        assert applied.returncode != 0 and "scale-down to 3 replicas held back" in applied.stderr, (
+            applied.stderr
+        )
+        assert replicas_of_set(kube_bed, namespace, "kafka") == 4
 
         # kubectl scale back to the count it has withdraws the drain; asked again, it starts again.
         allowed, said = scale(kube_bed, namespace, "kafka", 4)
