@@ -36,6 +36,9 @@ from .conftest import Logged, OperatorProcess, operator_process, wait_for
 from .objects import PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool, skewed_topic
 
 BALANCE_TIMEOUT_S = 300.0
+# 12 partitions, RF 2, on brokers 1-4 (racks a, b, c, a): broker 4 holds 5 replicas, none beside
+# broker 1, so all of them can move to broker 1, in its rack.
+DRAIN_PAIRS = ((1, 2), (2, 3), (3, 4), (4, 2), (1, 3), (2, 4), (3, 1), (4, 3), (2, 1), (3, 2), (1, 3), (4, 2))
 GOALS = (("replicas", {"type": "ReplicaDistribution", "rangePercent": 10}), ("racks", {"type": "RackAware"}))
 
 
@@ -234,8 +237,7 @@ def drain_scenario(
 ) -> None:
     """Broker 4 (rack a) of a Balanced 4-broker pool is drained under traffic: every replica it held
     lands on broker 1, the other broker of rack a (an excluded topic's too), and it can be stopped."""
-    pairs = [(1, 2), (2, 3), (3, 4), (4, 2), (1, 3), (2, 4), (3, 1), (4, 3), (2, 1), (3, 2), (1, 3), (4, 2)]
-    before = [list(p) for p in pairs]
+    before = [list(p) for p in DRAIN_PAIRS]
     topic = create_topic(bed, "e2e-drain", before)
     # Outside the pool's topic, so excluded (objects.pool): never balanced, but a drain moves it too.
     excluded = create_topic(bed, "e2e-drain-excluded", [[4, 2], [3, 4]])

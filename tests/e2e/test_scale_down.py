@@ -23,6 +23,7 @@ from .conftest import OperatorProcess, wait_for
 from .objects import apply, get
 from .test_lifecycle import (
     BALANCE_TIMEOUT_S,
+    DRAIN_PAIRS,
     assert_clean,
     auto_pool,
     balanced,
@@ -79,8 +80,7 @@ def test_a_scale_down_waits_for_its_broker_to_drain_into_its_rack_then_goes_thro
 ) -> None:
     bed = kafka_bed_factory(brokers=4, racks=3)  # racks a, b, c, a
     bed.start()
-    pairs = [(1, 2), (2, 3), (3, 4), (4, 2), (1, 3), (2, 4), (3, 1), (4, 3), (2, 1), (3, 2), (1, 3), (4, 2)]
-    topic = create_topic(bed, "e2e-scale-down", [list(p) for p in pairs])
+    topic = create_topic(bed, "e2e-scale-down", [list(p) for p in DRAIN_PAIRS])
     apply(kube_bed, namespace, stateful_set("kafka", 4), stateful_set("zookeeper", 3))
 
     with traffic(bed, topic):
