@@ -203,8 +203,11 @@ def apply_pool(
 def half_done_pool(
     bed: node.NodeBed, pods: OperatorPods, kafka: KafkaBed, namespace: str, topic: str
 ) -> dict[str, Any]:
-    """Apply the pool; return its plan status once some moves are done and others are copying."""
-    apply_pool(bed, kafka, namespace, topic)
+    """Apply the pool; return its plan status once some moves are done and others are copying.
+
+    At half SLOW's rate: each of the ≈ 2 MB moves copies for seconds, one at a time, so a poll that
+    itself takes seconds under load still lands between the first move done and the last one."""
+    apply_pool(bed, kafka, namespace, topic, throttleBytesPerSecond="256Ki")
     plan: dict[str, Any] = wait_for(
         half_done(bed.api, kafka, namespace, topic), BALANCE_TIMEOUT_S, "moves in flight", pods
     )
