@@ -82,10 +82,11 @@ def manifests(text: str = README) -> list[dict[str, Any]]:
 
 
 def example_manifests() -> list[dict[str, Any]]:
-    """The ``kafkabalancer.io`` resources of ``examples/*.yaml``, which the README tells users to apply."""
+    """The ``kafkabalancer.io`` resources of ``examples/`` and its directories (``examples/statefulset/``),
+    which the README tells users to apply."""
     docs = [
         doc
-        for path in sorted((ROOT / "examples").glob("*.yaml"))
+        for path in sorted((ROOT / "examples").rglob("*.yaml"))
         for doc in yaml.safe_load_all(path.read_text())
         if doc
     ]
