@@ -1,12 +1,14 @@
 """examples/statefulset/, which the README's "Kafka in a StatefulSet" quickstart applies: the manifests
 parse, the pool's StatefulSet and broker id offset are those of the Kafka beside it (its pods' start
-script, run here, makes pod ``kafka-<n>`` broker ``brokerIdOffset + n``), and the capacities the pool
-leaves out can be read from that StatefulSet. The pool and goals pass the operator's own validation in
+script, run here, makes pod ``kafka-<n>`` broker ``brokerIdOffset + n``), the capacities the pool
+leaves out can be read from that StatefulSet, and the quickstart applies every file and scales down
+the broker it names. The pool and goals pass the operator's own validation in
 tests/unit/docs/test_readme.py, which covers every example."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import yaml
 from kafka_balancer.api import BrokerPool
 from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.reconcile.stateful_set import with_stateful_set_capacity
-from tests.support.readme import ROOT, example_manifests
+from tests.support.readme import README, ROOT, example_manifests
 
 EXAMPLE = ROOT / "examples" / "statefulset"
 NAMESPACE = "kafka"
@@ -176,3 +178,30 @@ def test_the_controller_is_the_voter_the_brokers_name_and_every_node_formats_one
 def cluster_id(format_args: str) -> str:
     args = format_args.split()
     return args[args.index("--cluster-id") + 1]
+
+
+def quickstart() -> str:
+    """The README's "Kafka in a StatefulSet" section."""
+    text = README.split("### Kafka in a StatefulSet\n", 1)[1]
+    return text.split("\n## ", 1)[0]
+
+
+def test_the_quickstart_applies_every_file_of_the_example() -> None:
+    namespaces = set(re.findall(r"kubectl apply -n (\S+) -f examples/statefulset/", quickstart()))
+    files = set(re.findall(r"-f examples/statefulset/(\S+)", quickstart()))
+    assert files == {path.name for path in EXAMPLE.glob("*.yaml")}
+    # Into the namespace the pool's bootstrap address names.
+    namespace = pool().spec.kafka.bootstrap_servers.split(".")[1]
+    assert namespaces == {namespace}
+
+
+def test_the_quickstarts_scale_down_removes_the_broker_it_names() -> None:
+    ref = pool().spec.stateful_set
+    assert ref is not None
+    replicas = brokers()["spec"]["replicas"]
+    scales = re.findall(r"kubectl scale sts (\S+) -n \S+ --replicas=(\d+)", quickstart())
+    assert scales and set(scales) == {(ref.name, str(replicas - 1))}
+    leaving = ref.broker_id(replicas - 1)
+    assert f"`{ref.name}-{replicas - 1}` (broker {leaving})" in quickstart()
+    assert f"brokers [{leaving}] still hold" in quickstart()
+    assert f"data-{ref.name}-{replicas - 1}" in quickstart()
