@@ -111,7 +111,7 @@ def test_two_pools_on_one_cluster_execute_one_at_a_time_and_the_second_says_whom
                 while not done.is_set():
                     at = time.monotonic()
                     moving = {tp.topic for tp in ongoing_reassignments(kafka_bed)}
-                    throttled = broker_throttles(kafka_bed)
+                    throttled = len(broker_throttles(kafka_bed))
                     samples.append(Sample(at, topics[FIRST] in moving, topics[SECOND] in moving, throttled))
                     done.wait(max(0.0, EVERY_S - (time.monotonic() - at)))
             except BaseException as err:  # said by the test, not lost with the thread

@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.cimpl import NewTopic
 from kafka import KafkaAdminClient
 from kafka import errors as kp_errors
@@ -114,10 +114,13 @@ def under_replicated(bed: Cluster) -> list[str]:
 
 def throttles_left(bed: Cluster, topic: str) -> list[str]:
     """Replication throttles set on any running broker or on ``topic``."""
+    return [*broker_throttles(bed), *_throttles(bed, [ConfigResource("topic", topic)])]
+
+
+def _throttles(bed: Cluster, resources: list[ConfigResource]) -> list[str]:
     admin = admin_of(bed)
-    brokers = [ConfigResource("broker", str(b)) for b in sorted(bed.racks)]
     left = []
-    for resource in [*brokers, ConfigResource("topic", topic)]:
+    for resource in resources:  # one a request: a broker answers for itself alone
         [future] = admin.describe_configs([resource], request_timeout=30).values()
         for entry in future.result(timeout=30).values():
             if entry.name in THROTTLES and entry.value and not entry.is_default:
@@ -153,20 +156,24 @@ def ongoing_reassignments(bed: Cluster, topic: str | None = None, timeout_s: flo
         time.sleep(0.5)
 
 
-def broker_throttles(bed: Cluster) -> int:
-    """How many replication throttle configs are set on the running brokers."""
+def broker_throttles(bed: Cluster) -> list[str]:
+    """The replication throttle configs set on the running brokers, as ``broker: name=value``."""
+    return _throttles(bed, [ConfigResource("broker", str(b)) for b in sorted(bed.racks)])
+
+
+def remove_broker_throttles(bed: Cluster, left: list[str]) -> None:
+    """Remove the configs :func:`broker_throttles` listed."""
     admin = admin_of(bed)
-    set_on = 0
-    for broker in sorted(bed.racks):  # one broker per request: each answers for itself alone
-        [future] = admin.describe_configs(
-            [ConfigResource("broker", str(broker))], request_timeout=30
+    names: dict[str, list[str]] = defaultdict(list)
+    for item in left:
+        broker, setting = item.split(": ", 1)
+        names[broker].append(setting.split("=", 1)[0])
+    for broker, configs in names.items():
+        entries = [ConfigEntry(n, None, incremental_operation=AlterConfigOpType.DELETE) for n in configs]
+        [done] = admin.incremental_alter_configs(
+            [ConfigResource("broker", broker, incremental_configs=entries)]
         ).values()
-        set_on += sum(
-            1
-            for entry in future.result(timeout=30).values()
-            if entry.name in THROTTLES and entry.value and not entry.is_default
-        )
-    return set_on
+        done.result(timeout=30)
 
 
 class Writer:
