@@ -42,6 +42,7 @@ from kafka_balancer.k8s.settings import Timings
 from kafka_balancer.k8s.source import ClusterSource
 from kafka_balancer.kafka.admin import KafkaAdmin
 from kafka_balancer.kafka.collector import observe_cluster
+from kafka_balancer.kafka.cordon import ready_to_leave
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import CLUSTER_RESOURCE, Acl, KafkaBed, SecuredAccess
 
@@ -320,6 +321,61 @@ def test_log_dirs_without_describe_on_the_cluster_are_refused_not_read_as_empty(
             admin = KafkaAdmin(access.bootstrap_servers, access.properties)
             try:
                 assert set(admin.log_dirs([1, 2, 3])) == {1, 2, 3}
+            finally:
+                admin.close()
+    finally:
+        delete_topic(acl_bed, topic)
+
+
+def _replicas_on(bed: KafkaBed, broker: int) -> int:
+    """How many replicas ``broker`` holds, as the bed's super user sees them."""
+    topics = admin_of(bed).list_topics(timeout=10).topics
+    return sum(broker in p.replicas for meta in topics.values() for p in meta.partitions.values())
+
+
+@pytest.mark.usefixtures("operator_acls")
+def test_a_broker_holding_a_topic_hidden_from_the_principal_is_never_judged_empty(
+    acl_bed: KafkaBed, access: SecuredAccess
+) -> None:
+    """The scale-down webhook's check (may these brokers go?) on the real authorizer. Kafka leaves a
+    topic the principal may not describe out of the metadata, so broker 3 would look as if it held
+    none of its replicas."""
+    hidden = create_topic(acl_bed, "ledger", [[3, 1]])
+    try:
+        with granted(acl_bed, [Acl("topic", hidden, "Describe", allow=False)]):
+            admin = KafkaAdmin(access.bootstrap_servers, access.properties)
+            try:
+                with pytest.raises(KafkaAccessDenied) as raised:
+                    ready_to_leave(admin, {3})
+            finally:
+                admin.close()
+            assert f"1 topic(s) it may not describe: {hidden}" in str(raised.value)
+            assert "a broker that looks empty may still hold their replicas" in str(raised.value)
+        # The deny alone made the difference: taken back, the check counts the ledger's replica too.
+        admin = KafkaAdmin(access.bootstrap_servers, access.properties)
+        try:
+            held, _ = ready_to_leave(admin, {3})
+        finally:
+            admin.close()
+        assert held == {3: _replicas_on(acl_bed, 3)} and held[3] >= 1
+    finally:
+        delete_topic(acl_bed, hidden)
+
+
+def test_a_principal_that_may_not_describe_every_topic_cannot_judge_a_broker_empty(
+    acl_bed: KafkaBed, access: SecuredAccess
+) -> None:
+    """With Describe on some topics only (a prefix), the topics it may not describe cannot even be
+    named: the check refuses rather than count what it sees (every other read it makes is allowed)."""
+    topic = create_topic(acl_bed, "payments", [[3, 1]])
+    prefixed = [Acl("topic", "payments", "Describe", pattern="prefixed")]
+    try:
+        cluster = [Acl("cluster", CLUSTER_RESOURCE, op) for op in ("Describe", "DescribeConfigs")]
+        with granted(acl_bed, [*prefixed, *cluster]):
+            admin = KafkaAdmin(access.bootstrap_servers, access.properties)
+            try:
+                with pytest.raises(KafkaAccessDenied, match="do not let this principal DESCRIBE every topic"):
+                    ready_to_leave(admin, {3})
             finally:
                 admin.close()
     finally:

@@ -36,6 +36,8 @@ class FakeKafkaCluster:
     min_isr: dict[str, int] = field(default_factory=dict)  # topic -> min.insync.replicas (default 1)
     id: str = "fake-cluster-Id_1"  # the Kafka cluster id
     cordoning: bool = True  # the brokers know cordoned.log.dirs (Kafka 4.3 and later)
+    # Why Kafka's ACLs may hide topics from the principal (None: it sees them all).
+    hidden: str | None = None
     # KRaft: a broker shows a config change a moment after the controller commits it; reads of a
     # resource show its configs from before the last change this many times.
     stale_config_reads: int = 0
@@ -103,6 +105,9 @@ class FakeKafkaCluster:
 
     def broker_racks(self) -> dict[int, str | None]:
         return {b: self.racks.get(b) for b in self.brokers}
+
+    def hidden_topics(self) -> str | None:
+        return self.hidden
 
     def partitions(self, topics: Iterable[str] | None = None) -> dict[Tp, PartitionState]:
         wanted = None if topics is None else set(topics)

@@ -34,7 +34,7 @@ from kafka_balancer.reconcile.scale_down import (
 _log = logging.getLogger(__name__)
 MATCH_POOLS = "kafka-balancer-pools-stateful-sets"
 MATCH_REMOVALS = "kafka-balancer-may-remove-brokers"
-# Each of the three Kafka calls a check makes waits at most this long, so that a Kafka that does not
+# Each of the five Kafka calls a check makes waits at most this long, so that a Kafka that does not
 # answer is refused in words well within the apiserver's 30 s limit for a webhook.
 KAFKA_TIMEOUT_S = 5.0
 

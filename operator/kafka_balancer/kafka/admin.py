@@ -25,6 +25,7 @@ from kafka import errors as kp_errors
 
 from kafka_balancer.errors import InputError, KafkaAccessDenied, KafkaOperationError, KafkaUnavailableError
 from kafka_balancer.kafka.client_log import served, with_client_log
+from kafka_balancer.kafka.visibility import DENY_ACLS, NOT_EVERY_TOPIC, denials_of, probe_topic, unseen
 
 TIMEOUT_S = 30.0
 TOPICS_PER_DESCRIBE = 500
@@ -327,6 +328,7 @@ class KafkaAdmin:
         props = props or {}
         self.timeout_s = timeout_s
         self.deadline = deadline
+        self._principal = principal_of(props)
         self._ck_config = confluent_config(bootstrap, props)
         self._ck = AdminClient(self._ck_config)
         self._kp_config = kafka_python_config(bootstrap, props)
@@ -493,6 +495,25 @@ class KafkaAdmin:
                 elif code != KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise self._confluent_failed(what, err, timeout_s) from err
         return sorted(hidden)
+
+    def hidden_topics(self) -> str | None:
+        """Why Kafka's ACLs may hide topics from this principal, naming the denied ones it can; None
+        when it sees every topic (see :mod:`kafka_balancer.kafka.visibility`)."""
+        if self._hidden({probe_topic()}):
+            return NOT_EVERY_TOPIC
+        what = "describing ACLs"
+        timeout_s = self._timeout(what)
+        try:
+            asked = served(self._ck).describe_acls(DENY_ACLS, request_timeout=timeout_s)
+            found = asked.result(timeout=timeout_s)
+        except KafkaException as err:
+            reported = err.args[0] if err.args else None
+            if isinstance(reported, KafkaError) and reported.code() == KafkaError.SECURITY_DISABLED:
+                return None  # no authorizer: nothing is kept from anyone
+            raise self._confluent_failed(what, err, timeout_s) from err
+        except Exception as err:
+            raise self._confluent_failed(what, err, timeout_s) from err
+        return unseen([d for d in denials_of(found, self._principal) if d.kind == "topic"], [])
 
     def partition_sizes(
         self, partitions: Iterable[Tp], brokers: Iterable[int] | None = None

@@ -28,7 +28,6 @@ naming what it can.
 from __future__ import annotations
 
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
@@ -44,9 +43,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
 from confluent_kafka.admin._listoffsets import OffsetSpec
-from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 from kafka import KafkaAdminClient
 
 from kafka_balancer.errors import KafkaAccessDenied, KafkaOperationError, MetricsSourceError
@@ -62,52 +59,25 @@ from kafka_balancer.kafka.admin import (
 from kafka_balancer.kafka.client_log import served
 from kafka_balancer.kafka.sample_store import SampleStore
 from kafka_balancer.kafka.snapshot_builder import BrokerInfo
+from kafka_balancer.kafka.visibility import (
+    DENY_ACLS,
+    NOT_EVERY_TOPIC,
+    Denial,
+    denials_of,
+    probe_topic,
+    unseen,
+)
 from kafka_balancer.samples.broker_usage import BrokerUsage, BrokerUsageSource
 from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
 
 TIMEOUT_S = 30.0
 Tp = tuple[str, int]
 K = TypeVar("K")
-# How many of the topics or groups the principal cannot see an error names (then: "and N more").
-NAMED = 5
-# Deny ACLs that hide a topic or a group: DESCRIBE, or every operation.
-_HIDING = (AclOperation.DESCRIBE, AclOperation.ALL)
-_KINDS = {ResourceType.TOPIC: "topic", ResourceType.GROUP: "group"}
-
-
-@dataclass(frozen=True)
-class Denial:
-    """A deny ACL that hides ``kind`` (``topic`` or ``group``) ``name`` from the principal; a prefixed
-    one hides every name that starts with it."""
-
-    kind: str
-    name: str
-    prefixed: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.name}*" if self.prefixed else self.name
-
-
-def unseen(denials: Iterable[Denial], refused_groups: Iterable[str]) -> str | None:
-    """Why the principal cannot see the whole cluster, naming a few of what it cannot see; None when
-    nothing is kept from it."""
-    names: dict[str, set[str]] = {"topic": set(), "group": set()}
-    for denial in denials:
-        names[denial.kind].add(str(denial))
-    names["group"].update(refused_groups)
-    parts = []
-    for kind, how in (("topic", "describe"), ("group", "read the offsets of")):
-        found = sorted(names[kind])
-        if found:
-            more = f" and {len(found) - NAMED} more" if len(found) > NAMED else ""
-            parts.append(f"{len(found)} {kind}(s) it may not {how}: {', '.join(found[:NAMED])}{more}")
-    if not parts:
-        return None
-    return (
-        f"Kafka's ACLs keep part of the cluster from this principal, {'; '.join(parts)}; "
-        "nothing is planned on part of the cluster (grant DESCRIBE on every topic and group, "
-        "see docs/security.md)"
-    )
+# What a pass that stops on part of the cluster says after why.
+PART_OF_THE_CLUSTER = (
+    "; nothing is planned on part of the cluster (grant DESCRIBE on every topic and group, see "
+    "docs/security.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -222,7 +192,7 @@ class AdminReader:
         """Whether the principal may describe a topic whatever its name: asked of a name no one made
         (DescribeTopics never creates a topic)."""
         self.requests["Metadata"] += 1
-        name = f"kafka-balancer-probe-{uuid.uuid4().hex}"
+        name = probe_topic()
         try:
             futures = served(self._ck).describe_topics(TopicCollection([name]), request_timeout=TIMEOUT_S)
             futures[name].result(timeout=TIMEOUT_S)
@@ -242,19 +212,9 @@ class AdminReader:
         """The deny ACLs that hide a topic or a group from this principal (or from everyone); none
         when the cluster enforces no ACLs."""
         self.requests["DescribeAcls"] += 1
-        # None matches any name, principal and host (the stubs type them str).
-        wanted = AclBindingFilter(
-            ResourceType.ANY,
-            None,  # type: ignore[arg-type]
-            ResourcePatternType.ANY,
-            None,  # type: ignore[arg-type]
-            None,  # type: ignore[arg-type]
-            AclOperation.ANY,
-            AclPermissionType.DENY,
-        )
         try:
             found = (
-                served(self._ck).describe_acls(wanted, request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
+                served(self._ck).describe_acls(DENY_ACLS, request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
             )
         except KafkaException as err:
             reported = err.args[0] if err.args else None
@@ -272,12 +232,7 @@ class AdminReader:
             raise _fail("describing ACLs", err) from err
         except Exception as err:
             raise _fail("describing ACLs", err) from err
-        everyone = {"User:*", *([self._principal] if self._principal else [])}
-        return [
-            Denial(_KINDS[b.restype], b.name, b.resource_pattern_type == ResourcePatternType.PREFIXED)
-            for b in found
-            if b.restype in _KINDS and b.operation in _HIDING and b.principal in everyone
-        ]
+        return denials_of(found, self._principal)
 
     def committed_offsets(self, broker_count: int) -> tuple[dict[tuple[str, Tp], int], list[str]]:
         """(group, partition) → committed offset, for every consumer group; and the groups whose
@@ -342,9 +297,8 @@ def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Obse
     brokers = reader.brokers()
     if not reader.may_describe_any_topic():
         raise KafkaAccessDenied(
-            "Kafka's ACLs do not let this principal DESCRIBE every topic, and Kafka leaves those it may "
-            "not describe out of its answers, so which are hidden cannot be told; nothing is planned on "
-            "part of the cluster (grant DESCRIBE on topic '*', see docs/security.md)"
+            f"{NOT_EVERY_TOPIC}; nothing is planned on part of the cluster (grant DESCRIBE on topic '*', "
+            "see docs/security.md)"
         )
     denials = reader.denials()
     partitions = reader.partitions()
@@ -357,7 +311,7 @@ def observe(reader: AdminReader, clock: Callable[[], float] = time.time) -> Obse
     committed, refused_groups = reader.committed_offsets(len(brokers))
     hidden = unseen(denials, refused_groups)
     if hidden is not None:
-        raise KafkaAccessDenied(hidden)
+        raise KafkaAccessDenied(hidden + PART_OF_THE_CLUSTER)
     reassigning = reader.reassigning()
     return Observation(
         ts_ms=ts_ms,

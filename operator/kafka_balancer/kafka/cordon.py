@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Set
 
+from kafka_balancer.errors import KafkaAccessDenied
 from kafka_balancer.kafka.port import AdminPort
 
 CORDONED_LOG_DIRS = "cordoned.log.dirs"
@@ -50,7 +51,16 @@ def ready_to_leave(admin: AdminPort, brokers: Set[int]) -> tuple[dict[int, int],
     """What a scale-down of ``brokers`` depends on, read now: the replicas each of them holds (in
     any partition's replica set, a reassignment's target included), and which of them take no new
     replica: cordoned, or down (Kafka places new replicas on live brokers only). None for the latter
-    when this Kafka does not know cordoning."""
+    when this Kafka does not know cordoning.
+
+    Refused with :class:`KafkaAccessDenied` when Kafka's ACLs may hide topics from the principal: a
+    broker that looks empty could still hold their replicas."""
+    hidden = admin.hidden_topics()
+    if hidden is not None:
+        raise KafkaAccessDenied(
+            f"{hidden}, so a broker that looks empty may still hold their replicas (grant DESCRIBE on "
+            "every topic, see docs/security.md)"
+        )
     held = dict.fromkeys(brokers, 0)
     for state in admin.partitions().values():
         for broker in state.replicas:

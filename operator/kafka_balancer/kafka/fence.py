@@ -50,6 +50,9 @@ class FencedAdmin:
     def partitions(self, topics: Iterable[str] | None = None) -> dict[Tp, PartitionState]:
         return self.admin.partitions(topics)
 
+    def hidden_topics(self) -> str | None:
+        return self.admin.hidden_topics()
+
     def partition_sizes(
         self, partitions: Iterable[Tp], brokers: Iterable[int] | None = None
     ) -> dict[tuple[str, int, int], int]:

@@ -12,16 +12,9 @@ from confluent_kafka import KafkaError, KafkaException
 
 from kafka_balancer.errors import KafkaAccessDenied
 from kafka_balancer.kafka.admin import principal_of
-from kafka_balancer.kafka.collector import (
-    NAMED,
-    AdminReader,
-    Denial,
-    PartitionInfo,
-    _group_refused,
-    observe,
-    unseen,
-)
+from kafka_balancer.kafka.collector import AdminReader, PartitionInfo, _group_refused, observe
 from kafka_balancer.kafka.snapshot_builder import BrokerInfo
+from kafka_balancer.kafka.visibility import NAMED, Denial, unseen
 
 Tp = tuple[str, int]
 

@@ -146,6 +146,25 @@ def test_what_cannot_be_checked_is_refused_in_words() -> None:
     assert kube.annotated == []
 
 
+def test_a_broker_that_looks_empty_to_a_principal_kept_from_some_topics_may_not_go() -> None:
+    # Broker 3 holds a replica of a topic the principal may not describe: Kafka leaves it out of the
+    # metadata, so the broker looks empty and cordoned, as one that may go.
+    kafka = cluster(cordoned=(3,))
+    kafka.replicas[("orders", 0)] = (1, 2)
+    kafka.hidden = (
+        "Kafka's ACLs keep part of the cluster from this principal, 1 topic(s) it may not describe: ledger"
+    )
+    kube = GuardKubeFake([pool_object("main")])
+
+    answer = guard(kube, kafka).review("kafka", DOWN, dry_run=False)
+
+    assert answer is not None and not answer.allowed
+    assert answer.message.startswith("StatefulSet team-a/kafka: cannot tell whether brokers [3] are empty")
+    assert "1 topic(s) it may not describe: ledger" in answer.message
+    assert "a broker that looks empty may still hold their replicas" in answer.message
+    assert kube.annotated == []
+
+
 def test_two_pools_naming_one_stateful_set_refuse_its_scale_down() -> None:
     kube = GuardKubeFake([pool_object("main"), pool_object("other")])
 
