@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.fixtures.minio_bed",
     "tests.fixtures.node_bed",
     "tests.fixtures.prometheus_bed",
+    "tests.fixtures.strimzi",
 ]
 
 _TIERS = {"unit", "spark", "integration", "e2e", "node"}
