@@ -25,6 +25,8 @@ log "MinIO and the s3a jars of the shared-storage tests (built and resolved once
 "$KB_ROOT/hack/s3a/provision.sh" >/dev/null
 log "gopher-lua, Argo CD's Lua VM, for the Argo CD health checks (built once, then cached)"
 "$KB_ROOT/hack/argocd/provision.sh" >/dev/null
+log "Strimzi's CRDs for the Strimzi tests (generated once from io.strimzi:api, then cached)"
+"$KB_ROOT/hack/strimzi/provision.sh" >/dev/null
 log "the node's binaries and images (built once from Go modules and Debian's packages, then cached)"
 "$KB_ROOT/hack/node/provision.sh" >/dev/null
 log "pytest"
