@@ -114,7 +114,7 @@ def test_a_kafka_its_node_pool_and_a_user_are_stored_with_the_status_strimzi_wri
     # Strimzi's printer columns read the status written above.
     table = kube_bed.kubectl("get", "kafka", CLUSTER, "-n", NAMESPACE).stdout.splitlines()
     assert table[0].split()[:2] == ["NAME", "READY"]
-    assert table[1].split()[:3] == [CLUSTER, "True", strimzi.KAFKA_VERSION]
+    assert table[1].split()[:4] == [CLUSTER, "True", strimzi.KAFKA_VERSION, strimzi.KAFKA_METADATA_VERSION]
 
 
 def test_a_misspelled_field_is_refused_and_unvalidated_it_is_pruned(

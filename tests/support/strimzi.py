@@ -15,8 +15,9 @@ API_VERSION = "kafka.strimzi.io/v1"
 CLUSTER_LABEL = "strimzi.io/cluster"
 """The label that ties a ``KafkaNodePool`` or a ``KafkaUser`` to its ``Kafka``."""
 CRDS = ("kafkas.kafka.strimzi.io", "kafkanodepools.kafka.strimzi.io", "kafkausers.kafka.strimzi.io")
-KAFKA_VERSION = "4.1.0"
-"""A Kafka release Strimzi 1.2 supports; only written, never checked by the CRDs."""
+# Strimzi 1.2.0's default Kafka release (its kafka-versions.yaml), as the Kafka bed's; no CRD checks it.
+KAFKA_VERSION = "4.3.1"
+KAFKA_METADATA_VERSION = "4.3-IV0"
 _CONDITION_TIME = "2026-01-01T00:00:00.000000Z"
 
 
@@ -79,6 +80,7 @@ def kafka_status(
         "kafkaNodePools": [{"name": pool} for pool in node_pools],
         "clusterId": cluster_id,
         "kafkaVersion": KAFKA_VERSION,
+        "kafkaMetadataVersion": KAFKA_METADATA_VERSION,
     }
 
 
