@@ -27,6 +27,8 @@ log "gopher-lua, Argo CD's Lua VM, for the Argo CD health checks (built once, th
 "$KB_ROOT/hack/argocd/provision.sh" >/dev/null
 log "Strimzi's CRDs for the Strimzi tests (generated once from io.strimzi:api, then cached)"
 "$KB_ROOT/hack/strimzi/provision.sh" >/dev/null
+log "chart-testing's ct, the chart's linter (built once, then cached)"
+"$KB_ROOT/hack/chart-testing/provision.sh" >/dev/null
 log "the node's binaries and images (built once from Go modules and Debian's packages, then cached)"
 "$KB_ROOT/hack/node/provision.sh" >/dev/null
 log "pytest"

@@ -8,6 +8,7 @@ import pytest
 
 pytest_plugins = [
     "tests.fixtures.argocd",
+    "tests.fixtures.chart_testing",
     "tests.fixtures.kafka_bed",
     "tests.fixtures.kube_bed",
     "tests.fixtures.minio_bed",
