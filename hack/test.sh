@@ -29,6 +29,8 @@ log "Strimzi's CRDs for the Strimzi tests (generated once from io.strimzi:api, t
 "$KB_ROOT/hack/strimzi/provision.sh" >/dev/null
 log "chart-testing's ct, the chart's linter (built once, then cached)"
 "$KB_ROOT/hack/chart-testing/provision.sh" >/dev/null
+log "kubeconform, the rendered manifests' validator (built once, then cached)"
+"$KB_ROOT/hack/kubeconform/provision.sh" >/dev/null
 log "the node's binaries and images (built once from Go modules and Debian's packages, then cached)"
 "$KB_ROOT/hack/node/provision.sh" >/dev/null
 log "pytest"

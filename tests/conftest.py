@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.fixtures.chart_testing",
     "tests.fixtures.kafka_bed",
     "tests.fixtures.kube_bed",
+    "tests.fixtures.kubeconform",
     "tests.fixtures.minio_bed",
     "tests.fixtures.node_bed",
     "tests.fixtures.prometheus_bed",
