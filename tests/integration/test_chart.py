@@ -316,7 +316,7 @@ def test_helm_install_creates_the_crds_and_the_operators_objects(
         assert json.loads(got.stdout)["items"], f"no {kind} installed"
     assert kube_bed.kubectl("get", "clusterkopfpeering", "kafka-balancer").returncode == 0
     for kind in ("clusterrole", "clusterrolebinding"):
-        assert kube_bed.kubectl("get", kind, "kb-kafka-balancer").returncode == 0
+        assert kube_bed.kubectl("get", kind, f"kb-kafka-balancer-{RELEASE_NAMESPACE}").returncode == 0
     status = kube_bed.helm("status", RELEASE, "-n", RELEASE_NAMESPACE)
     assert "STATUS: deployed" in status.stdout
 
@@ -662,7 +662,8 @@ def test_the_user_roles_are_extended_to_pools_and_goals_unless_turned_off(kube_b
         if doc["kind"] == "ClusterRole"
         and "rbac.authorization.k8s.io/aggregate-to-edit" in doc["metadata"]["labels"]
     }
-    view, edit = roles[f"{RELEASE}-kafka-balancer-view"], roles[f"{RELEASE}-kafka-balancer-edit"]
+    prefix = f"{RELEASE}-kafka-balancer-{RELEASE_NAMESPACE}"
+    view, edit = roles[f"{prefix}-view"], roles[f"{prefix}-edit"]
     assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
     assert "rbac.authorization.k8s.io/aggregate-to-view" not in edit["metadata"]["labels"]
     assert {verb for rule in view["rules"] for verb in rule["verbs"]} == {"get", "list", "watch"}
@@ -670,6 +671,35 @@ def test_the_user_roles_are_extended_to_pools_and_goals_unless_turned_off(kube_b
 
     off = render(kube_bed, "aggregateToUserRoles=false")
     assert not [doc for doc in off if "aggregate-to-edit" in str(doc["metadata"].get("labels", {}))]
+
+
+def test_two_releases_of_one_name_in_two_namespaces_install_side_by_side(kube_bed: kube.KubeBed) -> None:
+    """One operator per team, each `helm install kafka-balancer -n <team>`: every cluster-scoped object
+    is named with its release's namespace, so the second install claims nothing of the first's (Helm
+    refuses an object another release owns)."""
+    teams = ("kb-team-x", "kb-team-y")
+    installed = []
+    try:
+        for team in teams:
+            kube_bed.kubectl("create", "namespace", team)
+            done = kube_bed.helm("install", "kafka-balancer", str(CHART), "-n", team)
+            assert done.returncode == 0, done.stdout + done.stderr
+            installed.append(team)
+        for team in teams:
+            for kind, name in (
+                ("clusterrole", f"kafka-balancer-{team}-observer"),
+                ("clusterrolebinding", f"kafka-balancer-{team}-observer"),
+                ("clusterrole", f"kafka-balancer-{team}-view"),
+                ("clusterrole", f"kafka-balancer-{team}-edit"),
+                (VWC, f"kafka-balancer-{team}-scale-down"),
+            ):
+                got = get_json(kube_bed, kind, name)
+                assert got["metadata"]["annotations"]["meta.helm.sh/release-namespace"] == team, (kind, name)
+    finally:
+        for team in installed:
+            kube_bed.helm("uninstall", "kafka-balancer", "-n", team)
+        for team in teams:
+            kube_bed.kubectl("delete", "namespace", team, "--wait=false")
 
 
 def _webhook_objects(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:

@@ -121,10 +121,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 {{- end -}}
 
-{{/* The scale-down webhook's ValidatingWebhookConfiguration: cluster-scoped, so named with the
-release's namespace too (two releases of one name in two namespaces must not share it). */}}
+{{/* The prefix of every cluster-scoped object of a release (its ClusterRoles and their bindings, the
+webhook's configuration): named with the release's namespace too, so that two releases of one name
+in two namespaces (one operator per team) never claim the same object. */}}
+{{- define "kafka-balancer.clusterScopedName" -}}
+{{- printf "%s-%s" (include "kafka-balancer.fullname" .) .Release.Namespace -}}
+{{- end -}}
+
+{{/* The scale-down webhook's ValidatingWebhookConfiguration. */}}
 {{- define "kafka-balancer.webhookConfiguration" -}}
-{{- printf "%s-%s-scale-down" (include "kafka-balancer.fullname" .) .Release.Namespace -}}
+{{- printf "%s-scale-down" (include "kafka-balancer.clusterScopedName" .) -}}
 {{- end -}}
 
 {{- define "kafka-balancer.webhookService" -}}
