@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kafka_balancer.durations import DURATION_PATTERN, parse_duration
 from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.kube_quantity import is_quantity, parse_quantity
 
@@ -113,7 +114,6 @@ MAX_REPLICAS_AT_A_TIME = 100
 Quantity = Annotated[int | str, AfterValidator(_check_quantity)]
 BrokerId = Annotated[int, Field(ge=0)]
 BOOTSTRAP_PATTERN = r"^[^,\s]+:[0-9]{1,5}(,[^,\s]+:[0-9]{1,5})*$"
-DURATION_PATTERN = r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
 URL_PATTERN = r"^https?://[^\s]+$"
 LABEL_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
 
@@ -213,8 +213,7 @@ class WarmUp(_Spec):
 
     @property
     def seconds(self) -> int:
-        units = {"h": 3600, "m": 60, "s": 1}
-        return sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)([hms])", self.duration))
+        return parse_duration(self.duration)
 
 
 class Execution(_Spec):

@@ -107,7 +107,7 @@ def resources(kube_bed: kube.KubeBed) -> Iterator[None]:
         bytes_done=2**30,
         bytes_total=3 * 2**30,
         eta_seconds=130,
-        eta="0h02m10s",
+        eta="2m10s",
     )
     running = ExecutionUpdate(
         ExecutionStatus("0a1b2c3d4e", ExecutionPhase.RUNNING, "3/12 moves", progress), PlanProgress(3, 9)
@@ -130,7 +130,7 @@ def test_get_bp_wide_shows_mode_phase_moves_data_eta_and_the_worst_goal(
     assert row["MOVES"] == "3/12"
     assert row["MOVES REMAINING"] == "9"
     assert row["DATA"] == "3Gi"
-    assert row["ETA"] == "0h02m10s"
+    assert row["ETA"] == "2m10s"
     assert row["WORST GOAL"] == "disk-spread (12.5%)"
     assert row["PLAN"] == "0a1b2c3d4e"
     assert row["READY"] == "True"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.commands.progress_display import ProgressDisplay, progress_display
+from kafka_balancer.durations import age_text
 from kafka_balancer.errors import ExecutionError, InputError, KafkaUnavailableError
 from kafka_balancer.formats.plan_file import read_plan
 from kafka_balancer.kafka.admin import TIMEOUT_S, KafkaAdmin, check_connection, load_properties
@@ -129,7 +130,7 @@ def run_cancel(args: argparse.Namespace) -> int:
             marker.hold()
             while not lock.try_acquire():
                 if time.monotonic() > deadline:
-                    waited = f"did not stop within {limit:.0f}s"
+                    waited = f"did not stop within {age_text(limit)}"
                     raise ExecutionError(f"the executor on {args.state} {waited}; nothing was cancelled")
                 marker.keep()
                 time.sleep(0.2)
@@ -151,7 +152,7 @@ def run_cancel(args: argparse.Namespace) -> int:
         except KafkaUnavailableError as err:
             again = _command("cancel", args, "--state", "--bootstrap-server", "--command-config")
             raise ExecutionError(
-                f"cancel gave up after {time.monotonic() - started:.0f}s (limit {limit:.0f}s): "
+                f"cancel gave up after {age_text(time.monotonic() - started)} (limit {age_text(limit)}): "
                 f"{err}; moves may still be in flight and our throttles set: once Kafka answers, "
                 f"`{again}` finishes the cancel and removes them"
             ) from err

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kafka_balancer.api import BrokerPoolSpec
+from kafka_balancer.durations import age_text
 from kafka_balancer.errors import ExecutionFenced, ExecutionHalted, KafkaBalancerError, KubernetesUnavailable
 from kafka_balancer.k8s.lease import PoolLease, holder_pool
 from kafka_balancer.k8s.metrics import OperatorMetrics
@@ -32,7 +33,7 @@ from kafka_balancer.k8s.state_mirror import StateMirror
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
 from kafka_balancer.kafka.fence import Fences
 from kafka_balancer.kafka.port import AdminPort
-from kafka_balancer.kafka.progress import cap_text, duration_text, eta_seconds
+from kafka_balancer.kafka.progress import cap_text, eta_seconds
 from kafka_balancer.kube_quantity import binary_quantity
 from kafka_balancer.reconcile.approval import halt_reason as reason_to_halt
 from kafka_balancer.reconcile.approval import repair_opted_in
@@ -120,12 +121,12 @@ def execution_progress(state: ExecutionState, now: float) -> tuple[ExecutionProg
         bytes_done=done,
         bytes_total=total,
         eta_seconds=None if eta is None else round(eta),
-        eta=None if eta is None else duration_text(eta),
+        eta=None if eta is None else age_text(eta),
         dir_bytes_done=dir_done,
         dir_bytes_total=dir_total,
         moves_skipped=len(state.by_status(MoveStatus.SKIPPED)),
     )
-    message += f", ETA {duration_text(eta)}" if eta is not None else ""
+    message += f", ETA {age_text(eta)}" if eta is not None else ""
     return progress, message + (f"; {cap_text(state)}" if cap_text(state) else "")
 
 
@@ -244,7 +245,7 @@ class PlanRun:
 
     def recovered(self, seconds: float) -> None:
         """The Kubernetes API answers again after ``seconds`` away."""
-        self._outage = f"the Kubernetes API was unreachable for {seconds:.0f}s; moves went on"
+        self._outage = f"the Kubernetes API was unreachable for {age_text(seconds)}; moves went on"
         self.services.kube.post_event(
             self.pool,
             Event("Warning", "KubernetesApiOutage", sentence(f"Plan {self.stored.id}: {self._outage}")),

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka_balancer.api import Scoring
+from kafka_balancer.durations import age_text
 from kafka_balancer.errors import InputError, ScoringError
 from kafka_balancer.k8s.kube import MANAGED_BY, owner_reference
 from kafka_balancer.k8s.port import KubePort, PoolId
@@ -170,6 +171,6 @@ class SparkApplicationScorer:
                 self.kube.delete_custom_object(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, namespace, name)
                 raise ScoringError(
                     f"SparkApplication {namespace}/{name} did not finish within "
-                    f"{self.settings.timeout_s:.0f} s (last state {state or 'none'}); deleted it"
+                    f"{age_text(self.settings.timeout_s)} (last state {state or 'none'}); deleted it"
                 )
             self._sleep(self.settings.poll_s)

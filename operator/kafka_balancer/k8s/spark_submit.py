@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kafka_balancer.durations import age_text
 from kafka_balancer.errors import InputError, ScoringError
 from kafka_balancer.k8s.kube import MANAGED_BY, owner_reference
 from kafka_balancer.k8s.port import KubePort, PoolId
@@ -393,7 +394,7 @@ class SparkSubmitScorer:
             if self._clock() >= deadline:
                 self.kube.delete_pod(namespace, name)
                 raise ScoringError(
-                    f"{where} did not finish within {self.settings.timeout_s:.0f} s "
+                    f"{where} did not finish within {age_text(self.settings.timeout_s)} "
                     f"(last phase {phase}); deleted it"
                 )
             self._sleep(self.settings.poll_s)
@@ -407,4 +408,4 @@ def _spark_submit(argv: list[str]) -> subprocess.CompletedProcess[str]:
             argv, env=env, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S, check=False
         )
     except subprocess.TimeoutExpired as err:
-        raise ScoringError(f"spark-submit did not return within {SUBMIT_TIMEOUT_S:.0f} s") from err
+        raise ScoringError(f"spark-submit did not return within {age_text(SUBMIT_TIMEOUT_S)}") from err

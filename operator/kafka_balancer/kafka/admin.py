@@ -23,6 +23,7 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kp_errors
 
+from kafka_balancer.durations import age_text
 from kafka_balancer.errors import InputError, KafkaAccessDenied, KafkaOperationError, KafkaUnavailableError
 from kafka_balancer.kafka.client_log import served, with_client_log
 from kafka_balancer.kafka.visibility import DENY_ACLS, NOT_EVERY_TOPIC, denials_of, probe_topic, unseen
@@ -294,7 +295,7 @@ def _fail(
 ) -> KafkaOperationError:
     if _unanswered(err):
         cause = _TO_CONTROLLER if controller else f"{type(err).__name__}"
-        return KafkaUnavailableError(f"{what}: no answer within {timeout_s:.0f}s: {cause}")
+        return KafkaUnavailableError(f"{what}: no answer within {age_text(timeout_s)}: {cause}")
     return KafkaOperationError(f"{what} failed: {type(err).__name__}: {err}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from kafka_balancer.durations import age_text
 from kafka_balancer.errors import ExecutionError
 from kafka_balancer.kafka.execution_state import TOPIC_DELETED, ExecutionState, MoveStatus
 from kafka_balancer.kafka.log_dir_moves import dir_brokers, misplaced, replica_dirs, stop_copies
@@ -34,7 +35,7 @@ def cancel_execution(
     deadline = clock() + timeout_s
     while in_flight & set(admin.reassignments()):
         if clock() > deadline:
-            raise ExecutionError(f"reassignments still listed {timeout_s:.0f}s after cancelling them")
+            raise ExecutionError(f"reassignments still listed {age_text(timeout_s)} after cancelling them")
         sleep(0.5)
     parts = admin.partitions({m.topic for m in state.moves})
     open_moves = [m for m in state.moves if m.status in (MoveStatus.PENDING, MoveStatus.IN_FLIGHT)]
@@ -103,6 +104,6 @@ def restore_order(
         (p := parts.get(tp)) is not None and p.replicas != source for tp, source in wrong.items()
     ):
         if clock() > deadline:
-            raise ExecutionError(f"replica order not restored {timeout_s:.0f}s after asking")
+            raise ExecutionError(f"replica order not restored {age_text(timeout_s)} after asking")
         sleep(0.5)
         parts = admin.partitions(topics)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
+from kafka_balancer.durations import age_text
 from kafka_balancer.errors import ExecutionError, InputError, KafkaOperationError, KafkaUnavailableError
 from kafka_balancer.kafka.admin import TIMEOUT_S, OngoingReassignment, PartitionState, Tp
 from kafka_balancer.kafka.batching import next_batch
@@ -214,7 +215,7 @@ class Executor:
                     # From when the unanswered request went out: it waited its timeout already.
                     since = tried_at
                     limit = self.options.outage_timeout_s
-                    self.log(f"Kafka does not answer ({err}); riding it out for up to {limit:.0f}s")
+                    self.log(f"Kafka does not answer ({err}); riding it out for up to {age_text(limit)}")
                 if now - since >= self.options.outage_timeout_s:
                     raise ExecutionError(self._outage(err, since, now)) from err
                 state = self.committed or state
@@ -223,14 +224,14 @@ class Executor:
                 pause = min(pause * 2, OUTAGE_RETRY_MAX_S)
                 continue
             if since is not None:
-                self.log(f"Kafka answers again after {self.clock() - since:.0f}s")
+                self.log(f"Kafka answers again after {age_text(self.clock() - since)}")
             return result
 
     def _outage(self, err: KafkaUnavailableError, since: float, now: float) -> str:
         started = time.strftime("%H:%M:%S UTC", time.gmtime(since))
         return (
-            f"Kafka has not answered since {started}, for {now - since:.0f}s, longer than the outage "
-            f"timeout of {self.options.outage_timeout_s:.0f}s ({err}); nothing is lost and every move "
+            f"Kafka has not answered since {started}, for {age_text(now - since)}, longer than the outage "
+            f"timeout of {age_text(self.options.outage_timeout_s)} ({err}); nothing is lost and every move "
             f"is recorded in {self.state_path}: once Kafka answers, {self.resume_hint}"
         )
 
@@ -390,10 +391,12 @@ class Executor:
             lost = sorted(set(move.adding) & gone)
             if lost:
                 left = f"destination broker {', '.join(map(str, lost))} left the cluster"
-                reason = f"{left} (no progress for {idle:.0f}s); reassignment cancelled"
+                reason = f"{left} (no progress for {age_text(idle)}); reassignment cancelled"
                 stuck[move.tp] = (move, reason)
             elif idle > self.options.timeout_per_move_s:
-                reason = f"no progress for {self.options.timeout_per_move_s:.0f}s; reassignment cancelled"
+                reason = (
+                    f"no progress for {age_text(self.options.timeout_per_move_s)}; reassignment cancelled"
+                )
                 stuck[move.tp] = (move, reason)
         if not stuck:
             return state
@@ -504,7 +507,7 @@ class Executor:
         limit = self.options.health_timeout_s
         if now - since > limit:
             raise ExecutionError(
-                f"{text}, for {now - since:.0f}s, longer than the health timeout of {limit:.0f}s; "
+                f"{text}, for {age_text(now - since)}, longer than the health timeout of {age_text(limit)}; "
                 f"nothing more was submitted: once that is over, {self.resume_hint}"
             )
         if text != state.waiting:
@@ -548,7 +551,8 @@ class Executor:
                 return self.commit(replace(state, leadership_done=True))
             if self.clock() > deadline:
                 self.log(
-                    f"leadership not applied within {self.options.settle_timeout_s:.0f}s for {len(wrong)}"
+                    f"leadership not applied within {age_text(self.options.settle_timeout_s)} "
+                    f"for {len(wrong)}"
                 )
                 return state
             self.log(f"electing preferred leaders for {len(wrong)} partition(s)")

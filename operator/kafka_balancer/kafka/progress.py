@@ -3,12 +3,8 @@ status fields (k8s/plan_run.py) use the same ETA and duration text."""
 
 from __future__ import annotations
 
+from kafka_balancer.durations import age_text
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
-
-
-def duration_text(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
 
 
 def eta_seconds(state: ExecutionState, now: float) -> float | None:
@@ -47,9 +43,9 @@ def summary(state: ExecutionState, now: float) -> str:
         lines.append(cap_text(state))
     eta = eta_seconds(state, now)
     if state.finished_at is not None:
-        lines.append(f"finished after {duration_text(state.finished_at - state.created_at)}")
+        lines.append(f"finished after {age_text(state.finished_at - state.created_at)}")
     elif eta is not None:
-        lines.append(f"ETA: {duration_text(eta)}")
+        lines.append(f"ETA: {age_text(eta)}")
     else:
         lines.append("ETA: unknown (no bytes moved yet)")
     lines += [

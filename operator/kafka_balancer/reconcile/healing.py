@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kafka_balancer.api import BrokerPoolSpec
+from kafka_balancer.durations import age_text
 from kafka_balancer.planner.plan import Plan
 from kafka_balancer.reconcile.approval import HEALS
 from kafka_balancer.reconcile.brokers import BrokerView, Lifecycle
@@ -70,7 +71,7 @@ def failure_events(inp: PoolInput, brokers: ObservedBrokers) -> list[Event]:
     """A broker gone missing, failed, back (in time or late), or healed (failed, and no replica left
     on it); the guard holding healing back."""
     before = {int(b["id"]): b.get("state") for b in inp.status.get("brokers") or []}
-    timeout = inp.spec.self_healing.broker_failure_seconds
+    timeout = age_text(inp.spec.self_healing.broker_failure_seconds)
     now = {v.id: v for v in brokers.views}
     events = []
     for v in brokers.views:
@@ -78,11 +79,11 @@ def failure_events(inp: PoolInput, brokers: ObservedBrokers) -> list[Event]:
         if v.state is Lifecycle.MISSING and was != Lifecycle.MISSING.value:
             text = f"Broker {v.id} (rack {v.rack or 'none'}) is missing from the cluster"
             if inp.spec.self_healing.enabled:
-                text += f"; it is failed and its replicas re-homed if it is still missing in {timeout} s"
+                text += f"; it is failed and its replicas re-homed if it is still missing in {timeout}"
             events.append(Event("Warning", "BrokerMissing", sentence(text)))
         if v.state is Lifecycle.FAILED and was != Lifecycle.FAILED.value:
             text = (
-                f"Broker {v.id} (rack {v.rack or 'none'}) has been missing for {timeout} s or more: it is "
+                f"Broker {v.id} (rack {v.rack or 'none'}) has been missing for {timeout} or more: it is "
                 "failed and its replicas are re-homed to live brokers, same rack first"
             )
             events.append(Event("Warning", "BrokerFailed", sentence(text)))

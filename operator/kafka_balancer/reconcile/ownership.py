@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kafka_balancer.durations import age_text
+
 # The holder stops believing this long before its deadline: a Kafka write that passed the check
 # just in time still lands before anyone else may take over.
 SAFETY_MARGIN_S = 2.0
@@ -71,7 +73,7 @@ class Ownership:
     def owns(self) -> bool:
         if self._deadline is not None and self.clock() >= self._deadline:
             self.lose(
-                f"not renewed within {self.duration_s:.0f}s (the Kubernetes API was unreachable "
+                f"not renewed within {age_text(self.duration_s)} (the Kubernetes API was unreachable "
                 "or this process was stalled)"
             )
         return self._deadline is not None

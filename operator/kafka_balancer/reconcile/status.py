@@ -5,7 +5,7 @@ with the CRDs' schemas (crds/*.yaml): ``to_dict()`` produces exactly those names
 is a merge patch, so a field left ``None`` is omitted (the apiserver keeps what was there); the
 fields that must be removed explicitly (``etaSeconds`` and ``eta`` once there is none) are written as
 ``None``. A few fields repeat a number as text for ``kubectl get -o wide`` (``moves`` "3/12",
-``dataToMove`` "1.5Gi", ``eta`` "0h02m10s", ``worstGoal``): printer columns can only show a field.
+``dataToMove`` "1.5Gi", ``eta`` "2m10s", ``worstGoal``): printer columns can only show a field.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class ExecutionProgress:
     bytes_done: int
     bytes_total: int
     eta_seconds: int | None  # at the byte rate so far; None before any byte moved and once finished
-    eta: str | None = None  # eta_seconds for people ("0h02m10s")
+    eta: str | None = None  # eta_seconds for people ("2m10s")
     dir_bytes_done: int = 0
     dir_bytes_total: int = 0
     moves_skipped: int = 0  # left alone: a topic deleted, replicas someone else changed

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kafka_balancer.api import Scoring
+from kafka_balancer.durations import age_text
 from kafka_balancer.errors import ScoringError
 from kafka_balancer.scoring import remote
 from kafka_balancer.scoring.seal import seal
@@ -157,7 +158,7 @@ class EmbeddedScorer:
                 )
         except subprocess.TimeoutExpired as err:
             raise ScoringError(
-                f"the embedded scoring job did not finish within {self.timeout_s:.0f} s"
+                f"the embedded scoring job did not finish within {age_text(self.timeout_s)}"
             ) from err
         if done.returncode != 0:
             raise ScoringError(f"the embedded scoring job failed: {error_line(done.stderr)}")

@@ -267,7 +267,7 @@ def test_a_driver_past_the_timeout_is_deleted_and_the_run_fails(tmp_path: Path) 
     cluster = Cluster(tmp_path, {"phase": "Running"})
     cluster.settings = SparkSettings(str(cluster.storage), poll_s=0.0, timeout_s=10.0)
 
-    with pytest.raises(ScoringError, match=r"did not finish within 10 s \(last phase Running\); deleted it"):
+    with pytest.raises(ScoringError, match=r"did not finish within 10s \(last phase Running\); deleted it"):
         cluster.scorer().score(request(tmp_path))
     assert cluster.kube.pods == {}
 
