@@ -118,6 +118,15 @@ URL_PATTERN = r"^https?://[^\s]+$"
 LABEL_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
 
 
+def throttle_rate(value: int | str) -> int:
+    """A throttle quantity (``50Mi``, ``1000000``, ``1.5M``) in bytes/s, as the CR and the command
+    line's --throttle take it; ValueError if it is no quantity or would stall every move."""
+    rate = parse_quantity(value)
+    if rate < MIN_THROTTLE:
+        raise ValueError(f"{value!r} is below 1Ki: every move would stall")
+    return int(rate)
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
@@ -231,10 +240,7 @@ class Execution(_Spec):
     @field_validator("throttle_bytes_per_second")
     @classmethod
     def _throttle_moves_data(cls, value: int | str) -> int | str:
-        if parse_quantity(value) < MIN_THROTTLE:
-            raise ValueError(
-                f"execution.throttleBytesPerSecond {value!r} is below 1Ki: every move would stall"
-            )
+        throttle_rate(value)
         return value
 
     @model_validator(mode="after")

@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from kafka_balancer import __version__
+from kafka_balancer.api import Execution, throttle_rate
 from kafka_balancer.commands.demo import add_arguments as add_demo_arguments
 from kafka_balancer.commands.pools import add_arguments as add_pool_arguments
 from kafka_balancer.commands.run import add_arguments as add_run_arguments
+from kafka_balancer.durations import EXAMPLES as DURATION_EXAMPLES
+from kafka_balancer.durations import age_text, parse_duration
 from kafka_balancer.errors import InfeasibleError, InputError, KafkaBalancerError
 from kafka_balancer.kafka.client_log import clients_logging_to, default_log_file, log_handler
 from kafka_balancer.kafka.execution_state import MoveOrder
@@ -29,6 +32,12 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INFEASIBLE = 3
+
+# The CR's execution defaults are the command line's (one source: the model's defaults).
+_EXECUTION = Execution()
+# Flags the CR has no field for.
+OUTAGE_TIMEOUT_S = 300
+CANCEL_TIMEOUT_S = 120
 
 
 class _Parser(argparse.ArgumentParser):
@@ -138,6 +147,36 @@ def _positive(text: str) -> int:
     return value
 
 
+def _throttle(text: str) -> int:
+    try:
+        return throttle_rate(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _duration(text: str) -> int:
+    try:
+        seconds = parse_duration(text, bare_seconds=True)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a duration ({DURATION_EXAMPLES}) nor a number of seconds"
+        ) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return seconds
+
+
+def _add_duration(parser: argparse.ArgumentParser, flag: str, default: int, help_text: str) -> None:
+    """A duration flag: the CRs' grammar or bare seconds; its value is seconds (an int)."""
+    parser.add_argument(
+        flag,
+        type=_duration,
+        default=default,
+        metavar="DURATION",
+        help=f"how long {help_text} ({DURATION_EXAMPLES}, or seconds; default {age_text(default)})",
+    )
+
+
 def _add_kafka_log(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kafka-log",
@@ -154,32 +193,47 @@ def _add_execution_commands(commands: Any) -> None:
     execute.add_argument("--command-config", type=Path, help="client properties (security, SASL, SSL)")
     execute.add_argument(
         "--throttle",
-        type=_positive,
-        help="replication throttle, bytes/s per broker (also the rate of copies between its log dirs)",
+        type=_throttle,
+        metavar="QUANTITY",
+        help="replication throttle, bytes/s per broker (also the rate of copies between its log dirs), a "
+        "Kubernetes quantity as the CR takes it (50Mi, 1000000, 1.5M); default "
+        f"{_EXECUTION.throttle_bytes_per_second} for a new execution, a resumed one keeps its own",
     )
-    execute.add_argument("--max-moves-per-broker", type=_positive, default=2)
-    execute.add_argument("--max-moves", type=_positive, default=10, help="moves in flight cluster-wide")
+    execute.add_argument(
+        "--max-moves-per-broker",
+        type=_positive,
+        default=_EXECUTION.max_moves_per_broker,
+        help=f"moves in flight per broker (default {_EXECUTION.max_moves_per_broker})",
+    )
+    execute.add_argument(
+        "--max-moves",
+        type=_positive,
+        default=_EXECUTION.max_moves,
+        help=f"moves in flight cluster-wide (default {_EXECUTION.max_moves})",
+    )
     execute.add_argument("--state", type=Path, help="state file (default: <plan>.state.json)")
-    execute.add_argument("--timeout-per-move", type=_positive, default=600, help="seconds without progress")
-    execute.add_argument(
+    _add_duration(
+        execute, "--timeout-per-move", _EXECUTION.move_timeout_seconds, "a move may go without progress"
+    )
+    _add_duration(
+        execute,
         "--dead-broker-timeout",
-        type=_positive,
-        default=300,
-        help="seconds a move waits for a destination broker that left the cluster (a restart comes back)",
+        _EXECUTION.dead_broker_timeout_seconds,
+        "a move waits for a destination broker that left the cluster (a restart comes back)",
     )
-    execute.add_argument(
+    _add_duration(
+        execute,
         "--outage-timeout",
-        type=_positive,
-        default=300,
-        help="seconds the execution rides out Kafka not answering (its controller down, a broker hanging) "
-        "before it stops; a re-run resumes it",
+        OUTAGE_TIMEOUT_S,
+        "the execution rides out Kafka not answering (its controller down, a broker hanging) before it "
+        "stops; a re-run resumes it",
     )
-    execute.add_argument(
+    _add_duration(
+        execute,
         "--health-timeout",
-        type=_positive,
-        default=1800,
-        help="seconds a batch waits for its partitions' replicas to be in sync (and their ISR at "
-        "min.insync.replicas) before the execution stops; a re-run resumes it",
+        _EXECUTION.health_timeout_seconds,
+        "a batch waits for its partitions' replicas to be in sync (and their ISR at min.insync.replicas) "
+        "before the execution stops; a re-run resumes it",
     )
     execute.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     execute.add_argument("--force", action="store_true", help="start despite under-replicated partitions")
@@ -206,11 +260,11 @@ def _add_execution_commands(commands: Any) -> None:
     cancel.add_argument("--state", required=True, type=Path, help="the execution's state file")
     cancel.add_argument("--bootstrap-server", required=True, help="host:port[,host:port...]")
     cancel.add_argument("--command-config", type=Path, help="client properties (security, SASL, SSL)")
-    cancel.add_argument(
+    _add_duration(
+        cancel,
         "--timeout",
-        type=_positive,
-        default=120,
-        help="seconds the whole cancel may take, waiting for the executor and Kafka's answers included",
+        CANCEL_TIMEOUT_S,
+        "the whole cancel may take, waiting for the executor and Kafka's answers included",
     )
     _add_kafka_log(cancel)
     cancel.set_defaults(handler=_cancel)

@@ -59,7 +59,8 @@ def test_a_throttled_plan_moves_data_without_losing_a_message(kafka_bed: KafkaBe
     try:
         code = main(
             ["execute", "--plan", str(plan), "--bootstrap-server", kafka_bed.bootstrap_servers,
-             "--state", str(state), "--throttle", str(throttle), "--poll-interval", "0.5"]
+             "--state", str(state), "--throttle", str(throttle), "--max-moves-per-broker", "2",
+             "--poll-interval", "0.5"]
         )  # fmt: skip
     finally:
         writer.stop.set()

@@ -6,9 +6,11 @@ import argparse
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kafka_balancer.api import Execution, throttle_rate
 from kafka_balancer.commands.progress_display import ProgressDisplay, progress_display
 from kafka_balancer.durations import age_text
 from kafka_balancer.errors import ExecutionError, InputError, KafkaUnavailableError
@@ -87,6 +89,10 @@ def run_execute(args: argparse.Namespace) -> int:
             check_same_plan(state, plan, state_path)
             print(f"resuming from {state_path}", flush=True)
         else:
+            # A new execution is throttled as the CR's default unless told otherwise; a resumed one
+            # keeps the throttle it was started with (options.throttle None).
+            if options.throttle is None:
+                options = replace(options, throttle=throttle_rate(Execution().throttle_bytes_per_second))
             state = new_state(admin, plan, options, time.time())
         total = state.bytes_total + state.dir_bytes_total
         with progress_display(sys.stdout, "executing", total, data=True) as display:

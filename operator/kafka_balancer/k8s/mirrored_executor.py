@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kafka_balancer.api import Execution as ExecutionSpec
+from kafka_balancer.api import throttle_rate
 from kafka_balancer.errors import ExecutionError, ExecutionHalted
 from kafka_balancer.k8s.state_mirror import StateMirror
 from kafka_balancer.kafka.cancel import cancel_execution
@@ -27,7 +28,6 @@ from kafka_balancer.kafka.fence import Fence, FencedAdmin
 from kafka_balancer.kafka.pause import settle_in_flight
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.throttle import release_brokers, wanted_brokers
-from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.reconcile.pool_input import StoredPlan
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class _MirroredExecutor(Executor):
 
 def options_of(spec: ExecutionSpec, poll_interval_s: float = 2.0) -> ExecuteOptions:
     return ExecuteOptions(
-        throttle=int(parse_quantity(spec.throttle_bytes_per_second)),
+        throttle=throttle_rate(spec.throttle_bytes_per_second),
         max_moves_per_broker=spec.max_moves_per_broker,
         max_moves=spec.max_moves,
         replicas_at_a_time=spec.replicas_at_a_time or 0,
