@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from kafka_balancer import __version__
 from kafka_balancer.api import Execution, throttle_rate
+from kafka_balancer.commands.completion import add_arguments as add_completion_arguments
 from kafka_balancer.commands.demo import add_arguments as add_demo_arguments
 from kafka_balancer.commands.pools import add_arguments as add_pool_arguments
 from kafka_balancer.commands.run import add_arguments as add_run_arguments
@@ -62,6 +63,7 @@ EXAMPLES = {
     "--output report.png",
     "demo": "kafka-balancer demo --fast",
     "pool": "kafka-balancer pool approve main -n kafka --plan 3f9c1e07aa",
+    "completion": "kafka-balancer completion bash",
 }
 
 
@@ -129,6 +131,13 @@ def _pool(args: argparse.Namespace) -> int:
     from kafka_balancer.commands.pools import run_pool
 
     return run_pool(args)
+
+
+def _completion(args: argparse.Namespace) -> int:
+    from kafka_balancer.commands.completion import completion_script
+
+    print(completion_script(build_parser(), args.shell), end="")
+    return EXIT_OK
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -327,6 +336,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = _command(commands, "demo", "local Kafka + API server + operator: balance, scale up, drain")
     add_demo_arguments(demo)
     demo.set_defaults(handler=_demo)
+
+    completion = _command(commands, "completion", "print a shell completion script (bash or zsh)")
+    add_completion_arguments(completion)
+    completion.set_defaults(handler=_completion)
     return parser
 
 
