@@ -74,7 +74,8 @@ def _execute(bed: KafkaBed, plan: Path, state: Path) -> list[str]:
         "--state",
         str(state),
     ]
-    return [*args, "--throttle", "100000", "--poll-interval", "0.3"]
+    # Two moves per broker at a time: _two_topics' plan copies doomed's moves while kept's wait.
+    return [*args, "--throttle", "100000", "--max-moves-per-broker", "2", "--poll-interval", "0.3"]
 
 
 def _assert_kept_placed_and_nothing_left(bed: KafkaBed, traffic: Traffic, doomed: str, state: Path) -> None:
