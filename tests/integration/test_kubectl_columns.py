@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.status_subresource import write_status
 
 from kafka_balancer.reconcile.conditions import TRUE, Condition, merge_conditions
 from kafka_balancer.reconcile.status import (
@@ -53,14 +54,6 @@ def _apply(kube_bed: kube.KubeBed, kind: str, name: str, spec: dict[str, Any]) -
     assert done.returncode == 0, done.stderr
 
 
-def _patch_status(kube_bed: kube.KubeBed, kind: str, name: str, status: dict[str, Any]) -> None:
-    patch = json.dumps({"status": status})
-    done = kube_bed.kubectl(
-        "patch", kind, name, "-n", NAMESPACE, "--subresource=status", "--type=merge", "-p", patch
-    )
-    assert done.returncode == 0, done.stderr
-
-
 def _table(kube_bed: kube.KubeBed, *args: str) -> list[dict[str, str]]:
     """kubectl's table as rows of column → cell, cut where each header starts (cells hold spaces)."""
     done = kube_bed.kubectl("get", *args, "-n", NAMESPACE)
@@ -99,7 +92,7 @@ def resources(kube_bed: kube.KubeBed) -> Iterator[None]:
         goals=GOALS,
         worst_goal=worst_goal(GOALS),
     )
-    _patch_status(kube_bed, "bp", "main", synced.to_dict())
+    write_status(kube_bed, "bp", "main", NAMESPACE, synced.to_dict())
     progress = ExecutionProgress(
         moves_done=3,
         moves_in_flight=2,
@@ -112,10 +105,10 @@ def resources(kube_bed: kube.KubeBed) -> Iterator[None]:
     running = ExecutionUpdate(
         ExecutionStatus("0a1b2c3d4e", ExecutionPhase.RUNNING, "3/12 moves", progress), PlanProgress(3, 9)
     )
-    _patch_status(kube_bed, "bp", "main", running.to_dict())
+    write_status(kube_bed, "bp", "main", NAMESPACE, running.to_dict())
     unmet = Condition("Satisfied", "False", "GoalViolated", "broker 3 holds 12.5% more disk than the band")
     goal = BalancerGoalStatus(1, "12.5%", merge_conditions([], [unmet], generation=1, now=NOW))
-    _patch_status(kube_bed, "bg", "disk-spread", goal.to_dict())
+    write_status(kube_bed, "bg", "disk-spread", NAMESPACE, goal.to_dict())
     yield
     kube_bed.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.status_subresource import write_status
 
 from kafka_balancer_dev.localbed import kube
 
@@ -61,11 +62,7 @@ def pools(kube_bed: kube.KubeBed) -> Iterator[kube.KubeBed]:
     ):
         created = kube_bed.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(pool(name, mode)))
         assert created.returncode == 0, created.stderr
-    written = kube_bed.kubectl(
-        "patch", "bp", "main", "-n", NAMESPACE, "--subresource=status", "--type=merge",
-        "-p", json.dumps({"status": STATUS}),
-    )  # fmt: skip
-    assert written.returncode == 0, written.stderr
+    write_status(kube_bed, "bp", "main", NAMESPACE, STATUS)
     yield kube_bed
     for namespace in (NAMESPACE, OTHER):
         kube_bed.kubectl("delete", "brokerpools", "--all", "-n", namespace)

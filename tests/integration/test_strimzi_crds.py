@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from tests.support import strimzi
+from tests.support.status_subresource import write_status
 
 from kafka_balancer_dev.localbed import kube
 
@@ -38,15 +39,6 @@ def strimzi_api(kube_bed: kube.KubeBed, strimzi_crds: Path) -> Iterator[None]:
 
 def create(bed: kube.KubeBed, manifest: dict[str, Any], *flags: str) -> None:
     done = bed.kubectl("create", *flags, "-f", "-", stdin=json.dumps(manifest))
-    assert done.returncode == 0, done.stderr
-
-
-def write_status(bed: kube.KubeBed, kind: str, name: str, status: dict[str, Any]) -> None:
-    """As Strimzi's operators do: through the status subresource, which ignores ``status`` anywhere else."""
-    patch = json.dumps({"status": status})
-    done = bed.kubectl(
-        "patch", kind, name, "-n", NAMESPACE, "--subresource=status", "--type=merge", "-p", patch
-    )
     assert done.returncode == 0, done.stderr
 
 
@@ -78,9 +70,9 @@ def test_a_kafka_its_node_pool_and_a_user_are_stored_with_the_status_strimzi_wri
     assert "status" not in stored(kube_bed, "kafka", CLUSTER)
     create(kube_bed, pool)
     create(kube_bed, user)
-    write_status(kube_bed, "kafka", CLUSTER, kafka_status)
-    write_status(kube_bed, "kafkanodepool", POOL, pool_status)
-    write_status(kube_bed, "kafkauser", USER, user_status)
+    write_status(kube_bed, "kafka", CLUSTER, NAMESPACE, kafka_status)
+    write_status(kube_bed, "kafkanodepool", POOL, NAMESPACE, pool_status)
+    write_status(kube_bed, "kafkauser", USER, NAMESPACE, user_status)
 
     # Every field is kept as written: none of them is pruned by Strimzi's schemas.
     stored_kafka = stored(kube_bed, "kafka", CLUSTER)
