@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kafka_balancer.durations import DURATION_PATTERN, parse_duration
+from kafka_balancer.errors import InputError
 from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.kube_quantity import is_quantity, parse_quantity
 
@@ -402,13 +403,31 @@ class StatefulSetRef(_Spec):
         return self.broker_id_offset + ordinal
 
 
+# Strimzi names: Kubernetes object names, and listener names of lower-case letters and digits.
+STRIMZI_NAME_PATTERN = r"^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$"
+
+
+class StrimziRef(_Spec):
+    """The Strimzi ``Kafka``, in the pool's namespace, whose brokers the pool balances: bootstrap
+    servers and cluster CA from the Kafka, credentials from the ``KafkaUser``'s Secret, capacities
+    and scale-downs from its ``KafkaNodePool``s (every broker pool of the Kafka when none is named)."""
+
+    kafka: str = Field(min_length=1, max_length=253, pattern=STRIMZI_NAME_PATTERN)
+    listener: str = Field(min_length=1, max_length=11, pattern=r"^[a-z0-9]{1,11}$")
+    user: str | None = Field(default=None, min_length=1, max_length=253, pattern=STRIMZI_NAME_PATTERN)
+    node_pools: list[Annotated[str, Field(min_length=1, max_length=253, pattern=STRIMZI_NAME_PATTERN)]] = (
+        Field(default_factory=list, alias="nodePools", max_length=100)
+    )
+
+
 class BrokerPoolSpec(_Spec):
     """``BrokerPool.spec``. ``mode`` defaults to Manual: nothing moves until a plan is approved."""
 
     mode: Mode = "Manual"
     paused: bool = False
     detection_interval_seconds: int = Field(default=60, ge=10, le=86400, alias="detectionIntervalSeconds")
-    kafka: KafkaConnection
+    kafka: KafkaConnection | None = None
+    strimzi: StrimziRef | None = None
     capacity: Capacity
     warm_up: WarmUp = Field(default_factory=WarmUp, alias="warmUp")
     drain: BrokerSet = Field(default_factory=list)
@@ -424,10 +443,21 @@ class BrokerPoolSpec(_Spec):
 
     @model_validator(mode="after")
     def _cross_field(self) -> BrokerPoolSpec:
-        if self.stateful_set is None and (self.capacity.disk is None or self.capacity.cpu is None):
+        if (self.kafka is None) == (self.strimzi is None):
             raise ValueError(
-                "capacity.disk and capacity.cpu are required unless spec.statefulSet names the "
-                "StatefulSet to read them from"
+                "exactly one of spec.kafka (the connection, given by hand) and spec.strimzi (a Strimzi "
+                "Kafka to read it from) is required"
+            )
+        if self.strimzi is not None and self.stateful_set is not None:
+            raise ValueError(
+                "spec.statefulSet and spec.strimzi exclude each other: Strimzi scales its brokers "
+                "through its KafkaNodePools"
+            )
+        unread = self.stateful_set is None and self.strimzi is None
+        if unread and (self.capacity.disk is None or self.capacity.cpu is None):
+            raise ValueError(
+                "capacity.disk and capacity.cpu are required unless spec.statefulSet or spec.strimzi "
+                "names where to read them from"
             )
         if set(self.drain) & set(self.warm_up.brokers):
             raise ValueError(
@@ -439,6 +469,12 @@ class BrokerPoolSpec(_Spec):
                 "(a missing broker is noticed at a detection pass)"
             )
         return self
+
+    def connection(self) -> KafkaConnection:
+        """``kafka``, given or read from ``strimzi`` (a pass resolves it first: reconcile/strimzi.py)."""
+        if self.kafka is None:
+            raise InputError("spec.strimzi: the Kafka connection was not read from Strimzi's resources")
+        return self.kafka
 
 
 class BrokerPool(BaseModel):

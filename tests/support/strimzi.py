@@ -137,16 +137,28 @@ def node_pool_status(
 
 
 def kafka_user(
-    name: str, namespace: str, cluster: str, *, secret_labels: Mapping[str, str] | None = None
+    name: str,
+    namespace: str,
+    cluster: str,
+    *,
+    authentication: str = "scram-sha-512",
+    secret_labels: Mapping[str, str] | None = None,
+    secret_annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A SCRAM-SHA-512 ``KafkaUser``; ``secret_labels`` go on the Secret the user operator writes.
+    """A ``KafkaUser`` (``authentication``: scram-sha-512, tls or tls-external); ``secret_labels``
+    and ``secret_annotations`` go on the Secret the user operator writes.
 
     https://strimzi.io/docs/operators/latest/configuring.html#type-KafkaUser-reference
     (#type-KafkaUserScramSha512ClientAuthentication-reference, #type-KafkaUserTemplate-reference)
     """
-    spec: dict[str, Any] = {"authentication": {"type": "scram-sha-512"}}
+    spec: dict[str, Any] = {"authentication": {"type": authentication}}
+    metadata: dict[str, Any] = {}
     if secret_labels:
-        spec["template"] = {"secret": {"metadata": {"labels": dict(secret_labels)}}}
+        metadata["labels"] = dict(secret_labels)
+    if secret_annotations:
+        metadata["annotations"] = dict(secret_annotations)
+    if metadata:
+        spec["template"] = {"secret": {"metadata": metadata}}
     return {
         "apiVersion": API_VERSION,
         "kind": "KafkaUser",
@@ -162,6 +174,24 @@ def kafka_user_status(name: str) -> dict[str, Any]:
     https://strimzi.io/docs/operators/latest/configuring.html#type-KafkaUserStatus-reference
     """
     return {"conditions": [_ready()], "observedGeneration": 1, "username": name, "secret": name}
+
+
+def scram_user_secret(name: str, password: str) -> dict[str, str]:
+    """The data of a SCRAM-SHA-512 user's Secret as the user operator writes it (no user name).
+
+    https://strimzi.io/docs/operators/latest/deploying.html#scram_sha_512_authentication
+    """
+    login = "org.apache.kafka.common.security.scram.ScramLoginModule"
+    jaas = f'{login} required username="{name}" password="{password}";'
+    return {"password": password, "sasl.jaas.config": jaas}
+
+
+def tls_user_secret(certificate: str, key: str, ca: str) -> dict[str, str]:
+    """The data of a tls user's Secret as the user operator writes it (PEM and PKCS #12 forms).
+
+    https://strimzi.io/docs/operators/latest/deploying.html#tls_client_authentication
+    """
+    return {"ca.crt": ca, "user.crt": certificate, "user.key": key, "user.p12": "", "user.password": ""}
 
 
 def _ready() -> dict[str, str]:

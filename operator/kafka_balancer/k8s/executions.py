@@ -132,7 +132,9 @@ class ExecutionService:
         try:
             run = PlanRun(self, pool, stored, spec, live, seen)
             # A broker that hangs must not stretch the dead-broker timeout to the client's request timeout.
-            connection = self._connect(spec.kafka.bootstrap_servers, props, run.options.request_timeout_s)
+            connection = self._connect(
+                spec.connection().bootstrap_servers, props, run.options.request_timeout_s
+            )
             return run.execute(self._locks[pool.key], connection)
         finally:
             self._slots.release()
@@ -201,7 +203,7 @@ class ExecutionService:
     ) -> frozenset[int] | None:
         """kafka/cordon.py's sync_cordons on the pool's cluster: the brokers held cordoned now, or
         None when its Kafka does not know cordoning."""
-        with self._connect(spec.kafka.bootstrap_servers, props, TIMEOUT_S) as admin:
+        with self._connect(spec.connection().bootstrap_servers, props, TIMEOUT_S) as admin:
             return sync_cordons(admin, wanted, ours)
 
     def settle_deleted(self, pool: PoolId, spec: BrokerPoolSpec, props: Mapping[str, str]) -> str | None:
@@ -221,7 +223,7 @@ class ExecutionService:
             recorded = mirror.load()
             if recorded is None or recorded[1].finished_at is not None:
                 return None  # nothing in flight: no need to reach Kafka (it may be gone for good)
-            with self._connect(spec.kafka.bootstrap_servers, props, TIMEOUT_S) as admin:
+            with self._connect(spec.connection().bootstrap_servers, props, TIMEOUT_S) as admin:
                 cluster = self.cluster_lease(pool, admin)
                 if not cluster.acquire(lambda: time.monotonic() > give_up):
                     busy = holder_pool(cluster.holder())
@@ -251,7 +253,7 @@ class ExecutionService:
         held: list[PoolLease] = []
 
         def admin() -> AdminPort:
-            opened.append(self._connect(spec.kafka.bootstrap_servers, props, TIMEOUT_S))
+            opened.append(self._connect(spec.connection().bootstrap_servers, props, TIMEOUT_S))
             made = opened[-1].__enter__()
             cluster = self.cluster_lease(pool, made)
             if not cluster.try_acquire():

@@ -308,6 +308,25 @@ class Kube:
             raise KubernetesError(f"reading {plural} {namespace}/{name}: {err.reason}") from err
         return dict(found)
 
+    def list_custom_objects(
+        self, group: str, version: str, plural: str, namespace: str, selector: str
+    ) -> list[dict[str, Any]]:
+        try:
+            with _transport(f"listing {plural} in {namespace}"):
+                found: Any = self.custom.list_namespaced_custom_object(
+                    group,
+                    version,
+                    namespace,
+                    plural,
+                    label_selector=selector,
+                    _request_timeout=REQUEST_TIMEOUT_S,
+                )
+        except ApiException as err:
+            if err.status == 404:
+                return []
+            raise KubernetesError(f"listing {plural} in {namespace}: {err.reason}") from err
+        return [dict(item) for item in found.get("items") or []]
+
     def delete_custom_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
         try:
             with _transport(f"deleting {plural} {namespace}/{name}"):

@@ -40,6 +40,7 @@ from kafka_balancer.k8s.pool_secrets import pool_secret
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.scored_loads import Loads
 from kafka_balancer.k8s.settings import Limits, Timings
+from kafka_balancer.k8s.strimzi import read_strimzi
 from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, Action, plan_id
 from kafka_balancer.reconcile.brokers import Lifecycle
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
@@ -59,6 +60,7 @@ from kafka_balancer.reconcile.status import (
     PoolStatus,
     rfc3339,
 )
+from kafka_balancer.reconcile.strimzi import resolve as resolve_strimzi
 
 T = TypeVar("T")
 PLURAL_POOLS = "brokerpools"
@@ -206,7 +208,7 @@ class PoolService:
                 found = self.kube.read_stateful_set(pool.id.namespace, spec.stateful_set.name)
                 spec = with_stateful_set_capacity(spec, found)
             goals = parse_goals(pool.goals)
-            props = self.connection(pool.id, spec)
+            spec, props = self.resolve(pool.id, spec)
             self.last_connection[key] = (spec, props)
         except InputError as err:
             # An unusable spec or Secret: say so; the next spec change (or interval) tries again.
@@ -267,8 +269,7 @@ class PoolService:
         self.metrics.forget(pool.key)
         self.known_partitions.pop(pool.key, None)
         try:
-            parsed = parse_spec(spec)
-            props = self.connection(pool, parsed)
+            parsed, props = self.resolve(pool, parse_spec(spec))
         except InputError as err:
             # A pool deleted with its namespace: its Secrets went first. The credentials it last
             # connected with (in this process) still clean up what it left.
@@ -288,9 +289,18 @@ class PoolService:
         return cancelled
 
     def connection(self, pool: PoolId, spec: BrokerPoolSpec) -> dict[str, str]:
-        """Client properties with credentials from the pool's Secrets (files for TLS keys, mode 0600)."""
-        kafka = spec.kafka
-        sasl = None
+        return self.resolve(pool, spec)[1]
+
+    def resolve(self, pool: PoolId, spec: BrokerPoolSpec) -> tuple[BrokerPoolSpec, dict[str, str]]:
+        """The spec a pass works with (a Strimzi pool's connection, capacities and scale-downs read
+        from Strimzi's resources) and its client properties, with credentials from the pool's
+        Secrets (files for TLS keys, mode 0600)."""
+        sasl: Mapping[str, str] | None = None
+        tls: Mapping[str, bytes] | None = None
+        if spec.strimzi is not None:
+            resolved = resolve_strimzi(spec, read_strimzi(self.kube, pool, spec.strimzi))
+            spec, sasl, tls = resolved.spec, resolved.sasl, resolved.tls
+        kafka = spec.connection()
         cleartext = kafka.security_protocol == "SASL_PLAINTEXT"
         if kafka.sasl is not None and cleartext and not self.allow_cleartext_credentials:
             raise InputError(
@@ -299,27 +309,27 @@ class PoolService:
                 "with the operator setting KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS "
                 "(chart value kafka.allowCleartextCredentials)"
             )
-        if kafka.sasl is not None:
+        if spec.strimzi is None and kafka.sasl is not None:
             data = pool_secret(
                 self.kube.read_secret, pool, "kafka.sasl.secretRef", kafka.sasl.secret_ref.name
             )
             sasl = None if data is None else {k: v.decode() for k, v in data.items()}
-        tls_files: dict[str, Path] | None = None
-        if kafka.tls is not None:
-            data = pool_secret(self.kube.read_secret, pool, "kafka.tls.secretRef", kafka.tls.secret_ref.name)
-            if data is None:
+        if spec.strimzi is None and kafka.tls is not None:
+            tls = pool_secret(self.kube.read_secret, pool, "kafka.tls.secretRef", kafka.tls.secret_ref.name)
+            if tls is None:
                 raise InputError(f"kafka.tls.secretRef: Secret {kafka.tls.secret_ref.name} is missing")
+        tls_files: dict[str, Path] | None = None
+        if tls is not None:
             folder = self.state_dir / "tls" / f"{pool.namespace}.{pool.name}"
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            written: dict[str, Path] = {}
+            tls_files = {}
             for key in ("ca.crt", "tls.crt", "tls.key"):
-                if key in data:
+                if key in tls:
                     path = folder / key
                     path.touch(mode=0o600)
-                    path.write_bytes(data[key])
-                    written[key] = path
-            tls_files = written
-        return client_properties(kafka, sasl, tls_files)
+                    path.write_bytes(tls[key])
+                    tls_files[key] = path
+        return spec, client_properties(kafka, sasl, tls_files)
 
     def stored_plan(self, pool: PoolId) -> StoredPlan | None:
         """The plan the pool's plan ConfigMap holds, under the id of its content. Anyone who may edit

@@ -150,6 +150,12 @@ class KubePort(Protocol):
         """Gone already is fine."""
         ...
 
+    def list_custom_objects(
+        self, group: str, version: str, plural: str, namespace: str, selector: str
+    ) -> list[dict[str, Any]]:
+        """The objects whose labels match ``selector``; none when the resource is not installed."""
+        ...
+
     def read_stateful_set(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The StatefulSet as the API returns it (camelCase keys); None when it does not exist."""
         ...

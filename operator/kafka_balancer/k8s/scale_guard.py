@@ -90,7 +90,7 @@ class ScaleGuard:
             leaving = brokers_removed(ref, request.current, request.wanted)
             try:
                 props = self.connection(pool.id, pool.spec)
-                bootstrap = pool.spec.kafka.bootstrap_servers
+                bootstrap = pool.spec.connection().bootstrap_servers
                 with self.connect(bootstrap, props, KAFKA_TIMEOUT_S) as admin:
                     held, closed = ready_to_leave(admin, set(leaving))
             except (InputError, KafkaOperationError, KubernetesError) as err:

@@ -99,7 +99,7 @@ class ClusterSource:
     ) -> tuple[ClusterMetadata, Loads]:
         """Blocking (one Admin API pass); never waits for Spark."""
         key = pool.key
-        bootstrap = spec.kafka.bootstrap_servers
+        bootstrap = spec.connection().bootstrap_servers
         current = observe_cluster(bootstrap, props)
         previous = self._previous.get(key)
         self._previous[key] = current

@@ -191,7 +191,7 @@ def test_the_quickstart_applies_every_file_of_the_example() -> None:
     files = set(re.findall(r"-f examples/statefulset/(\S+)", quickstart()))
     assert files == {path.name for path in EXAMPLE.glob("*.yaml")}
     # Into the namespace the pool's bootstrap address names.
-    namespace = pool().spec.kafka.bootstrap_servers.split(".")[1]
+    namespace = pool().spec.connection().bootstrap_servers.split(".")[1]
     assert namespaces == {namespace}
 
 

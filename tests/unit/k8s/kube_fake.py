@@ -141,6 +141,18 @@ class FakeKube:
     ) -> dict[str, Any] | None:
         return self.custom_objects.get((plural, namespace, name))
 
+    def list_custom_objects(
+        self, group: str, version: str, plural: str, namespace: str, selector: str
+    ) -> list[dict[str, Any]]:
+        wanted = dict(term.split("=", 1) for term in selector.split(",") if term)
+        return [
+            found
+            for (kind, ns, _), found in sorted(self.custom_objects.items())
+            if kind == plural
+            and ns == namespace
+            and wanted.items() <= ((found.get("metadata") or {}).get("labels") or {}).items()
+        ]
+
     def delete_custom_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
         self.custom_objects.pop((plural, namespace, name), None)
 

@@ -119,7 +119,7 @@ def test_a_minimal_pool_gets_the_documented_defaults() -> None:
     assert spec.detection_interval_seconds == 60
     assert (spec.warm_up.duration, spec.warm_up.steps, spec.warm_up.seconds) == ("30m", 4, 1800)
     assert (spec.execution.max_moves_per_broker, spec.execution.max_moves) == (5, 50)
-    assert spec.kafka.security_protocol == "PLAINTEXT"
+    assert spec.connection().security_protocol == "PLAINTEXT"
     healing = spec.self_healing
     assert (healing.enabled, healing.broker_failure_seconds) == (False, 1800)
     assert (healing.max_failed_brokers, healing.max_failed_percent) == (10, 40)
