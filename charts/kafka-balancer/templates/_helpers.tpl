@@ -104,6 +104,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
   verbs: ["get"]
+{{- if .Values.strimzi.enabled }}
+# A pool's spec.strimzi: the Kafka (listeners' addresses), its node pools (capacities, scale-downs)
+# and the KafkaUser (its Secret's name); read only.
+- apiGroups: ["kafka.strimzi.io"]
+  resources: ["kafkas", "kafkanodepools", "kafkausers"]
+  verbs: ["get", "list"]
+{{- end }}
 {{- if .Values.scoring.sparkApplications }}
 - apiGroups: ["sparkoperator.k8s.io"]
   resources: ["sparkapplications"]
