@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from tests.support import strimzi
 from tests.support.status_subresource import write_status
 
@@ -124,3 +125,17 @@ def test_a_misspelled_field_is_refused_and_unvalidated_it_is_pruned(
     assert stored(kube_bed, "kafkanodepool", "misspelled")["spec"]["storage"]["volumes"] == [
         {"id": 0, "type": "persistent-claim"}
     ]
+
+
+def test_the_strimzi_examples_are_valid_for_strimzis_crds(kube_bed: kube.KubeBed, strimzi_api: None) -> None:
+    """examples/strimzi's Kafka, node pools and KafkaUser, as the README's quickstart applies them:
+    every field known to Strimzi's schemas (a misspelled one would be refused, as above)."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "strimzi"
+    for name in ("kafka.yaml", "user.yaml"):
+        done = kube_bed.kubectl(
+            "apply", "-n", NAMESPACE, "--dry-run=server", "--validate=strict", "-f", str(examples / name)
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.count("(server dry run)") == len(
+            [d for d in yaml.safe_load_all((examples / name).read_text()) if d]
+        ), done.stdout
