@@ -16,6 +16,8 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pydantic import ValidationError
+
 from kafka_balancer import __version__
 from kafka_balancer.api import Execution, throttle_rate
 from kafka_balancer.commands.completion import add_arguments as add_completion_arguments
@@ -97,9 +99,43 @@ def _score(args: argparse.Namespace) -> int:
     return run_score(args)
 
 
+# The execute flags a BrokerPool's spec.execution also takes: the CLI holds them to the CR's bounds.
+_EXECUTION_FLAGS = {
+    "maxMovesPerBroker": ("--max-moves-per-broker", "max_moves_per_broker"),
+    "maxMoves": ("--max-moves", "max_moves"),
+    "moveTimeoutSeconds": ("--timeout-per-move", "timeout_per_move"),
+    "deadBrokerTimeoutSeconds": ("--dead-broker-timeout", "dead_broker_timeout"),
+    "healthTimeoutSeconds": ("--health-timeout", "health_timeout"),
+    "replicasAtATime": ("--replicas-at-a-time", "replicas_at_a_time"),
+}
+
+
+def _within_execution_bounds(args: argparse.Namespace) -> None:
+    """:class:`InputError` naming the flag when a value is outside what ``spec.execution`` accepts.
+
+    The CR refuses more moves per broker than in all; here ``--max-moves 1`` alone must not be
+    refused for the per-broker default, and a per-broker bound above the total never binds, so the
+    check takes the smaller."""
+    values = {field: getattr(args, attr) for field, (_, attr) in _EXECUTION_FLAGS.items()}
+    values["maxMovesPerBroker"] = min(values["maxMovesPerBroker"], values["maxMoves"])
+    if not values["replicasAtATime"]:
+        del values["replicasAtATime"]  # 0: all at once, the CR's default (no field)
+    try:
+        Execution.model_validate(values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        flag, attr = _EXECUTION_FLAGS[str(first["loc"][0])]
+        shown = getattr(args, attr)
+        if flag.endswith(("timeout", "move")):
+            shown = age_text(shown)
+        message = first["msg"].replace("Input should be", "must be")
+        raise InputError(f"{flag} {shown}: {message}, as the BrokerPool's spec.execution takes it") from None
+
+
 def _execute(args: argparse.Namespace) -> int:
     from kafka_balancer.commands.execute import run_execute
 
+    _within_execution_bounds(args)
     return run_execute(args)
 
 

@@ -71,6 +71,50 @@ def test_a_bad_value_exits_2_with_one_line_naming_the_flag(
     assert f"argument {flag}" in lines[0] and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (
+            ["--max-moves-per-broker", "1001", "--max-moves", "5000"],
+            "--max-moves-per-broker 1001: must be less than",
+        ),
+        (["--max-moves", "10001"], "--max-moves 10001: must be less than or equal to 10000"),
+        (["--timeout-per-move", "5s"], "--timeout-per-move 5s: must be greater than or equal to 10"),
+        (["--dead-broker-timeout", "25h"], "--dead-broker-timeout 25h: must be less than or equal to 86400"),
+        (["--health-timeout", "9"], "--health-timeout 9s: must be greater than or equal to 10"),
+        (["--replicas-at-a-time", "101"], "--replicas-at-a-time 101: must be less than or equal to 100"),
+    ],
+)
+def test_a_value_outside_the_crs_bounds_exits_2_naming_the_flag_before_reading_the_plan(
+    flags: list[str], said: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # No plan file exists: the bounds are checked before anything is read or connected.
+    code = main([*EXECUTE, "--state", str(tmp_path / "state.json"), *flags])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"kafka-balancer execute: bad input: {said}"), err
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--max-moves", "1"],
+        ["--max-moves-per-broker", "20", "--max-moves", "10"],
+        ["--timeout-per-move", "10"],
+    ],
+)
+def test_values_within_the_crs_bounds_go_on_to_read_the_plan(
+    flags: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A per-broker bound above the total never binds: not refused, as the CR would.
+    code = main([*EXECUTE, "--state", str(tmp_path / "state.json"), *flags])
+
+    assert code == 2
+    assert "plan.json" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("argv", "flag", "dest"), DURATION_FLAGS)
 @pytest.mark.parametrize(("text", "seconds"), [("90s", 90), ("10m", 600), ("1h30m", 5400), ("45", 45)])
 def test_every_duration_flag_takes_the_crs_grammar_or_seconds(
