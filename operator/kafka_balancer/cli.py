@@ -299,6 +299,13 @@ def _add_execution_commands(commands: Any) -> None:
 
     status = _command(commands, "status", "progress of an execution")
     status.add_argument("--state", required=True, type=Path, help="the execution's state file")
+    status.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "yaml"),
+        default="text",
+        help="text (default), or a document of the same facts in numbers for scripts",
+    )
     status.set_defaults(handler=_status)
 
     cancel = _command(commands, "cancel", "cancel an execution and remove its throttles")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from kafka_balancer.api import Execution, throttle_rate
 from kafka_balancer.commands.progress_display import ProgressDisplay, progress_display
@@ -20,7 +23,7 @@ from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_lock import CancelMarker, StateLock
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveOrder, MoveStatus, load_state, save_state
 from kafka_balancer.kafka.executor import ExecuteOptions, Executor, check_same_plan, new_state
-from kafka_balancer.kafka.progress import summary
+from kafka_balancer.kafka.progress import progress_document, summary
 
 
 def _connection(bootstrap: str, command_config: Path | None, timeout_s: float = TIMEOUT_S) -> dict[str, str]:
@@ -116,7 +119,13 @@ def run_execute(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     if not args.state.exists():
         raise InputError(f"--state {args.state}: no such file")
-    print(summary(load_state(args.state), time.time()))
+    state, now = load_state(args.state), time.time()
+    if args.output == "json":
+        print(json.dumps(progress_document(state, now), indent=2))
+    elif args.output == "yaml":
+        print(yaml.safe_dump(progress_document(state, now), sort_keys=False).rstrip())
+    else:
+        print(summary(state, now))
     return 0
 
 

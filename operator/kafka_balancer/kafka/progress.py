@@ -1,7 +1,10 @@
-"""An execution's progress: bytes, moves by status, ETA, as text (the CLI's ``status``); the operator's
-status fields (k8s/plan_run.py) use the same ETA and duration text."""
+"""An execution's progress: bytes, moves by status, ETA, as text or as a document (the CLI's
+``status``, ``-o json|yaml``); the operator's status fields (k8s/plan_run.py) use the same ETA and
+duration text."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from kafka_balancer.durations import age_text
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
@@ -54,3 +57,23 @@ def summary(state: ExecutionState, now: float) -> str:
         for m in state.by_status(status)
     ]
     return "\n".join(lines)
+
+
+def progress_document(state: ExecutionState, now: float) -> dict[str, Any]:
+    """The facts of :func:`summary` for scripts: numbers rather than text (seconds, bytes)."""
+    eta = eta_seconds(state, now)
+    document: dict[str, Any] = {
+        "bytes": {"done": state.bytes_done, "total": state.bytes_total},
+        "logDirBytes": {"done": state.dir_bytes_done, "total": state.dir_bytes_total},
+        "moves": {status.value: len(state.by_status(status)) for status in MoveStatus},
+        "finished": state.finished_at is not None,
+        "elapsedSeconds": round((state.finished_at or now) - state.created_at, 1),
+        "etaSeconds": None if eta is None else round(eta, 1),
+        "throttleCapped": cap_text(state) or None,
+        "problems": [
+            {"topic": m.topic, "partition": m.partition, "status": m.status.value, "reason": m.reason}
+            for status in (MoveStatus.FAILED, MoveStatus.SKIPPED)
+            for m in state.by_status(status)
+        ],
+    }
+    return document

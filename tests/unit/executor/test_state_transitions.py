@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
+from kafka_balancer.cli import main
 from kafka_balancer.errors import ExecutionError, InputError
 from kafka_balancer.formats.plan_file import read_plan
 from kafka_balancer.kafka.cancel import cancel_execution
@@ -363,6 +367,38 @@ def test_status_reports_bytes_moves_and_an_eta(tmp_path: Path) -> None:
     assert "bytes: 250/600" in text
     assert "1 pending, 1 in-flight, 0 done" in text
     assert "ETA: 14s" in text
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_status_prints_the_same_facts_as_a_document_for_scripts(
+    tmp_path: Path, output: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster = _cluster()
+    executor, clock = _executor(cluster, tmp_path)
+    state = new_state(cluster, ReassignmentPlan(MOVES[:2]), executor.options, clock.time())
+    state = state.with_move(replace(state.moves[0], status=MoveStatus.IN_FLIGHT, progress_bytes=250))
+    state = state.with_move(replace(state.moves[1], status=MoveStatus.SKIPPED, reason="topic deleted"))
+    path = tmp_path / "plan.json.state.json"
+    save_state(path, state)
+    monkeypatch.setattr(time, "time", lambda: clock.time() + 10)
+
+    assert main(["status", "--state", str(path), "-o", output]) == 0
+
+    out = capsys.readouterr().out
+    document = json.loads(out) if output == "json" else yaml.safe_load(out)
+    assert document["bytes"] == {"done": 250, "total": 600}
+    assert document["moves"] == {
+        "pending": 0,
+        "in-flight": 1,
+        "done": 0,
+        "cancelled": 0,
+        "failed": 0,
+        "skipped": 1,
+    }
+    assert (document["finished"], document["etaSeconds"]) == (False, 14.0)
+    assert document["problems"] == [
+        {"topic": "t", "partition": 1, "status": "skipped", "reason": "topic deleted"}
+    ]
 
 
 def test_metadata_lagging_behind_a_finished_reassignment_is_not_a_failure(tmp_path: Path) -> None:
