@@ -140,7 +140,22 @@ POOL_CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "no-disk",
         {"capacity": {"networkIn": "100M", "networkOut": "100M", "cpu": 8}},
-        "capacity.disk and capacity.cpu are required unless spec.statefulSet names the StatefulSet",
+        "capacity.disk and capacity.cpu are required unless spec.statefulSet or spec.strimzi names where",
+    ),
+    (
+        "kafka-and-strimzi",
+        {"strimzi": {"kafka": "main", "listener": "tls"}},
+        "exactly one of spec.kafka (the connection, given by hand) and spec.strimzi",
+    ),
+    (
+        "strimzi-and-set",
+        {"kafka": None, "strimzi": {"kafka": "main", "listener": "tls"}, "statefulSet": {"name": "kafka"}},
+        "spec.statefulSet and spec.strimzi exclude each other",
+    ),
+    (
+        "strimzi-listener",
+        {"kafka": None, "strimzi": {"kafka": "main", "listener": "TLS"}},
+        "spec.strimzi.listener in body should match",
     ),
     ("long-set", {"statefulSet": {"name": "k" * 53}}, "spec.statefulSet.name: Too long"),
     (
