@@ -18,8 +18,8 @@ import pytest
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.ports import answers_ok, free_ports
 from kafka_balancer_dev.localbed.tls_material import make_https_material
+from tests.support.chart import apply_crds
 
-CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer" / "crds"
 PEERING = "kafka-balancer-e2e"
 WEBHOOK_CONFIGURATION = "kafka-balancer-e2e-scale-down"
 START_TIMEOUT_S = 90.0
@@ -94,8 +94,7 @@ def wait_for(check: Callable[[], Any], timeout_s: float, what: str, log: Logged 
 
 @pytest.fixture(scope="session")
 def operator_crds(kube_bed: kube.KubeBed) -> None:
-    applied = kube_bed.kubectl("apply", "--server-side", "-f", str(CHART_CRDS))
-    assert applied.returncode == 0, applied.stderr
+    apply_crds(kube_bed)
     for crd in (
         "brokerpools.kafkabalancer.io",
         "balancergoals.kafkabalancer.io",

@@ -17,7 +17,16 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.support.chart import CHART, KUBE_VERSION, RELEASE, RELEASE_NAMESPACE, render
+from tests.support.chart import (
+    BESIDE_ANOTHER_RELEASE,
+    CHART,
+    KUBE_VERSION,
+    RELEASE,
+    RELEASE_NAMESPACE,
+    adopt_crds,
+    apply_crds,
+    render,
+)
 
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.procs import wait_until
@@ -289,6 +298,8 @@ def test_the_storage_secret_reaches_the_operator_as_env_and_never_as_a_value(kub
 @pytest.fixture(scope="module")
 def installed(kube_bed: kube.KubeBed) -> Iterator[None]:
     kube_bed.kubectl("create", "namespace", RELEASE_NAMESPACE)
+    # Other tests of the session apply the CRDs with kubectl.
+    adopt_crds(kube_bed, RELEASE, RELEASE_NAMESPACE)
     installed = kube_bed.helm(
         "install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE,
         "--set", "clusterWide=true", "--set", "scoring.sparkApplications=true",
@@ -394,9 +405,11 @@ def served(kube_bed: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator[t
     for each in {namespace, pools}:
         kube_bed.kubectl("create", "namespace", each)
     values = [] if pools == namespace else ["--set", f"watchNamespaces={{{pools}}}"]
+    apply_crds(kube_bed)
     done = kube_bed.helm(
-        "install", release, str(CHART), "-n", namespace, "--set", f"peering={release}", *values
-    )
+        "install", release, str(CHART), "-n", namespace, "--set", f"peering={release}", *values,
+        *BESIDE_ANOTHER_RELEASE,
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     who = f"system:serviceaccount:{namespace}:{release}-kafka-balancer"
     # The apiserver authorizes from a cache of the RBAC objects: a "no" before the bindings reach it
@@ -674,15 +687,17 @@ def test_the_user_roles_are_extended_to_pools_and_goals_unless_turned_off(kube_b
 
 
 def test_two_releases_of_one_name_in_two_namespaces_install_side_by_side(kube_bed: kube.KubeBed) -> None:
-    """One operator per team, each `helm install kafka-balancer -n <team>`: every cluster-scoped object
-    is named with its release's namespace, so the second install claims nothing of the first's (Helm
-    refuses an object another release owns)."""
+    """One operator per team, each `helm install kafka-balancer -n <team> --set crds.enabled=false`
+    beside the CRDs' owner (here the session's kubectl): every cluster-scoped object is named with its
+    release's namespace, so the second install claims nothing of the first's (Helm refuses an object
+    another release owns)."""
     teams = ("kb-team-x", "kb-team-y")
     installed = []
+    apply_crds(kube_bed)
     try:
         for team in teams:
             kube_bed.kubectl("create", "namespace", team)
-            done = kube_bed.helm("install", "kafka-balancer", str(CHART), "-n", team)
+            done = kube_bed.helm("install", "kafka-balancer", str(CHART), "-n", team, *BESIDE_ANOTHER_RELEASE)
             assert done.returncode == 0, done.stdout + done.stderr
             installed.append(team)
         for team in teams:

@@ -29,7 +29,7 @@ from tests.e2e.test_lifecycle import (
     replica_counts,
 )
 from tests.fixtures.kube_bed import running_kube_bed
-from tests.support.chart import CHART
+from tests.support.chart import BESIDE_ANOTHER_RELEASE, CHART, apply_crds
 from tests.support.kafka_checks import create_topic, delete_topic
 
 from kafka_balancer_dev.localbed import kube
@@ -106,9 +106,11 @@ def installed(own_api: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator
     for namespace in release.namespaces:
         created = own_api.kubectl("create", "namespace", namespace)
         assert created.returncode == 0, created.stderr
+    # Each parameter a release of its own, none of them the CRDs' owner.
+    apply_crds(own_api)
     done = own_api.helm(
         "install", release.name, str(CHART), "-n", release.namespace,
-        *(arg for value in release.values for arg in ("--set", value)),
+        *(arg for value in release.values for arg in ("--set", value)), *BESIDE_ANOTHER_RELEASE,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from tests.support.chart import CHART
+from tests.support.chart import BESIDE_ANOTHER_RELEASE, CHART, apply_crds
 
 from kafka_balancer_dev.localbed import kube
 
@@ -21,11 +21,13 @@ OPERATOR = f"system:serviceaccount:{RELEASE_NAMESPACE}:{RELEASE}-kafka-balancer"
 def installed(kube_bed: kube.KubeBed) -> Iterator[None]:
     for namespace in (RELEASE_NAMESPACE, POOLS):
         kube_bed.kubectl("create", "namespace", namespace)
+    apply_crds(kube_bed)
     done = kube_bed.helm(
         "install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE,
         "--set", "peering=kb-spark-rbac",
         "--set", "scoring.sparkSubmit.enabled=true",
         "--set", f"scoring.sparkSubmit.namespaces={{{POOLS}}}",
+        *BESIDE_ANOTHER_RELEASE,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     yield

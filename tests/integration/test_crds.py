@@ -330,10 +330,11 @@ def test_a_pool_name_longer_than_a_label_value_is_refused(kube_bed: kube.KubeBed
 
 
 def test_the_chart_ships_exactly_the_crds_of_crds_dir() -> None:
-    chart_crds = CRDS.parent / "charts" / "kafka-balancer" / "crds"
+    chart_crds = CRDS.parent / "charts" / "kafka-balancer" / "files" / "crds"
+    assert sorted(p.name for p in chart_crds.glob("*.yaml")) == sorted(p.name for p in CRDS.glob("*.yaml"))
     for crd in sorted(CRDS.glob("*.yaml")):
         assert (chart_crds / crd.name).read_bytes() == crd.read_bytes(), (
-            f"charts/kafka-balancer/crds/{crd.name} differs from crds/{crd.name}; "
+            f"charts/kafka-balancer/files/crds/{crd.name} differs from crds/{crd.name}; "
             "copy crds/*.yaml into the chart"
         )
 

@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.chart import apply_crds
+
 from kafka_balancer import __version__
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.ports import answers_ok, free_ports
 
-CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer" / "crds"
 NAMESPACE = "kb-test-operator-logs"
 DEADLINE_S = 90.0
 POOL = ("get", "brokerpool", "main", "-n", NAMESPACE)
@@ -26,8 +27,7 @@ def lines(log: Path) -> list[dict[str, Any]]:
 
 
 def test_the_operator_logs_one_json_object_per_line(kube_bed: kube.KubeBed, tmp_path: Path) -> None:
-    applied = kube_bed.kubectl("apply", "--server-side", "-f", str(CHART_CRDS))
-    assert applied.returncode == 0, applied.stderr
+    apply_crds(kube_bed)
     for crd in ("brokerpools.kafkabalancer.io", "kopfpeerings.kopf.dev"):
         kube.wait_established(kube_bed, crd)
     assert kube_bed.kubectl("create", "namespace", NAMESPACE).returncode == 0

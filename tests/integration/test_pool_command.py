@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.chart import apply_crds
 from tests.support.status_subresource import write_status
 
 from kafka_balancer_dev.localbed import kube
 
-CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "kafka-balancer" / "crds"
 NAMESPACE = "kb-test-pool-command"
 OTHER = "kb-test-pool-command-b"
 PLAN = "3f9c1e07aa"
@@ -50,8 +50,7 @@ def pool(name: str, mode: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def pools(kube_bed: kube.KubeBed) -> Iterator[kube.KubeBed]:
-    applied = kube_bed.kubectl("apply", "--server-side", "-f", str(CHART_CRDS))
-    assert applied.returncode == 0, applied.stderr
+    apply_crds(kube_bed)
     kube.wait_established(kube_bed, "brokerpools.kafkabalancer.io")
     for namespace in (NAMESPACE, OTHER):
         assert kube_bed.kubectl("create", "namespace", namespace).returncode == 0

@@ -129,8 +129,9 @@ class Demo:
         self.kube.start()
         self._record_pids()
         self.say(f"kube-apiserver up at {self.kube.server}; kubeconfig {self.kube.kubeconfig}")
-        crds = repo_root() / "charts" / "kafka-balancer" / "crds"
-        _ok(self.kube.kubectl("apply", "--server-side", "-f", str(crds)))
+        # Ours from crds/, kopf's peering CRDs from the chart's.
+        ours, kopfs = repo_root() / "crds", repo_root() / "charts" / "kafka-balancer" / "crds"
+        _ok(self.kube.kubectl("apply", "--server-side", "-f", str(ours), "-f", str(kopfs)))
         for crd in (
             "brokerpools.kafkabalancer.io",
             "balancergoals.kafkabalancer.io",

@@ -1,4 +1,4 @@
-"""Chart.yaml's Artifact Hub annotations say what the chart installs: its CRDs as crds/ defines them and
+"""Chart.yaml's Artifact Hub annotations say what the chart installs: its CRDs as their files define them and
 its examples as examples/ ships them, so the package page cannot drift from either."""
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ def leading_comment(path: Path) -> str:
 
 
 def crds_in_chart() -> dict[str, dict[str, str]]:
-    """Artifact Hub's entry of every CRD in the chart's crds/, keyed by name, from the files alone."""
+    """Artifact Hub's entry of every CRD the chart installs (kopf's from crds/, ours from files/crds/,
+    which templates/crds.yaml renders), keyed by name, from the files alone."""
     found = {}
-    for path in sorted((CHART / "crds").glob("*.yaml")):
+    for path in sorted((CHART / "crds").glob("*.yaml")) + sorted((CHART / "files" / "crds").glob("*.yaml")):
         for crd in yaml.safe_load_all(path.read_text()):
             (storage,) = [version["name"] for version in crd["spec"]["versions"] if version["storage"]]
             found[crd["metadata"]["name"]] = {
