@@ -1,5 +1,5 @@
 """kopf registrations, and nothing else: startup (kopf's settings, the services into ``memo``), login,
-an index of goals by pool, one daemon per BrokerPool, and the pool's finalizer.
+an index of goals by pool, one daemon per BrokerPool, the pool's finalizer, and its hand-over on uninstall.
 
 Each handler turns kopf's arguments into plain values, calls one service method and maps the result
 back to kopf (a retry, a delay). A daemon (not a fixed-interval timer) so each pool's interval follows
@@ -19,6 +19,7 @@ from kubernetes import client, config
 from kafka_balancer.api import GROUP, VERSION
 from kafka_balancer.errors import KafkaOperationError, KubernetesError, UnreadableConfigMap
 from kafka_balancer.k8s.executions import ExecutionBusy, ExecutionService, kafka_admin
+from kafka_balancer.k8s.handover import RELEASE_ANNOTATION, RELEASED, REQUESTED
 from kafka_balancer.k8s.kube import Kube
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.plan_run import Liveness
@@ -59,6 +60,7 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.peering.lifetime = operator.peering_lifetime_s
     settings.watching.server_timeout = 300
     kube = Kube(str(operator.kubeconfig) if operator.kubeconfig else None)
+    memo.kube = kube
     memo.metrics = OperatorMetrics()
     executions = ExecutionService(
         kube,
@@ -167,7 +169,17 @@ def goals_by_pool(
     return {(namespace, pool): GoalObject(name, dict(spec), int(meta.get("generation", 0)), conditions)}
 
 
-@kopf.daemon(GROUP, VERSION, "brokerpools", cancellation_timeout=DAEMON_CANCELLATION_S)  # type: ignore[arg-type]
+def _held(annotations: kopf.Annotations, **_: Any) -> bool:
+    """Not being handed back by an uninstall (handover.py): the operator acts on the pool."""
+    return RELEASE_ANNOTATION not in annotations
+
+
+def _not_released(annotations: kopf.Annotations, **_: Any) -> bool:
+    """The operator still owes the pool its clean-up: kopf keeps the finalizer while this holds."""
+    return annotations.get(RELEASE_ANNOTATION) != RELEASED
+
+
+@kopf.daemon(GROUP, VERSION, "brokerpools", when=_held, cancellation_timeout=DAEMON_CANCELLATION_S)  # type: ignore[arg-type]
 async def pool_daemon(
     stopped: kopf.DaemonStopped,
     body: kopf.Body,
@@ -245,7 +257,9 @@ def _wakes(body: kopf.Body) -> tuple[object, ...]:
     )
 
 
-@kopf.on.delete(GROUP, VERSION, "brokerpools", retries=CLEANUP_RETRIES, backoff=CLEANUP_RETRY_S)  # type: ignore[arg-type]
+@kopf.on.delete(  # type: ignore[arg-type]
+    GROUP, VERSION, "brokerpools", when=_not_released, retries=CLEANUP_RETRIES, backoff=CLEANUP_RETRY_S
+)
 async def pool_deleted(
     namespace: str,
     name: str,
@@ -286,3 +300,38 @@ async def pool_deleted(
         ) from err
     if cancelled:
         logger.info("pool %s deleted: plan %s cancelled, throttles removed", pool.key, cancelled)
+
+
+@kopf.daemon(  # type: ignore[arg-type]
+    GROUP,
+    VERSION,
+    "brokerpools",
+    annotations={RELEASE_ANNOTATION: REQUESTED},
+    backoff=CLEANUP_RETRY_S,
+    cancellation_timeout=DAEMON_CANCELLATION_S,
+)
+async def pool_release(
+    namespace: str,
+    name: str,
+    uid: str,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    pool_stateful_sets: kopf.Index[tuple[str, str], str],
+    memo: kopf.Memo,
+    logger: kopf.Logger,
+    **_: Any,
+) -> None:
+    """An uninstall hands the pool back (handover.py): its daemon stopped (its filter no longer
+    matches), the clean-up of a deletion (moves in flight cancelled, throttles removed, brokers
+    uncordoned), then the mark RELEASED, on which kopf drops the finalizer. Retried while Kafka cannot
+    be reached: the uninstall's hook waits rather than leave a throttle behind."""
+    pools: PoolService = memo.pools
+    pool = PoolId(namespace, name, uid)
+    await _scope_webhook(memo, pool_stateful_sets, leaving=pool)
+    try:
+        cancelled = await pools.clean_up(pool, dict(spec), dict(status))
+    except (ExecutionBusy, KafkaOperationError, UnreadableConfigMap) as err:
+        raise kopf.TemporaryError(f"cannot release the pool yet: {err}", delay=CLEANUP_RETRY_S) from err
+    kube: Kube = memo.kube
+    await asyncio.to_thread(kube.annotate_pool, namespace, name, RELEASE_ANNOTATION, RELEASED)
+    logger.info("pool %s released%s", pool.key, f": plan {cancelled} cancelled" if cancelled else "")
