@@ -21,6 +21,7 @@ from tests.support.chart import (
     BESIDE_ANOTHER_RELEASE,
     CHART,
     KUBE_VERSION,
+    NO_HOOK_JOBS,
     RELEASE,
     RELEASE_NAMESPACE,
     adopt_crds,
@@ -302,7 +303,7 @@ def installed(kube_bed: kube.KubeBed) -> Iterator[None]:
     adopt_crds(kube_bed, RELEASE, RELEASE_NAMESPACE)
     installed = kube_bed.helm(
         "install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE,
-        "--set", "clusterWide=true", "--set", "scoring.sparkApplications=true",
+        "--set", "clusterWide=true", "--set", "scoring.sparkApplications=true", *NO_HOOK_JOBS,
     )  # fmt: skip
     assert installed.returncode == 0, installed.stdout + installed.stderr
     yield
@@ -408,7 +409,7 @@ def served(kube_bed: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator[t
     apply_crds(kube_bed)
     done = kube_bed.helm(
         "install", release, str(CHART), "-n", namespace, "--set", f"peering={release}", *values,
-        *BESIDE_ANOTHER_RELEASE,
+        *BESIDE_ANOTHER_RELEASE, *NO_HOOK_JOBS,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     who = f"system:serviceaccount:{namespace}:{release}-kafka-balancer"
@@ -697,7 +698,9 @@ def test_two_releases_of_one_name_in_two_namespaces_install_side_by_side(kube_be
     try:
         for team in teams:
             kube_bed.kubectl("create", "namespace", team)
-            done = kube_bed.helm("install", "kafka-balancer", str(CHART), "-n", team, *BESIDE_ANOTHER_RELEASE)
+            done = kube_bed.helm(
+                "install", "kafka-balancer", str(CHART), "-n", team, *BESIDE_ANOTHER_RELEASE, *NO_HOOK_JOBS
+            )
             assert done.returncode == 0, done.stdout + done.stderr
             installed.append(team)
         for team in teams:
@@ -877,3 +880,30 @@ def get_json(bed: kube.KubeBed, *args: str) -> dict[str, Any]:
     got = bed.kubectl("get", *args, "-o", "json")
     assert got.returncode == 0, got.stderr
     return dict(json.loads(got.stdout))
+
+
+def test_the_handover_hooks_run_as_the_operator_on_the_namespaces_it_serves(kube_bed: kube.KubeBed) -> None:
+    """What lets `helm uninstall` leave no pool on the operator's finalizer (docs/install.md#uninstalling):
+    the hook Jobs reach exactly the pools the operator serves, with its rights."""
+
+    def jobs(*values: str) -> dict[str, dict[str, Any]]:
+        found = _of_kind(render(kube_bed, *values), "Job")
+        return {job["metadata"]["annotations"]["helm.sh/hook"]: job for job in found}
+
+    served = jobs("watchNamespaces={team-a,team-b}")
+    assert set(served) == {"pre-delete", "post-install"}
+    for hook, action in (("pre-delete", "release"), ("post-install", "resume")):
+        pod = served[hook]["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        assert pod["serviceAccountName"] == f"{RELEASE}-kafka-balancer"
+        assert container["command"] == ["python3", "-m", "kafka_balancer.k8s.handover"]
+        assert container["args"] == [action, "--namespace=team-a", "--namespace=team-b", "--timeout=240"]
+        # Not selected by the operator's Service, PodDisruptionBudget or NetworkPolicy.
+        assert "app.kubernetes.io/name" not in served[hook]["spec"]["template"]["metadata"]["labels"]
+    everywhere = jobs("clusterWide=true", "handover.timeoutSeconds=600")
+    assert everywhere["pre-delete"]["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "release",
+        "--all-namespaces",
+        "--timeout=600",
+    ]
+    assert jobs(*NO_HOOK_JOBS[1:]) == {}

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.fixtures.kube_bed import running_kube_bed
-from tests.support.chart import CHART, adopt_crds
+from tests.support.chart import CHART, NO_HOOK_JOBS, adopt_crds
 
 from kafka_balancer_dev.localbed import kube
 
@@ -89,19 +89,21 @@ def test_an_upgrade_from_the_previous_chart_upgrades_the_crds_and_keeps_a_new_fi
     assert "demote" not in pool_spec(own_api)  # the old CRD prunes it
 
     # Helm takes over no object that lacks its ownership: the CRDs came from crds/.
-    refused = own_api.helm("upgrade", RELEASE, str(CHART), "-n", NAMESPACE)
+    refused = own_api.helm("upgrade", RELEASE, str(CHART), "-n", NAMESPACE, *NO_HOOK_JOBS)
     assert refused.returncode != 0
     assert "invalid ownership metadata" in refused.stderr, refused.stderr
 
     adopt_crds(own_api, RELEASE, NAMESPACE)
     # As docs/install.md upgrades: the old release's values, which have no crds.
-    upgraded = own_api.helm("upgrade", RELEASE, str(CHART), "-n", NAMESPACE, "--reuse-values")
+    upgraded = own_api.helm("upgrade", RELEASE, str(CHART), "-n", NAMESPACE, "--reuse-values", *NO_HOOK_JOBS)
     assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
     write_pool(own_api)
     assert pool_spec(own_api)["demote"] == [3]
 
     # A further upgrade upgrades them again, now as the release's own objects.
-    again = own_api.helm("upgrade", RELEASE, str(CHART), "-n", NAMESPACE, "--set", "logLevel=debug")
+    again = own_api.helm(
+        "upgrade", RELEASE, str(CHART), "-n", NAMESPACE, "--reuse-values", "--set", "logLevel=debug"
+    )
     assert again.returncode == 0, again.stdout + again.stderr
 
     uninstalled = own_api.helm("uninstall", RELEASE, "-n", NAMESPACE)
@@ -125,12 +127,12 @@ def test_pools_of_the_values_come_with_the_upgrade_after_the_install_that_made_t
         *(arg for key in ("disk=1Ti", "networkIn=1M", "networkOut=1M", "cpu=8")
           for arg in ("--set", f"pools[0].spec.capacity.{key}")),
     ]  # fmt: skip
-    refused = own_api.helm("install", "kb-pools", str(CHART), "-n", namespace, *pools)
+    refused = own_api.helm("install", "kb-pools", str(CHART), "-n", namespace, *pools, *NO_HOOK_JOBS)
     assert refused.returncode != 0
     assert 'no matches for kind "BrokerPool"' in refused.stderr, refused.stderr
 
-    installed = own_api.helm("install", "kb-pools", str(CHART), "-n", namespace)
+    installed = own_api.helm("install", "kb-pools", str(CHART), "-n", namespace, *NO_HOOK_JOBS)
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    upgraded = own_api.helm("upgrade", "kb-pools", str(CHART), "-n", namespace, *pools)
+    upgraded = own_api.helm("upgrade", "kb-pools", str(CHART), "-n", namespace, "--reuse-values", *pools)
     assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
     assert own_api.kubectl("get", "bp", "main", "-n", namespace).returncode == 0

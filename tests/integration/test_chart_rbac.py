@@ -29,7 +29,7 @@ from tests.e2e.test_lifecycle import (
     replica_counts,
 )
 from tests.fixtures.kube_bed import running_kube_bed
-from tests.support.chart import BESIDE_ANOTHER_RELEASE, CHART, apply_crds
+from tests.support.chart import BESIDE_ANOTHER_RELEASE, CHART, NO_HOOK_JOBS, apply_crds
 from tests.support.kafka_checks import create_topic, delete_topic
 
 from kafka_balancer_dev.localbed import kube
@@ -110,7 +110,8 @@ def installed(own_api: kube.KubeBed, request: pytest.FixtureRequest) -> Iterator
     apply_crds(own_api)
     done = own_api.helm(
         "install", release.name, str(CHART), "-n", release.namespace,
-        *(arg for value in release.values for arg in ("--set", value)), *BESIDE_ANOTHER_RELEASE,
+        *(arg for value in release.values for arg in ("--set", value)),
+        *BESIDE_ANOTHER_RELEASE, *NO_HOOK_JOBS,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from tests.support.chart import BESIDE_ANOTHER_RELEASE, CHART, apply_crds
+from tests.support.chart import BESIDE_ANOTHER_RELEASE, CHART, NO_HOOK_JOBS, apply_crds
 
 from kafka_balancer_dev.localbed import kube
 
@@ -27,7 +27,7 @@ def installed(kube_bed: kube.KubeBed) -> Iterator[None]:
         "--set", "peering=kb-spark-rbac",
         "--set", "scoring.sparkSubmit.enabled=true",
         "--set", f"scoring.sparkSubmit.namespaces={{{POOLS}}}",
-        *BESIDE_ANOTHER_RELEASE,
+        *BESIDE_ANOTHER_RELEASE, *NO_HOOK_JOBS,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     yield

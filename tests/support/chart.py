@@ -30,6 +30,8 @@ def apply_crds(bed: kube.KubeBed) -> None:
 # One release per cluster owns the CRDs (docs/install.md#the-crds-and-upgrading); another one, or a
 # test's release installed where kubectl applied them, leaves them out.
 BESIDE_ANOTHER_RELEASE = ("--set", "crds.enabled=false")
+# The integration tier's apiserver runs no pod: helm would wait for a hook Job that never runs.
+NO_HOOK_JOBS = ("--set", "handover.enabled=false")
 # The chart's own CRDs, which charts before crds.enabled installed from crds/ (not release objects).
 OWN_CRDS = ("brokerpools.kafkabalancer.io", "balancergoals.kafkabalancer.io")
 
