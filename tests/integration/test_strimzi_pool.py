@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.e2e.conftest import CHART_CRDS
 from tests.e2e.objects import replicas_of
 from tests.e2e.test_lifecycle import assert_clean
 from tests.support import strimzi
+from tests.support.chart import apply_crds
 from tests.support.kafka_checks import topic_with_traffic
 from tests.support.status_subresource import write_status
 
@@ -55,9 +55,9 @@ DRAIN_TIMEOUT_S = 180
 
 @pytest.fixture
 def api(kube_bed: kube.KubeBed, strimzi_crds: Path) -> Iterator[kube.KubeBed]:
-    for crds in (CHART_CRDS, strimzi_crds):
-        applied = kube_bed.kubectl("apply", "--server-side", "-f", str(crds))
-        assert applied.returncode == 0, applied.stderr
+    apply_crds(kube_bed)
+    applied = kube_bed.kubectl("apply", "--server-side", "-f", str(strimzi_crds))
+    assert applied.returncode == 0, applied.stderr
     for crd in (*strimzi.CRDS, "brokerpools.kafkabalancer.io"):
         kube.wait_established(kube_bed, crd)
     created = kube_bed.kubectl("create", "namespace", NAMESPACE)
