@@ -4,10 +4,8 @@ only the new CRD knows survives; `helm uninstall` keeps the CRDs and the pools."
 
 from __future__ import annotations
 
-import io
 import json
-import subprocess
-import tarfile
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +17,6 @@ from tests.support.chart import CHART, NO_HOOK_JOBS, adopt_crds
 
 from kafka_balancer_dev.localbed import kube
 
-# The last commit whose chart installed BrokerPool and BalancerGoal from crds/ (chart 0.1.0 as shipped
-# before crds.enabled): the previous chart a user upgrades from.
-PREVIOUS_CHART_COMMIT = "a777ee9e35705c99e84f0a001d9712b81081db6f"
 RELEASE, NAMESPACE = "kb-upgrade", "kb-test-crd-upgrade"
 POOL: dict[str, Any] = {
     "apiVersion": "kafkabalancer.io/v1alpha1",
@@ -44,18 +39,19 @@ def own_api(
 
 
 def previous_chart(into: Path) -> Path:
-    """The previous chart from git, with ``demote`` taken out of its BrokerPool CRD: that chart
-    already had the field, so without it the test would prove nothing a CRD older than the field
-    would show."""
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", PREVIOUS_CHART_COMMIT, "charts/kafka-balancer"],
-        cwd=CHART.parents[1],
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
+    """The chart as shipped before crds.enabled (0.1.0 up to a777ee9), made from this one: its
+    BrokerPool and BalancerGoal CRDs back in crds/, which Helm installs once and never upgrades, and
+    neither the template that renders them nor the hand-over hooks that came with it. (Built here
+    rather than taken from git: CI may check out a single commit.) ``demote`` is taken out of its
+    BrokerPool CRD: that chart already had the field, so without it the test would prove nothing a
+    CRD older than the field would show."""
     chart = into / "charts" / "kafka-balancer"
+    shutil.copytree(CHART, chart)
+    for crd_file in sorted((chart / "files" / "crds").glob("*.yaml")):
+        crd_file.rename(chart / "crds" / crd_file.name)
+    shutil.rmtree(chart / "files")
+    for template in ("crds.yaml", "handover.yaml"):
+        (chart / "templates" / template).unlink()
     path = chart / "crds" / "brokerpools.yaml"
     crd = yaml.safe_load(path.read_text())
     (version,) = crd["spec"]["versions"]
