@@ -42,7 +42,8 @@ def _storage(name: str, spec: Mapping[str, Any]) -> int:
         requested = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
         storage = requested.get("storage")
         if storage is not None:
-            total += _quantity(name, "volumeClaimTemplates[].spec.resources.requests.storage", storage)
+            where = "volumeClaimTemplates[].spec.resources.requests.storage"
+            total += checked_quantity(f"StatefulSet {name}", where, storage)
     if total <= 0:
         raise InputError(
             f"capacity.disk: not given, and StatefulSet {name} has no volume claim template with a "
@@ -56,18 +57,20 @@ def _cpu(name: str, spec: Mapping[str, Any]) -> str:
     kafka = next(
         (c for c in containers if c.get("name") == KAFKA_CONTAINER), containers[0] if containers else {}
     )
-    resources = kafka.get("resources") or {}
+    return resource_cpu(f"StatefulSet {name}'s container {kafka.get('name', '?')}", kafka.get("resources"))
+
+
+def resource_cpu(owner: str, resources: Mapping[str, Any] | None) -> str:
+    """The cpu a Kubernetes ``resources`` block may use: its limit, else its request."""
+    resources = resources or {}
     cpu = (resources.get("limits") or {}).get("cpu") or (resources.get("requests") or {}).get("cpu")
     if cpu is None:
-        raise InputError(
-            f"capacity.cpu: not given, and StatefulSet {name}'s container {kafka.get('name', '?')} has no "
-            "cpu limit or request to read it from"
-        )
-    _quantity(name, "resources.cpu", cpu)
+        raise InputError(f"capacity.cpu: not given, and {owner} has no cpu limit or request to read it from")
+    checked_quantity(owner, "resources.cpu", cpu)
     return str(cpu)
 
 
-def _quantity(name: str, where: str, value: object) -> float:
+def checked_quantity(owner: str, where: str, value: object) -> float:
     if not isinstance(value, (int, str)) or not is_quantity(value):
-        raise InputError(f"StatefulSet {name}: {where} {value!r} is not a Kubernetes quantity")
+        raise InputError(f"{owner}: {where} {value!r} is not a Kubernetes quantity")
     return parse_quantity(value)

@@ -38,7 +38,7 @@ from kafka_balancer.api import (
     Tls,
 )
 from kafka_balancer.errors import InputError
-from kafka_balancer.kube_quantity import is_quantity, parse_quantity
+from kafka_balancer.reconcile.stateful_set import checked_quantity, resource_cpu
 
 GROUP = "kafka.strimzi.io"
 VERSION = "v1"
@@ -331,7 +331,7 @@ def _storage(pool: Mapping[str, Any]) -> int:
             continue
         size = volume.get("size") if volume.get("type") == "persistent-claim" else volume.get("sizeLimit")
         if size is not None:
-            total += _quantity(pool, "spec.storage size", size)
+            total += checked_quantity(f"KafkaNodePool {_name(pool)}", "spec.storage size", size)
     if total <= 0:
         raise InputError(
             f"capacity.disk: not given, and KafkaNodePool {_name(pool)} has no persistent-claim size (or "
@@ -341,18 +341,4 @@ def _storage(pool: Mapping[str, Any]) -> int:
 
 
 def _cpu(pool: Mapping[str, Any]) -> str:
-    resources = (pool.get("spec") or {}).get("resources") or {}
-    cpu = (resources.get("limits") or {}).get("cpu") or (resources.get("requests") or {}).get("cpu")
-    if cpu is None:
-        raise InputError(
-            f"capacity.cpu: not given, and KafkaNodePool {_name(pool)} has no cpu limit or request to read "
-            "it from"
-        )
-    _quantity(pool, "spec.resources cpu", cpu)
-    return str(cpu)
-
-
-def _quantity(pool: Mapping[str, Any], where: str, value: object) -> float:
-    if not isinstance(value, (int, str)) or not is_quantity(value):
-        raise InputError(f"KafkaNodePool {_name(pool)}: {where} {value!r} is not a Kubernetes quantity")
-    return parse_quantity(value)
+    return resource_cpu(f"KafkaNodePool {_name(pool)}", (pool.get("spec") or {}).get("resources"))

@@ -145,6 +145,20 @@ def test_what_strimzi_has_not_written_yet_or_cannot_serve_is_refused_naming_the_
     assert str(err.value).startswith(message)
 
 
+def test_capacities_a_node_pool_does_not_give_are_said_naming_it() -> None:
+    no_cpu = node_pool()
+    del no_cpu["spec"]["resources"]
+    with pytest.raises(
+        InputError, match=r"capacity\.cpu: not given, and KafkaNodePool brokers has no cpu limit"
+    ):
+        resolve(spec(), found(node_pools=[no_cpu]))
+    bad_size = node_pool(volume_size="lots")
+    with pytest.raises(
+        InputError, match=r"KafkaNodePool brokers: spec\.storage size 'lots' is not a Kubernetes"
+    ):
+        resolve(spec(), found(node_pools=[bad_size]))
+
+
 def test_a_kafka_not_ready_yet_is_said_so() -> None:
     kafka_ = kafka()
     del kafka_["status"]
