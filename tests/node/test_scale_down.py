@@ -1,12 +1,15 @@
 """A scale-down of the StatefulSet running a pool's brokers, as users make it: the chart's webhook (its
 Service, certificate and configuration) asked by the apiserver, the operator's pod draining the leaving
 broker into its rack, the StatefulSet controller deleting its pod once the retried scale-down goes
-through. Kafka runs as the StatefulSet ``kafka`` (tests/node/kafka_statefulset.py: node.id 100 +
-ordinal, racks a, b, c, a), a producer writing all along.
+through. Refused through the scale subresource (`kubectl scale`) and through the manifest (`kubectl
+apply`, as a GitOps sync sends it); retried through the manifest, it goes through. Kafka runs as the
+StatefulSet ``kafka`` (tests/node/kafka_statefulset.py: node.id 100 + ordinal, racks a, b, c, a), a
+producer writing all along.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -14,9 +17,9 @@ import pytest
 
 from kafka_balancer.k8s.executions import kafka_admin
 from kafka_balancer_dev.localbed import kafka_statefulset as sts
-from kafka_balancer_dev.localbed import node
+from kafka_balancer_dev.localbed import kube, node
 from tests.e2e.conftest import wait_for
-from tests.e2e.objects import apply, goal, pool
+from tests.e2e.objects import apply, get, goal, pool
 from tests.e2e.test_lifecycle import BALANCE_TIMEOUT_S, assert_clean, balanced, pool_status
 from tests.e2e.test_scale_down import annotation, broker_state, replicas_of_set, scale
 from tests.support.kafka_checks import partitions, topic_with_traffic, under_replicated
@@ -27,6 +30,20 @@ from .kafka_statefulset import KafkaStatefulSet
 LEAVING = sts.broker_id(3)  # the pod of ordinal 3, rack a, as broker 100
 # 12 partitions, RF 2, rack-aware: broker 103 holds 5 replicas, none beside broker 100 (its rack).
 PAIRS = ((0, 1), (1, 2), (2, 3), (3, 1), (0, 2), (1, 3), (2, 0), (3, 2), (1, 0), (2, 1), (0, 2), (3, 1))
+
+
+def apply_replicas(api: kube.KubeBed, namespace: str, name: str, replicas: int) -> tuple[bool, str]:
+    """``kubectl apply`` of the StatefulSet's manifest with ``replicas``, as a user or a GitOps sync
+    sends it: the live object's spec, without what the apiserver writes."""
+    live = get(api, namespace, "statefulset", name)
+    manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": live["metadata"].get("labels", {})},
+        "spec": {**live["spec"], "replicas": replicas},
+    }
+    done = api.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+    return done.returncode == 0, (done.stderr or done.stdout).strip()
 
 
 @pytest.fixture
@@ -103,6 +120,10 @@ def test_a_scale_down_of_the_brokers_statefulset_waits_for_the_drain_then_remove
             "brokers": [LEAVING],
             "replicasHeld": on_leaving,
         }
+        # The same count in the manifest, as kubectl apply or a GitOps sync sends it: the same answer.
+        allowed, said = apply_replicas(api, namespace, sts.BROKERS, 3)
+        assert not allowed and "scale-down to 3 replicas held back" in said, said
+        assert replicas_of_set(api, namespace, sts.BROKERS) == 4
 
         wait_for(
             lambda: broker_state(api, namespace, LEAVING) == "Drained",
@@ -110,7 +131,8 @@ def test_a_scale_down_of_the_brokers_statefulset_waits_for_the_drain_then_remove
             f"broker {LEAVING} to be Drained",
             pods,
         )
-        allowed, said = scale(api, namespace, sts.BROKERS, 3)
+        # Retried the GitOps way, once the broker is empty: it goes through.
+        allowed, said = apply_replicas(api, namespace, sts.BROKERS, 3)
         assert allowed, said
         wait_for(
             lambda: len(kafka.broker_pods()) == 3 and sorted(kafka.registered()) == [100, 101, 102],
