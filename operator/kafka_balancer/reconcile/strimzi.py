@@ -176,7 +176,9 @@ def _connection(
                     f"its Secret {user_secret} (a tls-external user's certificate is not in it), which "
                     f"{where} needs"
                 )
-            assert tls is not None  # Strimzi's tls authentication requires a TLS listener
+            if tls is None:
+                # Strimzi refuses such a Kafka; one written by hand must not crash the pass.
+                raise InputError(f"spec.strimzi.listener: {where} authenticates with tls but has tls: false")
             tls.update({"tls.crt": data["user.crt"], "tls.key": data["user.key"]})
     connection = KafkaConnection.model_validate(
         {

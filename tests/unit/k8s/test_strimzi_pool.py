@@ -99,6 +99,15 @@ def test_a_tls_user_logs_in_with_its_certificate_and_key() -> None:
     assert (resolved.tls["tls.crt"], resolved.tls["tls.key"]) == (b"CERT\n", b"KEY\n")
 
 
+def test_tls_authentication_on_a_listener_without_tls_is_refused() -> None:
+    kafka_ = kafka()
+    kafka_["spec"]["kafka"]["listeners"][0]["authentication"] = {"type": "tls"}
+
+    with pytest.raises(InputError, match="listener plain authenticates with tls but has tls: false"):
+        secret = encoded(strimzi.tls_user_secret("CERT\n", "KEY\n", CA))
+        resolve(spec(listener="plain"), found(kafka=kafka_, user=user("tls"), user_secret=secret))
+
+
 def test_a_plain_listener_needs_no_user_and_no_ca() -> None:
     resolved = resolve(spec(listener="plain", user=None), found(user=None, user_secret=None, ca_secret=None))
 
