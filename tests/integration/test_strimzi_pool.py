@@ -115,6 +115,13 @@ def play_strimzi(api: kube.KubeBed, bed: KafkaBed) -> None:
     create(api, pool, node_pool_status(bed, (1, 2, 3, 4)))
 
 
+def set_replicas(api: kube.KubeBed, replicas: int) -> None:
+    """The user's part: the broker node pool's ``spec.replicas``."""
+    patch = json.dumps({"spec": {"replicas": replicas}})
+    done = api.kubectl("-n", NAMESPACE, "patch", "kafkanodepool", "brokers", "--type=merge", "-p", patch)
+    assert done.returncode == 0, done.stderr
+
+
 def strimzi_ca() -> str:
     return f"{CLUSTER}-cluster-ca-cert"
 
@@ -199,17 +206,7 @@ def test_a_node_pool_scale_down_drains_the_removed_broker_into_its_rack_without_
         before = replicas_of(bed, traffic.topic)
 
         # The user lowers the node pool's replicas: Strimzi will remove the highest id, 4.
-        lowered = api.kubectl(
-            "-n",
-            NAMESPACE,
-            "patch",
-            "kafkanodepool",
-            "brokers",
-            "--type=merge",
-            "-p",
-            '{"spec":{"replicas":3}}',
-        )
-        assert lowered.returncode == 0, lowered.stderr
+        set_replicas(api, 3)
         asked = time.monotonic()
         deadline = asked + DRAIN_TIMEOUT_S
         while 4 in {b for replicas in replicas_of(bed, traffic.topic).values() for b in replicas}:
@@ -241,17 +238,7 @@ def test_a_node_pool_scale_down_drains_the_removed_broker_into_its_rack_without_
         assert status["cordonedBrokers"] == [4]
 
         # Strimzi reuses a freed node id at the next scale-up: the broker comes back uncordoned.
-        scaled_up = api.kubectl(
-            "-n",
-            NAMESPACE,
-            "patch",
-            "kafkanodepool",
-            "brokers",
-            "--type=merge",
-            "-p",
-            '{"spec":{"replicas":4}}',
-        )
-        assert scaled_up.returncode == 0, scaled_up.stderr
+        set_replicas(api, 4)
         bed.restart_broker(4)
         write_status(api, "kafkanodepool", "brokers", NAMESPACE, node_pool_status(bed, (1, 2, 3, 4)))
         status = sync()
