@@ -222,3 +222,48 @@ def test_an_unreachable_kafka_is_reported_in_a_condition(
     assert reachable["reason"] == "Unreachable"
     assert f"127.0.0.1:{port}" in reachable["message"]
     assert condition(get(kube_bed, namespace, "bp", "lost"), "Ready")["status"] == "False"
+
+
+def test_a_goal_added_to_a_pool_is_evaluated_at_once_not_at_its_next_pass(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    topic = "e2e-goal-added"
+    skewed_topic(kafka_bed, topic)  # racks a and b only: rack-aware, but not spread
+    # Its passes half an hour apart: only a wake from the goals explains a pass within the test.
+    apply(
+        kube_bed,
+        namespace,
+        pool("main", kafka_bed.bootstrap_servers, "DryRun", topic, detectionIntervalSeconds=1800),
+        goal("racks", "main", type="RackAware"),
+    )
+    wait_for(
+        lambda: (
+            condition(get(kube_bed, namespace, "bg", "racks"), "Satisfied").get("status") == "True"
+            and condition(get(kube_bed, namespace, "bp", "main"), "Balanced").get("status") == "True"
+        ),
+        PLAN_TIMEOUT_S,
+        "the pool Balanced by its one goal",
+        operator,
+    )
+
+    apply(kube_bed, namespace, goal("replicas", "main", type=OWN_TOPIC_SPREAD, rangePercent=10))
+    satisfied = wait_for(
+        lambda: condition(get(kube_bed, namespace, "bg", "replicas"), "Satisfied"),
+        PLAN_TIMEOUT_S,
+        "the added goal's status",
+        operator,
+    )
+    assert satisfied["status"] == "False"
+    pool_obj = get(kube_bed, namespace, "bp", "main")
+    assert condition(pool_obj, "Balanced")["status"] == "False"
+    assert pool_obj["status"]["plan"]["movesTotal"] >= 4
+
+    # Deleting it is a change too: the pool is Balanced again without waiting for its next pass.
+    deleted = kube_bed.kubectl("delete", "bg", "replicas", "-n", namespace)
+    assert deleted.returncode == 0, deleted.stderr
+    wait_for(
+        lambda: condition(get(kube_bed, namespace, "bp", "main"), "Balanced").get("status") == "True",
+        PLAN_TIMEOUT_S,
+        "the pool Balanced again by its one goal",
+        operator,
+    )

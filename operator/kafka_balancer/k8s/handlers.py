@@ -192,7 +192,8 @@ async def pool_daemon(
     memo: kopf.Memo,
     **_: Any,
 ) -> None:
-    """Sync the pool every ``detectionIntervalSeconds``, and at once when its spec or approval changes."""
+    """Sync the pool every ``detectionIntervalSeconds``, and at once when its spec, its approval or
+    the goals that name it change."""
     pools: PoolService = memo.pools
     wake_s = pools.timings.wake_s
     pool = PoolId(namespace, name, uid)
@@ -207,21 +208,22 @@ async def pool_daemon(
     )
     while not stopped:
         await _scope_webhook(memo, pool_stateful_sets)
-        seen = _wakes(body)
+        goals = tuple(goals_by_pool.get((namespace, name), []))
+        seen = _wakes(body, goals)
         observed = PoolObject(
             pool,
             int(body.meta.get("generation", 0)),
             dict(body.spec),
             dict(body.status),
             dict(body.meta.annotations),
-            tuple(goals_by_pool.get((namespace, name), [])),
+            goals,
         )
         result = await pools.sync(observed, retry, live)
         if result.retry_after is not None:
             raise kopf.TemporaryError(result.message, delay=result.retry_after)
         deadline = time.monotonic() + float(body.spec.get("detectionIntervalSeconds", 60))
         while not stopped and time.monotonic() < deadline:
-            if _wakes(body) != seen:
+            if _wakes(body, tuple(goals_by_pool.get((namespace, name), []))) != seen:
                 break
             await stopped.wait(wake_s)
         retry = 0
@@ -247,13 +249,18 @@ async def _scope_webhook(
         _log.warning("cannot scope the scale-down webhook: %s", err)
 
 
-def _wakes(body: kopf.Body) -> tuple[object, ...]:
-    """What a pool's daemon acts on at once: its spec, an approval, a scale-down held back."""
+def _wakes(body: kopf.Body, goals: tuple[GoalObject, ...]) -> tuple[object, ...]:
+    """What a pool's daemon acts on at once: its spec, an approval, a scale-down held back, and a goal
+    that names it added, edited or deleted. A goal's status is not among them: the pass writes it.
+
+    A pool and its goals applied together reach the operator on two watches: the first pass may
+    see only some of the goals, and the others wake it as they arrive."""
     annotations = body.meta.annotations
     return (
         body.meta.get("generation"),
         annotations.get(APPROVE_ANNOTATION),
         annotations.get(SCALE_DOWN_ANNOTATION),
+        frozenset((goal.name, goal.generation) for goal in goals),
     )
 
 
