@@ -1,17 +1,22 @@
-"""A scale-down of the StatefulSet running a pool's brokers, as users make it: the chart's webhook (its
-Service, certificate and configuration) asked by the apiserver, the operator's pod draining the leaving
-broker into its rack, the StatefulSet controller deleting its pod once the retried scale-down goes
-through. Refused through the scale subresource (`kubectl scale`) and through the manifest (`kubectl
-apply`, as a GitOps sync sends it); retried through the manifest, it goes through. Kafka runs as the
-StatefulSet ``kafka`` (tests/node/kafka_statefulset.py: node.id 100 + ordinal, racks a, b, c, a), a
-producer writing all along.
+"""Scaling the StatefulSet that runs a pool's brokers, as users do it.
+
+A scale-down: the chart's webhook (its Service, certificate and configuration) asked by the apiserver,
+the operator's pod draining the leaving broker into its rack, the StatefulSet controller deleting its
+pod once the retried scale-down goes through. Refused through the scale subresource (`kubectl scale`)
+and through the manifest (`kubectl apply`, as a GitOps sync sends it); retried through the manifest, it
+goes through. A scale-up: let through by the same webhook, its new broker warmed up step by step.
+
+Kafka runs as the StatefulSet ``kafka`` (tests/node/kafka_statefulset.py: node.id 100 + ordinal, racks
+a, b, c, a, then b for ordinal 4), a producer writing all along.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -19,7 +24,7 @@ from kafka_balancer.k8s.executions import kafka_admin
 from kafka_balancer_dev.localbed import kafka_statefulset as sts
 from kafka_balancer_dev.localbed import kube, node
 from tests.e2e.conftest import wait_for
-from tests.e2e.objects import apply, get, goal, pool
+from tests.e2e.objects import apply, events, get, goal, pool
 from tests.e2e.test_lifecycle import BALANCE_TIMEOUT_S, assert_clean, balanced, pool_status
 from tests.e2e.test_scale_down import annotation, broker_state, replicas_of_set, scale
 from tests.support.kafka_checks import partitions, topic_with_traffic, under_replicated
@@ -156,4 +161,97 @@ def test_a_scale_down_of_the_brokers_statefulset_waits_for_the_drain_then_remove
         f"\nnode scale-down: first request → pod {sts.BROKERS}-3 gone {took:.1f}s; "
         f"{len(held)} replicas, {sum(moved_bytes.values())} bytes moved, "
         f"{sum(across.values())} bytes across racks"
+    )
+
+
+JOINING = sts.broker_id(4)  # the pod of ordinal 4, rack b, as broker 104
+WARM_UP_STEPS = 2
+
+
+@pytest.fixture
+def scale_up_pool(
+    node_bed: node.NodeBed, pods: OperatorPods, kafka_statefulset: KafkaStatefulSet
+) -> Iterator[str]:
+    """The StatefulSet's namespace, for an Auto pool ``main`` naming it. At the end the pool is deleted
+    first, so that no pool holds back the StatefulSet's scale-down back to 4 (its broker 104 holds
+    nothing once the test's topic is gone: the pool moves only that topic)."""
+    namespace = kafka_statefulset.namespace
+    try:
+        yield namespace
+    finally:
+        try:
+            node_bed.kubectl("delete", "bp,bg", "--all", "-n", namespace, "--timeout=180s", timeout_s=200.0)
+        finally:
+            kafka_statefulset.scale(kafka_statefulset.spec.brokers)
+
+
+def test_a_scale_up_of_the_brokers_statefulset_warms_the_new_broker_up_step_by_step(
+    node_bed: node.NodeBed,
+    pods: OperatorPods,
+    kafka_statefulset: KafkaStatefulSet,
+    scale_up_pool: str,
+) -> None:
+    kafka, api, namespace = kafka_statefulset, node_bed.api, scale_up_pool
+    assignment = [[sts.broker_id(a), sts.broker_id(b)] for a, b in PAIRS]
+
+    with topic_with_traffic(kafka, "node-scale-up", assignment) as traffic:
+        topic = traffic.topic
+        apply(
+            api,
+            namespace,
+            pool(
+                "main",
+                kafka.spec.bootstrap_servers,
+                "Auto",
+                topic,
+                statefulSet={"name": sts.BROKERS, "brokerIdOffset": sts.BROKER_ID_OFFSET},
+                warmUp={"duration": "60s", "steps": WARM_UP_STEPS},
+            ),
+            *(goal(name, "main", **g) for name, g in OWN_TOPIC_GOALS),
+        )
+        wait_for(balanced(api, namespace), BALANCE_TIMEOUT_S, "the 4-broker pool to be Balanced", pods)
+        start = {p: replicas for p, (replicas, _, _) in partitions(kafka, topic).items()}
+
+        # `kubectl scale` through the same webhook that holds a scale-down back: let through at once.
+        requested = time.monotonic()
+        kafka.scale(5)
+        registered = time.monotonic()
+        seen: dict[int, int] = {}  # warm-up step → most replicas the new broker held during it
+        first_step: set[int] = set()  # partitions it held during its first step
+        deadline = registered + BALANCE_TIMEOUT_S
+        while True:
+            brokers: list[dict[str, Any]] = pool_status(api, namespace).get("brokers", [])
+            broker = next((b for b in brokers if b["id"] == JOINING), {})
+            held = {p for p, (replicas, _, _) in partitions(kafka, topic).items() if JOINING in replicas}
+            if broker.get("state") == "Warming":
+                step = int(broker["warmUpStep"])
+                seen[step] = max(seen.get(step, 0), len(held))
+                if step == 1:
+                    first_step |= held
+            elif broker.get("state") == "Active" and balanced(api, namespace)():
+                break
+            assert time.monotonic() < deadline, f"warm-up not finished: steps seen {seen}\n{pods.tail()}"
+            time.sleep(1.0)
+        finished = time.monotonic()
+        after = {p: replicas for p, (replicas, _, _) in partitions(kafka, topic).items()}
+        racks = kafka.racks
+        traffic.assert_all_read_back()
+        assert under_replicated(kafka) == []
+        assert_clean(kafka, topic)
+
+    full = sum(len(r) for r in start.values()) / 5  # replicas per broker once the new one is fully warm
+    assert sorted(seen) == list(range(1, WARM_UP_STEPS + 1)), f"every warm-up step shows in status: {seen}"
+    for step, most in seen.items():
+        # Never more than its share of a full broker (one replica of rounding): never full at once.
+        assert most <= math.ceil(full * step / WARM_UP_STEPS) + 1, f"step {step}: {most} replicas ({seen})"
+    held_at_end = sum(JOINING in replicas for replicas in after.values())
+    # Fully warm: inside the spread goal's band of a full broker (±10 %, whole replicas).
+    assert math.floor(full * 0.9) <= held_at_end <= math.ceil(full * 1.1), after
+    assert all(len({racks[b] for b in replicas}) == len(replicas) for replicas in after.values()), after
+    # Its first replicas came from broker 101, the other broker of its rack.
+    assert first_step and all(sts.broker_id(1) in start[p] for p in first_step), (first_step, start)
+    assert "WarmUpStep" in {e["reason"] for e in events(api, namespace)}
+    print(
+        f"\nnode scale-up: kubectl scale → broker {JOINING} registered {registered - requested:.1f}s, "
+        f"→ warm and Balanced {finished - registered:.1f}s later; most replicas per step {seen}"
     )
