@@ -54,6 +54,10 @@ fi
 # What a container never uses: documentation, locales, package lists and caches, logs.
 rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian} "$rootfs"/var/lib/apt/lists/* \
   "$rootfs"/var/cache/apt/* "$rootfs"/var/cache/debconf/*-old "$rootfs"/var/log/* "$rootfs"/debootstrap
+# JAVA_HOME names no architecture: /usr/lib/jvm/java-17 is the Java 17 of whatever one this is.
+jvm="$(cd "$rootfs/usr/lib/jvm" && echo java-17-openjdk-*)"
+[ -d "$rootfs/usr/lib/jvm/$jvm" ] || { log "no single Java 17 in $rootfs/usr/lib/jvm: $jvm"; exit 1; }
+ln -s "$jvm" "$rootfs/usr/lib/jvm/java-17"
 # A container's resolver and hostname come from the runtime.
 : >"$rootfs/etc/resolv.conf"
 : >"$rootfs/etc/hostname"

@@ -43,7 +43,7 @@ if [ ! -f "$archive" ]; then
     --layer "$base_layer" --layer "$work/kafka.tar" \
     --entrypoint /opt/kafka/bin/kafka-entrypoint --user 65532:65532 \
     --env PATH=/opt/kafka/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --env JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 --env HOME=/tmp \
+    --env JAVA_HOME=/usr/lib/jvm/java-17 --env HOME=/tmp \
     --output "$work/image.oci.tar"
   mv "$work/image.oci.tar" "$archive"
   rm -rf "$work"

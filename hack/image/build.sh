@@ -14,6 +14,10 @@ chart="$KB_ROOT/charts/kafka-balancer"
 repository="$(sed -n 's/^  repository: *//p' "$chart/values.yaml" | head -1)"
 tag="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$chart/Chart.yaml")"
 image="$repository:$tag"
+# The OCI labels, from the chart: the same words as Chart.yaml's description, sources and licence.
+description="$(sed -n 's/^description: *//p' "$chart/Chart.yaml")"
+source="$(sed -n '/^sources:/{n;s/^  - *//p}' "$chart/Chart.yaml")"
+licenses="$(sed -n 's/^  artifacthub.io\/license: *//p' "$chart/Chart.yaml")"
 
 base_layer="$("$KB_ROOT/hack/image/base.sh")"
 s3a_jars="$("$KB_ROOT/hack/s3a/provision.sh")"
@@ -25,7 +29,7 @@ deps_key="$(echo "$base_layer $(hash_files "$lock")" | sha256sum | cut -c1-16)"
 mapfile -t package_files < <(cd "$KB_ROOT" && find operator -type f -not -path '*/__pycache__/*' | sort)
 packer=devtools/kafka_balancer_dev/localbed/oci_image.py
 s3a_key="$(cat "$s3a_jars"/*.jar | sha256sum | cut -c1-16)"
-package_key="$(echo "$deps_key $s3a_key $(hash_files pyproject.toml README.md hack/image/build.sh hack/image/entrypoint.sh "$packer" "${package_files[@]}")" |
+package_key="$(echo "$deps_key $s3a_key $(hash_files pyproject.toml README.md "${chart#"$KB_ROOT"/}/Chart.yaml" hack/image/build.sh hack/image/entrypoint.sh "$packer" "${package_files[@]}")" |
   sha256sum | cut -c1-16)"
 home="$KB_CACHE_DIR/image"
 archive="$home/operator-$package_key.oci.tar"
@@ -80,7 +84,12 @@ if [ ! -f "$archive" ]; then
     --entrypoint /opt/kafka-balancer/bin/kafka-balancer-entrypoint --cmd=--help --user 65532:65532 \
     --env PATH=/opt/kafka-balancer/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env PYTHONPATH=/opt/kafka-balancer --env PYTHONDONTWRITEBYTECODE=1 \
-    --env JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 --env HOME=/tmp \
+    --env JAVA_HOME=/usr/lib/jvm/java-17 --env HOME=/tmp \
+    --label org.opencontainers.image.title=kafka-balancer \
+    --label "org.opencontainers.image.description=$description" \
+    --label "org.opencontainers.image.source=$source" \
+    --label "org.opencontainers.image.licenses=$licenses" \
+    --label "org.opencontainers.image.version=$tag" \
     --output "$work/image.oci.tar"
   mv "$work/image.oci.tar" "$archive"
   rm -rf "$work"

@@ -40,6 +40,7 @@ class ImageConfig:
     env: tuple[str, ...] = ()
     user: str = ""
     working_dir: str = "/"
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +116,7 @@ def write_archive(name: str, layers: Sequence[Path], config: ImageConfig, output
                 "Env": list(config.env),
                 "User": config.user,
                 "WorkingDir": config.working_dir,
+                "Labels": dict(config.labels),
             },
             "rootfs": {"type": "layers", "diff_ids": [layer.diff_id for layer in packed]},
         }
@@ -167,12 +169,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cmd", action="append", default=[])
     parser.add_argument("--env", action="append", default=[], help="NAME=value")
     parser.add_argument("--user", default="")
+    parser.add_argument("--label", action="append", default=[], help="NAME=value")
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args(argv)
     for layer in args.layer:
         if not layer.is_file():
             parser.error(f"--layer {layer}: no such file")
-    config = ImageConfig(tuple(args.entrypoint), tuple(args.cmd), tuple(args.env), args.user)
+    labels = []
+    for label in args.label:
+        key, equals, value = label.partition("=")
+        if not key or not equals:
+            parser.error(f"--label {label!r}: not NAME=value")
+        labels.append((key, value))
+    config = ImageConfig(
+        tuple(args.entrypoint), tuple(args.cmd), tuple(args.env), args.user, labels=tuple(labels)
+    )
     try:
         digest = write_archive(args.name, args.layer, config, args.output.resolve())
     except ValueError as err:

@@ -42,7 +42,13 @@ def test_the_archive_is_a_consistent_oci_layout(tmp_path: Path) -> None:
     top = _layer(tmp_path / "top.tar", {"opt/app/run": b"#!/bin/sh\n"})
     with gzip.open(tmp_path / "bottom.tar.gz", "wb") as gz:
         gz.write(bottom.read_bytes())
-    config = oci_image.ImageConfig(entrypoint=("run",), cmd=("--help",), env=("A=1",), user="65532:65532")
+    config = oci_image.ImageConfig(
+        entrypoint=("run",),
+        cmd=("--help",),
+        env=("A=1",),
+        user="65532:65532",
+        labels=(("org.opencontainers.image.version", "1.0"),),
+    )
 
     digest = oci_image.write_archive(
         "registry.example/app:1.0", [tmp_path / "bottom.tar.gz", top], config, tmp_path / "image.tar"
@@ -60,6 +66,7 @@ def test_the_archive_is_a_consistent_oci_layout(tmp_path: Path) -> None:
     image_config = json.loads(_blob(files, manifest["config"]))
     assert image_config["config"]["Entrypoint"] == ["run"]
     assert image_config["config"]["User"] == "65532:65532"
+    assert image_config["config"]["Labels"] == {"org.opencontainers.image.version": "1.0"}
     # Each layer's diff_id is the digest of its uncompressed tar, bottom first.
     uncompressed = [gzip.decompress(_blob(files, layer)) for layer in manifest["layers"]]
     assert uncompressed == [bottom.read_bytes(), top.read_bytes()]
@@ -82,3 +89,29 @@ def test_a_name_without_tag_is_refused(tmp_path: Path) -> None:
         oci_image.write_archive(
             "registry:5000/app", [layer], oci_image.ImageConfig(("a",)), tmp_path / "i.tar"
         )
+
+
+def test_the_command_takes_labels_and_refuses_one_without_a_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    layer = _layer(tmp_path / "l.tar", {"a": b"a"})
+    common = [
+        "--name",
+        "x/y:1",
+        "--layer",
+        str(layer),
+        "--entrypoint",
+        "a",
+        "--output",
+        str(tmp_path / "i.tar"),
+    ]
+    assert oci_image.main([*common, "--label", "org.opencontainers.image.title=y", "--label", "empty="]) == 0
+    files = _read(tmp_path / "i.tar")
+    (entry,) = json.loads(files["index.json"])["manifests"]
+    image_config = json.loads(_blob(files, json.loads(_blob(files, entry))["config"]))
+    assert image_config["config"]["Labels"] == {"org.opencontainers.image.title": "y", "empty": ""}
+
+    with pytest.raises(SystemExit) as exited:
+        oci_image.main([*common, "--label", "title"])
+    assert exited.value.code == 2
+    assert "--label 'title': not NAME=value" in capsys.readouterr().err

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 CONTAINERFILE = (ROOT / "Containerfile").read_text()
@@ -123,3 +126,73 @@ def test_the_debian_base_of_build_sh_is_locked_by_checksums() -> None:
     # base.sh refuses other packages, and a new lock files a new layer.
     assert 'diff -u "$lock"' in BASE_SH
     assert 'cat "${BASH_SOURCE[0]}" "$lock" | sha256sum' in BASE_SH
+
+
+BUILD_KAFKA_SH = (ROOT / "hack" / "image" / "build-kafka.sh").read_text()
+CHART = (ROOT / "charts" / "kafka-balancer" / "Chart.yaml").read_text()
+
+
+def containerfile_pairs(instruction: str) -> dict[str, str]:
+    """NAME=value pairs of the final stage's ENV or LABEL instructions, continuations joined."""
+    final = re.sub(r"\\\n", " ", CONTAINERFILE.rpartition("\nFROM ")[2])
+    pairs: dict[str, str] = {}
+    for line in final.splitlines():
+        if line.startswith(f"{instruction} "):
+            for word in shlex.split(line.removeprefix(f"{instruction} ")):
+                name, _, value = word.partition("=")
+                pairs[name] = value
+    return pairs
+
+
+def packer_pairs(script: str, flag: str) -> dict[str, str]:
+    """NAME=value of each ``--env`` or ``--label`` a script passes the packer, its variables as written."""
+    joined = re.sub(r"\\\n", " ", script)
+    (command,) = [line for line in joined.splitlines() if "kafka_balancer_dev.localbed.oci_image" in line]
+    words = shlex.split(command)
+    return dict(words[i + 1].partition("=")[::2] for i, word in enumerate(words) if word == flag)
+
+
+def test_both_recipes_give_the_image_the_same_environment() -> None:
+    containerfile, build_sh = containerfile_pairs("ENV"), packer_pairs(BUILD_SH, "--env")
+    assert set(containerfile) == set(build_sh)
+    # The Containerfile's PATH extends its base's; build.sh writes Debian's out.
+    assert (
+        containerfile.pop("PATH").split(":")[0]
+        == build_sh.pop("PATH").split(":")[0]
+        == "/opt/kafka-balancer/bin"
+    )
+    assert containerfile == build_sh
+
+
+def test_java_home_names_no_architecture_in_any_image() -> None:
+    for env in (
+        containerfile_pairs("ENV"),
+        packer_pairs(BUILD_SH, "--env"),
+        packer_pairs(BUILD_KAFKA_SH, "--env"),
+    ):
+        assert env["JAVA_HOME"] == "/usr/lib/jvm/java-17"
+    # Each base links it to its own architecture's Java.
+    assert 'ln -s "java-17-openjdk-$(dpkg --print-architecture)" /usr/lib/jvm/java-17' in CONTAINERFILE
+    assert 'ln -s "$jvm" "$rootfs/usr/lib/jvm/java-17"' in BASE_SH
+
+
+def test_both_recipes_label_the_image_as_the_chart_describes_it() -> None:
+    chart = yaml.safe_load(CHART)
+    expected = {
+        "org.opencontainers.image.title": chart["name"],
+        "org.opencontainers.image.description": chart["description"],
+        "org.opencontainers.image.source": chart["sources"][0],
+        "org.opencontainers.image.licenses": chart["annotations"]["artifacthub.io/license"],
+        "org.opencontainers.image.version": chart["appVersion"],
+    }
+    assert containerfile_pairs("LABEL") == expected
+    # build.sh reads them from Chart.yaml when it runs: its sed expressions, run here on the chart.
+    labels = packer_pairs(BUILD_SH, "--label")
+    assert labels["org.opencontainers.image.title"] == chart["name"]
+    values = {"$tag": chart["appVersion"]}
+    for variable in ("description", "source", "licenses"):
+        (assignment,) = re.findall(rf"^{variable}=\"\$\((sed .*)\)\"$", BUILD_SH, re.MULTILINE)
+        sed = [word for word in shlex.split(assignment) if word != "$chart/Chart.yaml"]
+        done = subprocess.run(sed, input=CHART, capture_output=True, text=True, check=True)
+        values[f"${variable}"] = done.stdout.strip()
+    assert {name: values.get(value, value) for name, value in labels.items()} == expected
