@@ -33,13 +33,18 @@ from tests.support.kafka_checks import (
 from tests.support.messages import consume_digest
 
 from .conftest import Logged, OperatorProcess, operator_process, wait_for
-from .objects import PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool, skewed_topic
+from .objects import OWN_TOPIC_SPREAD, PLAN_TIMEOUT_S, apply, condition, events, get, goal, pool, skewed_topic
 
 BALANCE_TIMEOUT_S = 300.0
 # 12 partitions, RF 2, on brokers 1-4 (racks a, b, c, a): broker 4 holds 5 replicas, none beside
 # broker 1, so all of them can move to broker 1, in its rack.
 DRAIN_PAIRS = ((1, 2), (2, 3), (3, 4), (4, 2), (1, 3), (2, 4), (3, 1), (4, 3), (2, 1), (3, 2), (1, 3), (4, 2))
 GOALS = (("replicas", {"type": "ReplicaDistribution", "rangePercent": 10}), ("racks", {"type": "RackAware"}))
+# The same goals measured on the pool's own topic only, for pools on the shared bed: there a replica
+# count over all topics also counts the other tests' topics and __consumer_offsets (RF 3 in racks a,
+# b, c, a: brokers 2 and 3 hold twice what 1 and 4 do), which the pool may not move, and whether a
+# plan can satisfy it depends on which tests ran before.
+OWN_TOPIC_GOALS = (("replicas", {"type": OWN_TOPIC_SPREAD, "rangePercent": 10}), GOALS[1])
 
 
 @contextmanager
@@ -65,16 +70,17 @@ def auto_pool(
     topic: str,
     *,
     in_cluster: bool = False,
+    goals: tuple[tuple[str, dict[str, Any]], ...] = GOALS,
     **spec: Any,
 ) -> None:
-    """An Auto pool ``main`` of ``topic`` with GOALS; ``in_cluster``: the operator runs in a pod and
-    connects on the bed's listener for pods."""
+    """An Auto pool ``main`` of ``topic`` with ``goals``; ``in_cluster``: the operator runs in a pod
+    and connects on the bed's listener for pods."""
     bootstrap = bed.pod_bootstrap_servers if in_cluster else bed.bootstrap_servers
     apply(
         kube_bed,
         namespace,
         pool("main", bootstrap, "Auto", topic, **spec),
-        *(goal(name, "main", **g) for name, g in GOALS),
+        *(goal(name, "main", **g) for name, g in goals),
     )
 
 
@@ -133,7 +139,7 @@ def test_auto_mode_balances_a_skewed_topic_under_traffic_without_losing_a_messag
     topic = create_topic(kafka_bed, "e2e-auto", [[1, 2] if p % 2 else [2, 1] for p in range(8)])
 
     with traffic(kafka_bed, topic):
-        auto_pool(kafka_bed, kube_bed, namespace, topic)
+        auto_pool(kafka_bed, kube_bed, namespace, topic, goals=OWN_TOPIC_GOALS)
         wait_for(balanced(kube_bed, namespace), BALANCE_TIMEOUT_S, "the pool to report Balanced", operator)
 
     # 16 replicas over 4 brokers, 4 each ±10 % in whole replicas: 3..5 each (brokers 3, 4 were empty).
@@ -142,7 +148,7 @@ def test_auto_mode_balances_a_skewed_topic_under_traffic_without_losing_a_messag
     assert rack_aware(kafka_bed, topic)
     status = pool_status(kube_bed, namespace)
     assert status["execution"]["phase"] == "Succeeded"
-    for name, _ in GOALS:
+    for name, _ in OWN_TOPIC_GOALS:
 
         def goal_satisfied(name: str = name) -> bool:
             return condition(get(kube_bed, namespace, "bg", name), "Satisfied").get("status") == "True"
