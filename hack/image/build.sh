@@ -29,7 +29,7 @@ deps_key="$(echo "$base_layer $(hash_files "$lock")" | sha256sum | cut -c1-16)"
 mapfile -t package_files < <(cd "$KB_ROOT" && find operator -type f -not -path '*/__pycache__/*' | sort)
 packer=devtools/kafka_balancer_dev/localbed/oci_image.py
 s3a_key="$(cat "$s3a_jars"/*.jar | sha256sum | cut -c1-16)"
-package_key="$(echo "$deps_key $s3a_key $(hash_files pyproject.toml README.md "${chart#"$KB_ROOT"/}/Chart.yaml" hack/image/build.sh hack/image/entrypoint.sh "$packer" "${package_files[@]}")" |
+package_key="$(echo "$deps_key $s3a_key $(hash_files pyproject.toml README.md LICENSE "${chart#"$KB_ROOT"/}/Chart.yaml" hack/image/build.sh hack/image/entrypoint.sh "$packer" "${package_files[@]}")" |
   sha256sum | cut -c1-16)"
 home="$KB_CACHE_DIR/image"
 archive="$home/operator-$package_key.oci.tar"
@@ -43,7 +43,7 @@ if [ ! -f "$archive" ]; then
   # From a copy of what the wheel is made of: pip builds in the source tree, and a build/ directory
   # left in the checkout would leak stale modules into later wheels.
   mkdir -p "$work/src"
-  cp -r "$KB_ROOT/pyproject.toml" "$KB_ROOT/README.md" "$KB_ROOT/operator" "$work/src/"
+  cp -r "$KB_ROOT/pyproject.toml" "$KB_ROOT/README.md" "$KB_ROOT/LICENSE" "$KB_ROOT/operator" "$work/src/"
   find "$work/src" -name __pycache__ -prune -exec rm -rf {} +
   "$KB_VENV/bin/pip" wheel --quiet --no-deps --no-build-isolation --wheel-dir "$work/wheels" "$work/src" >&2
   wheel="$(ls "$work"/wheels/kafka_balancer-*.whl)"
