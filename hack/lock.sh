@@ -5,8 +5,9 @@
 # 3.11 on x86_64 glibc 2.36, so one resolution serves both:
 #   requirements/image.txt  what the operator image installs: [project] dependencies
 #   requirements/build.txt  the build backend (build-system requires): the wheel is built without isolation
-#   requirements/dev.txt    CI's venv: the image's set, the dev extra and the build backend, at the
-#                           image's versions (constrained by the two above), so CI tests what ships
+#   requirements/dev.txt    CI's venv: the image's set, the report and dev extras and the build
+#                           backend, at the image's versions (constrained by the two above), so CI
+#                           tests what ships
 # The compiler is the dev extra's uv, pinned like the rest (KB_UV names another one to bootstrap).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 uv="${KB_UV:-$KB_VENV/bin/uv}"
@@ -26,6 +27,6 @@ build_requires() {
 mkdir -p requirements
 compile pyproject.toml -o requirements/image.txt
 build_requires | compile - -o requirements/build.txt
-build_requires | compile pyproject.toml - --extra dev -c requirements/image.txt -c requirements/build.txt \
+build_requires | compile pyproject.toml - --extra report --extra dev -c requirements/image.txt -c requirements/build.txt \
   -o requirements/dev.txt
 log "locked $(grep -c '^[a-z]' requirements/dev.txt) packages for CI, $(grep -c '^[a-z]' requirements/image.txt) for the image"

@@ -35,6 +35,11 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INFEASIBLE = 3
+# The operator's image leaves matplotlib out: only `report` draws.
+NEEDS_REPORT_EXTRA = (
+    "drawing needs matplotlib, which this installation leaves out (the operator's image does): "
+    "pip install 'kafka-balancer[report]'"
+)
 
 # The CR's execution defaults are the command line's (one source: the model's defaults).
 _EXECUTION = Execution()
@@ -152,8 +157,14 @@ def _cancel(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from kafka_balancer.commands.report import run_report
-
+    try:
+        from kafka_balancer.commands.report import run_report
+    except ModuleNotFoundError as err:
+        # Only matplotlib's absence means "installed without the report extra".
+        if (err.name or "").partition(".")[0] != "matplotlib":
+            raise
+        print(f"kafka-balancer report: {NEEDS_REPORT_EXTRA}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return run_report(args.snapshot, args.plan, args.goals, args.output)
 
 

@@ -65,13 +65,14 @@ def lock(name: str) -> dict[str, Entry]:
 
 
 RUNTIME = pins(PYPROJECT["project"]["dependencies"])
+REPORT = pins(PYPROJECT["project"]["optional-dependencies"]["report"])
 DEV = pins(PYPROJECT["project"]["optional-dependencies"]["dev"])
 BUILD = pins(PYPROJECT["build-system"]["requires"])
 LOCKS = {
     # What each lock must hold at pyproject.toml's versions, and which of those uv marks as direct.
     "image.txt": (RUNTIME, RUNTIME),
     "build.txt": (BUILD, {}),
-    "dev.txt": (RUNTIME | DEV | BUILD, RUNTIME | DEV),
+    "dev.txt": (RUNTIME | REPORT | DEV | BUILD, RUNTIME | REPORT | DEV),
 }
 
 
