@@ -13,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,40 @@ def test_auto_mode_balances_a_skewed_topic_under_traffic_without_losing_a_messag
     assert_clean(kafka_bed, topic)
 
 
+@dataclass
+class WarmUpSeen:
+    """What a new broker's warm-up looked like, polled from the pool's status and from Kafka."""
+
+    most: dict[int, int] = field(default_factory=dict)  # step → most replicas the broker held in it
+    first_step: set[int] = field(default_factory=set)  # partitions it held during its first step
+    first_move_s: float | None = None  # from the start of the watch to its first replica
+
+
+def watch_warm_up(
+    kube_bed: kube.KubeBed, namespace: str, kafka: Cluster, topic: str, broker: int, log: Logged
+) -> WarmUpSeen:
+    """Poll until ``broker`` is Active and pool ``main`` Balanced again (at most BALANCE_TIMEOUT_S),
+    noting what the broker held of ``topic`` at each warm-up step its status showed."""
+    started = time.monotonic()
+    seen = WarmUpSeen()
+    while True:
+        brokers: list[dict[str, Any]] = pool_status(kube_bed, namespace).get("brokers", [])
+        state = next((b for b in brokers if b["id"] == broker), {})
+        held = {p for p, (replicas, _, _) in partitions(kafka, topic).items() if broker in replicas}
+        if held and seen.first_move_s is None:
+            seen.first_move_s = time.monotonic() - started
+        if state.get("state") == "Warming":
+            step = int(state["warmUpStep"])
+            seen.most[step] = max(seen.most.get(step, 0), len(held))
+            if step == 1:
+                seen.first_step |= held
+        elif state.get("state") == "Active" and balanced(kube_bed, namespace)():
+            return seen
+        elapsed = time.monotonic() - started
+        assert elapsed < BALANCE_TIMEOUT_S, f"warm-up not finished: steps seen {seen.most}\n{log.tail()}"
+        time.sleep(1.0)
+
+
 def warm_up_scenario(
     kube_bed: kube.KubeBed, bed: KafkaBed, namespace: str, log: Logged, in_cluster: bool
 ) -> None:
@@ -195,26 +230,9 @@ def warm_up_scenario(
 
         new = bed.add_broker("a")
         registered = time.monotonic()
-        first_move: float | None = None
-        seen: dict[int, int] = {}  # warm-up step → most replicas the new broker held during it
-        first_step_replicas: set[int] = set()
-        deadline = registered + BALANCE_TIMEOUT_S
-        while True:
-            brokers = pool_status(kube_bed, namespace).get("brokers", [])
-            broker: dict[str, Any] = next((b for b in brokers if b["id"] == new), {})
-            held = {p for p, (replicas, _, _) in partitions(bed, topic).items() if new in replicas}
-            if held and first_move is None:
-                first_move = time.monotonic() - registered
-            if broker.get("state") == "Warming":
-                step = int(broker["warmUpStep"])
-                seen[step] = max(seen.get(step, 0), len(held))
-                if step == 1:
-                    first_step_replicas |= held
-            elif broker.get("state") == "Active" and balanced(kube_bed, namespace)():
-                break
-            assert time.monotonic() < deadline, f"warm-up not finished: steps seen {seen}\n{log.tail()}"
-            time.sleep(1.0)
+        warm_up = watch_warm_up(kube_bed, namespace, bed, topic, new, log)
         finished = time.monotonic() - registered
+        seen, first_step_replicas = warm_up.most, warm_up.first_step
 
     full = 24 / 4  # replicas per broker once the new one is fully warm
     assert sorted(seen) == list(range(1, steps + 1)), f"every warm-up step shows in status: {seen}"
@@ -229,6 +247,7 @@ def warm_up_scenario(
     assert rack_aware(bed, topic)
     assert "WarmUpStep" in {e["reason"] for e in events(kube_bed, namespace)}
     assert_clean(bed, topic)
+    first_move = warm_up.first_move_s
     print(f"\nscale-up: registration → first move {first_move:.1f}s, → balanced {finished:.1f}s; {seen}")
 
 
