@@ -11,7 +11,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 SUITE=bookworm
 MIRROR=http://deb.debian.org/debian
-PACKAGES=python3,openjdk-17-jre-headless,ca-certificates
+PACKAGES=python3,openjdk-17-jre-headless,ca-certificates,libnss-wrapper
 lock="$KB_ROOT/hack/image/base.lock"
 paths() {
   recipe="$(cat "${BASH_SOURCE[0]}" "$lock" | sha256sum | cut -c1-16)"

@@ -6,6 +6,20 @@
 set -euo pipefail
 export SPARK_HOME="${SPARK_HOME:-/opt/kafka-balancer/pyspark}"
 
+# A uid without a name in /etc/passwd (OpenShift's restricted-v2 picks one per namespace) gets one
+# through nss_wrapper, in files of its own under the writable /tmp: Hadoop's login (the embedded
+# scoring job, Spark's driver and executors) refuses a user without a name, and the root filesystem
+# is read-only.
+if ! whoami >/dev/null 2>&1; then
+  nss="$(mktemp -d "${TMPDIR:-/tmp}/kafka-balancer-nss.XXXXXX")"
+  cp /etc/passwd "$nss/passwd"
+  cp /etc/group "$nss/group"
+  echo "kafka-balancer:x:$(id -u):$(id -g):kafka-balancer:${HOME:-/tmp}:/usr/sbin/nologin" >>"$nss/passwd"
+  getent group "$(id -g)" >/dev/null || echo "kafka-balancer:x:$(id -g):" >>"$nss/group"
+  export LD_PRELOAD="libnss_wrapper.so${LD_PRELOAD:+ $LD_PRELOAD}" NSS_WRAPPER_PASSWD="$nss/passwd" \
+    NSS_WRAPPER_GROUP="$nss/group"
+fi
+
 # The JVM options Spark hands an executor, one per SPARK_JAVA_OPT_<n> variable, in order.
 spark_java_opts() {
   local name

@@ -29,6 +29,11 @@ from tests.support.chart import (
     render,
 )
 
+from kafka_balancer.api import Scoring
+from kafka_balancer.k8s.settings import spark_settings
+from kafka_balancer.k8s.spark_runs import SPARK_UID
+from kafka_balancer.k8s.spark_submit import driver_template, executor_template
+from kafka_balancer.scoring.launch import ScoringRequest
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.procs import wait_until
 
@@ -36,6 +41,19 @@ OPERATOR = f"system:serviceaccount:{RELEASE_NAMESPACE}:{RELEASE}-kafka-balancer"
 # The scale-down webhook's ValidatingWebhookConfiguration: cluster-scoped, named with the namespace.
 WEBHOOK = f"{RELEASE}-kafka-balancer-{RELEASE_NAMESPACE}-scale-down"
 VWC = "validatingwebhookconfigurations.admissionregistration.k8s.io"
+# A scoring run's request, for the Spark pods' templates.
+REQUEST = ScoringRequest(
+    namespace="team-a",
+    pool="main",
+    pool_uid="uid-1",
+    run="0001700000000000",
+    samples=Path("/samples"),
+    topology={"brokers": []},
+    goals={"apiVersion": "v1", "kind": "List", "items": []},
+    window_ms=60_000,
+    windows=1,
+    spec=Scoring(),
+)
 
 
 def test_chart_lints(kube_bed: kube.KubeBed) -> None:
@@ -240,6 +258,27 @@ def test_the_common_knobs_reach_the_pod_and_pass_a_server_side_dry_run(
     applied = kube_bed.kubectl("apply", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump_all(docs))
     assert applied.returncode == 0, applied.stderr
     assert "deployment.apps/balancer created (server dry run)" in applied.stdout
+
+
+@pytest.mark.parametrize(
+    ("values", "run_as_user"), [((), SPARK_UID), (("podSecurityContext.runAsUser=null",), None)]
+)
+def test_the_spark_pods_run_as_the_operators_pod_runs(
+    kube_bed: kube.KubeBed, values: tuple[str, ...], run_as_user: int | None
+) -> None:
+    """OpenShift's restricted-v2 refuses a pod that names a uid outside its namespace's range: with
+    the operator pod's uid left to the platform, the Spark pods name none either."""
+    spark = ("scoring.sparkSubmit.enabled=true", "scoring.storage=s3a://bucket/kb")
+    (deployment,) = _of_kind(render(kube_bed, *spark, *values), "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {item["name"]: item.get("value", "") for item in container["env"]}
+    settings = spark_settings(env)
+    assert settings is not None and settings.run_as_user == run_as_user
+    for template in (driver_template(REQUEST, run_as_user), executor_template(run_as_user)):
+        assert template["spec"]["securityContext"].get("runAsUser") == run_as_user
+        assert template["spec"]["securityContext"]["runAsNonRoot"] is True
+        (spark,) = template["spec"]["containers"]
+        assert spark["securityContext"].get("runAsUser") == run_as_user
 
 
 def test_the_log_format_and_level_are_the_values(kube_bed: kube.KubeBed) -> None:

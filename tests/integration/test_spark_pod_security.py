@@ -150,7 +150,7 @@ def test_the_operators_spark_pods_are_admitted_by_a_restricted_namespace(
     kube_bed: kube.KubeBed, restricted: str, tmp_path: Path
 ) -> None:
     wanted = request(tmp_path, "0001700000000001")
-    done = submit(kube_bed, wanted, write_templates(wanted, tmp_path))
+    done = submit(kube_bed, wanted, write_templates(wanted, tmp_path, SPARK_UID))
     assert done.returncode == 0, submit_error(done.stderr)
 
     driver = get_json(kube_bed, "pod", driver_pod_name(NAMESPACE, POOL, wanted.run))
@@ -176,7 +176,7 @@ def test_the_same_pods_without_the_security_context_are_refused(
     """The proof above proves something: without the contexts the apiserver refuses both pods, and
     the pool's status would say why."""
     wanted = request(tmp_path, "0001700000000002")
-    templates = write_templates(wanted, tmp_path)
+    templates = write_templates(wanted, tmp_path, SPARK_UID)
     bare_executor = json.loads((templates / "executor.json").read_text(encoding="utf-8"))
     strip_security(templates)
 

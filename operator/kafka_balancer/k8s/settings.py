@@ -216,7 +216,22 @@ def spark_settings(env: Mapping[str, str]) -> SparkSettings | None:
         s3=s3_storage(env),
         master=env.get(ENV_PREFIX + "SPARK_MASTER") or defaults.master,
         volume=volume,
+        run_as_user=_run_as_user(env, defaults.run_as_user),
     )
+
+
+def _run_as_user(env: Mapping[str, str], default: int | None) -> int | None:
+    """``KAFKA_BALANCER_SPARK_RUN_AS_USER`` (chart: ``podSecurityContext.runAsUser``): the Spark pods'
+    uid; set and empty when the platform assigns the uid (OpenShift), unset for the image's own."""
+    name = ENV_PREFIX + "SPARK_RUN_AS_USER"
+    if name not in env:
+        return default
+    text = env[name]
+    if not text:
+        return None
+    if not text.isdigit() or int(text) == 0:
+        raise InputError(f"{name}: expected a non-root uid (a positive whole number) or none, got {text!r}")
+    return int(text)
 
 
 def s3_storage(env: Mapping[str, str]) -> S3Storage:

@@ -43,14 +43,14 @@ COMPLETED = "COMPLETED"
 FAILED_STATES = frozenset({"FAILED", "SUBMISSION_FAILED"})
 
 
-def _pod(spec: Scoring) -> dict[str, Any]:
+def _pod(spec: Scoring, run_as_user: int | None) -> dict[str, Any]:
     size = pod_size(spec)
     pod: dict[str, Any] = {
         "cores": size.cores,
         "memory": size.memory,
         # The Spark Operator puts these on the pod and on Spark's container: Pod Security "restricted".
-        "podSecurityContext": pod_security_context(),
-        "securityContext": container_security_context(),
+        "podSecurityContext": pod_security_context(run_as_user),
+        "securityContext": container_security_context(run_as_user),
     }
     if size.core_request is not None:
         pod["coreRequest"] = size.core_request
@@ -71,7 +71,7 @@ def application_manifest(settings: SparkSettings, request: ScoringRequest) -> di
         goals=f"{INPUT_MOUNT}/goals.json",
         out=run_out_uri(settings, request),
     )
-    pod = _pod(request.spec)
+    pod = _pod(request.spec, settings.run_as_user)
     return {
         "apiVersion": f"{SPARK_GROUP}/{SPARK_VERSION}",
         "kind": "SparkApplication",

@@ -26,8 +26,9 @@ from kafka_balancer.scoring.s3a import S3Storage, s3a_conf
 DEFAULT_CORES, DEFAULT_MEMORY = 1, "1g"
 # In-cluster: the apiserver's Service, as every pod resolves it through cluster DNS.
 IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
-# The operator image's user and group (hack/image/build.sh): Spark pods run as it, so a namespace that
-# enforces Pod Security "restricted" admits them (it wants a non-root uid that the kubelet can check).
+# The operator image's user and group (hack/image/build.sh): Spark pods run as it by default, so a
+# namespace that enforces Pod Security "restricted" admits them (it wants a non-root uid that the
+# kubelet can check).
 SPARK_UID = 65532
 
 
@@ -55,6 +56,9 @@ class SparkSettings:
     s3: S3Storage = field(default_factory=S3Storage)  # for s3a:// storage
     master: str = IN_CLUSTER_MASTER  # spark-submit's --master
     volume: SparkVolume | None = None
+    # The Spark pods' uid and gid, the operator pod's own; None leaves them to the platform, as
+    # OpenShift's restricted-v2 wants (the image's entrypoint names whatever uid it gets).
+    run_as_user: int | None = SPARK_UID
 
 
 def application_name(namespace: str, pool: str, run: str) -> str:
@@ -89,24 +93,22 @@ def pod_size(spec: Scoring) -> PodSize:
     return PodSize(cores, core_request, memory)
 
 
-def pod_security_context() -> dict[str, Any]:
+def _run_as(run_as_user: int | None) -> dict[str, Any]:
+    return {} if run_as_user is None else {"runAsUser": run_as_user, "runAsGroup": run_as_user}
+
+
+def pod_security_context(run_as_user: int | None) -> dict[str, Any]:
     """A Spark pod's ``spec.securityContext``: what Pod Security "restricted" asks of a pod. No
     ``fsGroup``: the storage volume is already written by this uid, and a group change would walk it."""
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": SPARK_UID,
-        "runAsGroup": SPARK_UID,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
+    return {"runAsNonRoot": True, **_run_as(run_as_user), "seccompProfile": {"type": "RuntimeDefault"}}
 
 
-def container_security_context() -> dict[str, Any]:
+def container_security_context(run_as_user: int | None) -> dict[str, Any]:
     """Each Spark container's ``securityContext``: what "restricted" asks of a container. The root
     filesystem stays writable: Spark writes to /tmp (the user's home) and its work directory."""
     return {
         "runAsNonRoot": True,
-        "runAsUser": SPARK_UID,
-        "runAsGroup": SPARK_UID,
+        **_run_as(run_as_user),
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
         "seccompProfile": {"type": "RuntimeDefault"},

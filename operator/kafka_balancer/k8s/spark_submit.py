@@ -101,7 +101,7 @@ def spark_home() -> Path:
     return Path(found.origin).parent
 
 
-def driver_template(request: ScoringRequest) -> dict[str, Any]:
+def driver_template(request: ScoringRequest, run_as_user: int | None) -> dict[str, Any]:
     """The driver pod's template: owned by the pool from its creation (Spark keeps the template's
     metadata and makes the driver own everything else it creates), and restricted (Spark builds its
     container on the template's first one, keeping its securityContext)."""
@@ -111,26 +111,28 @@ def driver_template(request: ScoringRequest) -> dict[str, Any]:
         "metadata": {
             "ownerReferences": [owner_reference(PoolId(request.namespace, request.pool, request.pool_uid))]
         },
-        "spec": _restricted_spec(DRIVER_CONTAINER),
+        "spec": _restricted_spec(DRIVER_CONTAINER, run_as_user),
     }
 
 
-def executor_template() -> dict[str, Any]:
+def executor_template(run_as_user: int | None) -> dict[str, Any]:
     """The executor pods' template (the driver reads it from a ConfigMap spark-submit mounts into
     it): restricted like the driver; the driver makes itself their owner."""
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": _restricted_spec(EXECUTOR_CONTAINER)}
+    spec = _restricted_spec(EXECUTOR_CONTAINER, run_as_user)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": spec}
 
 
-def _restricted_spec(container: str) -> dict[str, Any]:
+def _restricted_spec(container: str, run_as_user: int | None) -> dict[str, Any]:
     return {
-        "securityContext": pod_security_context(),
-        "containers": [{"name": container, "securityContext": container_security_context()}],
+        "securityContext": pod_security_context(run_as_user),
+        "containers": [{"name": container, "securityContext": container_security_context(run_as_user)}],
     }
 
 
-def write_templates(request: ScoringRequest, directory: Path) -> Path:
+def write_templates(request: ScoringRequest, directory: Path, run_as_user: int | None) -> Path:
     """``driver.json`` and ``executor.json`` in ``directory``, for :func:`submit_conf`."""
-    for name, template in (("driver", driver_template(request)), ("executor", executor_template())):
+    driver, executor = driver_template(request, run_as_user), executor_template(run_as_user)
+    for name, template in (("driver", driver), ("executor", executor)):
         (directory / f"{name}.json").write_text(json.dumps(template), encoding="utf-8")
     return directory
 
@@ -346,7 +348,7 @@ class SparkSubmitScorer:
         remote.write_json(remote.join(run, "topology.json"), request.topology)
         remote.write_json(remote.join(run, "goals.json"), request.goals)
         with tempfile.TemporaryDirectory(prefix="kb-spark-") as scratch:
-            templates = write_templates(request, Path(scratch))
+            templates = write_templates(request, Path(scratch), self.settings.run_as_user)
             argv = submit_argv(self.settings, request, templates, spark_home())
             submitted_at = self._clock()
             done = self._submit(argv)

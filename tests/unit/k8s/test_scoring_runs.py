@@ -127,6 +127,33 @@ def test_settings_come_from_the_charts_environment() -> None:
     assert settings.spark_version  # empty means the installed pyspark's
 
 
+@pytest.mark.parametrize(
+    ("env", "run_as_user"),
+    [
+        ({}, 65532),
+        ({"KAFKA_BALANCER_SPARK_RUN_AS_USER": ""}, None),
+        ({"KAFKA_BALANCER_SPARK_RUN_AS_USER": "1000"}, 1000),
+    ],
+)
+def test_the_spark_pods_uid_is_the_images_unless_the_chart_names_one_or_none(
+    env: dict[str, str], run_as_user: int | None
+) -> None:
+    settings = spark_settings({"KAFKA_BALANCER_SCORING_STORAGE": "/shared/kb", **env})
+    assert settings is not None and settings.run_as_user == run_as_user
+    pod = application_manifest(settings, request())["spec"]["driver"]
+    assert pod["podSecurityContext"].get("runAsUser") == run_as_user
+    assert pod["securityContext"].get("runAsGroup") == run_as_user
+    assert pod["podSecurityContext"]["runAsNonRoot"] is True
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "65532.0", "root"])
+def test_a_spark_uid_that_is_root_or_not_a_uid_is_refused_naming_the_variable(text: str) -> None:
+    with pytest.raises(InputError, match=r"^KAFKA_BALANCER_SPARK_RUN_AS_USER: expected a non-root uid"):
+        spark_settings(
+            {"KAFKA_BALANCER_SCORING_STORAGE": "/shared/kb", "KAFKA_BALANCER_SPARK_RUN_AS_USER": text}
+        )
+
+
 def test_cleartext_credentials_are_allowed_operator_wide_only_by_the_environment() -> None:
     assert OperatorSettings.from_env({}).allow_cleartext_credentials is False
     env = {"KAFKA_BALANCER_ALLOW_CLEARTEXT_CREDENTIALS": "true"}

@@ -15,7 +15,7 @@ import pytest
 
 from kafka_balancer.api import Scoring
 from kafka_balancer.errors import ScoringError
-from kafka_balancer.k8s.spark_runs import SparkSettings, SparkVolume
+from kafka_balancer.k8s.spark_runs import SPARK_UID, SparkSettings, SparkVolume
 from kafka_balancer.k8s.spark_submit import (
     DRIVER_CONTAINER,
     SparkSubmitScorer,
@@ -135,7 +135,7 @@ def test_the_submission_names_the_driver_owns_it_by_the_pool_and_sizes_it_from_t
         volume = f"spark.kubernetes.{role}.volumes.persistentVolumeClaim.scoring"
         assert conf[f"{volume}.options.claimName"] == "kb-scoring"
         assert conf[f"{volume}.mount.path"] == "/mnt/kb"
-    (owner,) = driver_template(wanted)["metadata"]["ownerReferences"]
+    (owner,) = driver_template(wanted, SPARK_UID)["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
         "BrokerPool",
         POOL,

@@ -196,3 +196,16 @@ def test_both_recipes_label_the_image_as_the_chart_describes_it() -> None:
         done = subprocess.run(sed, input=CHART, capture_output=True, text=True, check=True)
         values[f"${variable}"] = done.stdout.strip()
     assert {name: values.get(value, value) for name, value in labels.items()} == expected
+
+
+def test_both_recipes_add_the_same_debian_packages_to_their_python_base() -> None:
+    """The Containerfile's base image already holds Python and the CA certificates; base.sh's
+    debootstrap installs them itself. Each installs everything else, nss_wrapper among them (the
+    entrypoint names a uid the image does not know with it)."""
+    joined = re.sub(r"\\\n", " ", CONTAINERFILE)
+    (installed,) = re.findall(r"apt-get install -y --no-install-recommends ([^&]+)&&", joined)
+    (included,) = re.findall(r"^PACKAGES=(\S+)$", BASE_SH, re.MULTILINE)
+    assert set(installed.split()) == set(included.split(",")) - {"python3", "ca-certificates"}
+    assert "libnss-wrapper" in installed.split()
+    entrypoint = (ROOT / "hack" / "image" / "entrypoint.sh").read_text()
+    assert 'LD_PRELOAD="libnss_wrapper.so' in entrypoint
