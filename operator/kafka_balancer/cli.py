@@ -383,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--output", required=True, type=Path, help="where to write it: .png or .html")
     report.set_defaults(handler=_report)
 
-    pool = _command(commands, "pool", "get, describe, approve, pause or resume pools in a cluster")
+    pool = _command(commands, "pool", "get, describe, approve, pause, resume or cancel pools in a cluster")
     add_pool_arguments(pool)
     pool.set_defaults(handler=_pool)
 

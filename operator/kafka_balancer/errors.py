@@ -49,6 +49,13 @@ class ExecutionHalted(ExecutionError):
     run; ``str()`` says why. Resumable: the same plan goes on when it is allowed again."""
 
 
+class ExecutionCancelled(ExecutionError):
+    """An execution stopped because its plan was cancelled on request (the pool's cancel annotation):
+    its moves in flight were cancelled and its throttles removed; ``str()`` says how many, as words
+    that follow "cancelled" ("on request (…): 2 move(s) in flight cancelled, …"). Never resumed: the
+    plan is not executed again."""
+
+
 class MetricsSourceError(KafkaBalancerError):
     """The optional Prometheus source of broker cpu and network failed or answered unusably."""
 

@@ -170,3 +170,69 @@ def test_the_namespace_defaults_to_the_kubeconfig_contexts(pools: kube.KubeBed, 
 
     assert listed.returncode == 0, listed.stderr
     assert [line.split()[0] for line in listed.stdout.splitlines()] == ["NAME", "fresh"]
+
+
+CANCELS = "kb-test-pool-command-c"
+
+
+@pytest.fixture(scope="module")
+def cancellable(pools: kube.KubeBed) -> Iterator[kube.KubeBed]:
+    """Pools as the operator reports them: ``running`` executes the plan, ``approved`` has it approved
+    but not started, ``done`` executed it, ``fresh`` shows no plan yet."""
+    assert pools.kubectl("create", "namespace", CANCELS).returncode == 0
+    shown = {"plan": {"id": PLAN, "movesTotal": 12, "moves": "3/12"}}
+    for name, status, marks in (
+        ("running", {**shown, "execution": {"planId": PLAN, "phase": "Running"}}, {}),
+        ("approved", shown, {"kafkabalancer.io/approve": PLAN}),
+        ("done", {**shown, "execution": {"planId": PLAN, "phase": "Succeeded"}}, {}),
+        ("fresh", None, {}),
+    ):
+        manifest = pool(name, "Manual")
+        manifest["metadata"]["annotations"] = marks
+        created = pools.kubectl("apply", "-n", CANCELS, "-f", "-", stdin=json.dumps(manifest))
+        assert created.returncode == 0, created.stderr
+        if status is not None:
+            write_status(pools, "bp", name, CANCELS, status)
+    yield pools
+    pools.kubectl("delete", "brokerpools", "--all", "-n", CANCELS)
+    pools.kubectl("delete", "namespace", CANCELS, "--wait=false")
+
+
+def cancel_request(bed: kube.KubeBed, name: str) -> str | None:
+    got = bed.kubectl("get", "bp", name, "-n", CANCELS, "-o", "json")
+    annotations: dict[str, str] = json.loads(got.stdout)["metadata"].get("annotations", {})
+    return annotations.get("kafkabalancer.io/cancel-plan")
+
+
+def test_cancel_names_the_plan_the_pool_executes(cancellable: kube.KubeBed) -> None:
+    cancelled = cli(cancellable, "cancel", "running", "-n", CANCELS, "--plan", PLAN)
+
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert cancelled.stdout.strip() == f"BrokerPool {CANCELS}/running: cancel of plan {PLAN} requested"
+    assert cancel_request(cancellable, "running") == PLAN
+
+    approved = cli(cancellable, "cancel", "approved", "-n", CANCELS)
+    assert approved.returncode == 0, approved.stderr
+    assert cancel_request(cancellable, "approved") == PLAN, "an approved plan not started yet too"
+
+
+def test_what_cannot_be_cancelled_says_why_and_writes_nothing(cancellable: kube.KubeBed) -> None:
+    prefix = "kafka-balancer pool: bad input: "
+    refusals = {
+        ("running", "--plan", "0000000000"): (
+            f"--plan 0000000000: BrokerPool {CANCELS}/running shows plan {PLAN}, not 0000000000; "
+            "nothing was cancelled"
+        ),
+        ("done",): (
+            f"BrokerPool {CANCELS}/done: plan {PLAN} is neither executing nor approved "
+            "(its execution: Succeeded): nothing to cancel"
+        ),
+        ("fresh",): f"BrokerPool {CANCELS}/fresh shows no plan (status.plan.id is empty): nothing to cancel",
+    }
+    for args, said in refusals.items():
+        before = cancel_request(cancellable, args[0])
+        refused = cli(cancellable, "cancel", *args, "-n", CANCELS)
+        assert refused.returncode == 2, (args, refused.stdout, refused.stderr)
+        assert refused.stderr.strip() == prefix + said
+        assert "Traceback" not in refused.stderr
+        assert cancel_request(cancellable, args[0]) == before, "a refusal writes nothing"

@@ -1,7 +1,7 @@
 """``kafka-balancer pool``: the pools of a cluster through the kubeconfig, as ``kubectl`` users expect:
 ``get`` and ``describe`` what the operator reports, ``approve`` the plan a pool shows, ``pause`` and
-``resume`` it. What changes a pool is what a person would write with ``kubectl``: the approval
-annotation, ``spec.paused``; the operator does the rest.
+``resume`` it, ``cancel`` the plan it executes. What changes a pool is what a person would write with
+``kubectl``: the approval and cancel annotations, ``spec.paused``; the operator does the rest.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import yaml
 
 from kafka_balancer.errors import InputError, KafkaBalancerError
 from kafka_balancer.k8s.kube import Kube
-from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
+from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, CANCEL_ANNOTATION
 
 OUTPUTS = ("table", "json", "yaml")
 # What `kubectl get bp -o wide` shows, in its order, for one look at every pool.
@@ -39,7 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for action, text in (("pause", "pause a pool at its next batch"), ("resume", "resume a paused pool")):
         paused = actions.add_parser(action, help=text)
         paused.add_argument("name")
-    for sub in (get, describe, approve, *(actions.choices[a] for a in ("pause", "resume"))):
+    cancel = actions.add_parser(
+        "cancel", help="cancel the plan a pool executes: its moves in flight cancelled, its throttles removed"
+    )
+    cancel.add_argument("name")
+    cancel.add_argument(
+        "--plan", help="the plan id to cancel: refused if the pool shows another one (default: its plan)"
+    )
+    for sub in (get, describe, approve, cancel, *(actions.choices[a] for a in ("pause", "resume"))):
         sub.add_argument("-n", "--namespace", help="default: the kubeconfig context's namespace")
         sub.add_argument("--kubeconfig", help="default: $KUBECONFIG, else ~/.kube/config")
 
@@ -68,6 +75,11 @@ def run_pool(args: argparse.Namespace) -> int:
         figures = _plan_figures(pool)
         print(f"{where}: plan {plan} approved{f' ({figures})' if figures else ''}")
         return 0
+    if args.action == "cancel":
+        plan = cancellable_plan(pool, args.plan)
+        kube.annotate_pool(namespace, args.name, CANCEL_ANNOTATION, plan)
+        print(f"{where}: cancel of plan {plan} requested")
+        return 0
     paused = args.action == "pause"
     kube.patch_pool_spec(namespace, args.name, {"paused": paused})
     print(f"{where}: {'paused at its next batch' if paused else 'resumed'}")
@@ -93,6 +105,27 @@ def approvable_plan(pool: Mapping[str, Any], reviewed: str | None) -> str:
         raise PlanNotShown(f"{where} shows no plan to approve yet (status.plan.id is empty)")
     if reviewed is not None and reviewed != shown:
         raise InputError(f"--plan {reviewed}: {where} shows plan {shown} now; review that one and approve it")
+    return str(shown)
+
+
+def cancellable_plan(pool: Mapping[str, Any], named: str | None) -> str:
+    """The plan id to cancel: the one the pool shows, which ``named`` must name when given, and which
+    must be executing (or paused mid-way) or approved; anything else has nothing to cancel."""
+    meta, status = pool["metadata"], pool.get("status") or {}
+    where = f"BrokerPool {meta.get('namespace')}/{meta['name']}"
+    shown = (status.get("plan") or {}).get("id")
+    if not shown:
+        raise InputError(f"{where} shows no plan (status.plan.id is empty): nothing to cancel")
+    if named is not None and named != shown:
+        raise InputError(f"--plan {named}: {where} shows plan {shown}, not {named}; nothing was cancelled")
+    execution = status.get("execution") or {}
+    phase = execution.get("phase") if execution.get("planId") == shown else None
+    approved = (meta.get("annotations") or {}).get(APPROVE_ANNOTATION) == shown
+    if phase == "Cancelled":
+        raise InputError(f"{where}: plan {shown} is cancelled already")
+    if phase not in ("Running", "Paused") and not approved:
+        ran = f" (its execution: {phase})" if phase else ""
+        raise InputError(f"{where}: plan {shown} is neither executing nor approved{ran}: nothing to cancel")
     return str(shown)
 
 
@@ -164,6 +197,9 @@ def describe(pool: Mapping[str, Any]) -> str:
         approved = (meta.get("annotations") or {}).get(APPROVE_ANNOTATION)
         if approved:
             lines.append(f"Approved:    {approved}")
+        cancel = (meta.get("annotations") or {}).get(CANCEL_ANNOTATION)
+        if cancel:
+            lines.append(f"Cancel of:   {cancel}")
     execution = status.get("execution") or {}
     if execution:
         total = sum(int(execution.get(k, 0)) for k in ("movesDone", "movesInFlight", "movesPending"))

@@ -23,7 +23,7 @@ from kafka_balancer.api import BrokerPoolSpec
 from kafka_balancer.errors import KafkaBalancerError
 from kafka_balancer.k8s.lease import PoolLease, cluster_lease, holder_pool
 from kafka_balancer.k8s.metrics import OperatorMetrics
-from kafka_balancer.k8s.mirrored_executor import release_returned_brokers, settle_unfinished
+from kafka_balancer.k8s.mirrored_executor import cancelled_text, release_returned_brokers, settle_unfinished
 from kafka_balancer.k8s.plan_run import Liveness, PlanRun, SeenPool
 from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.settings import DEFAULT_LIMITS, DEFAULT_NAMESPACE, Timings
@@ -33,6 +33,7 @@ from kafka_balancer.kafka.cordon import sync_cordons
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
 from kafka_balancer.kafka.fence import FencedAdmin, Fences
 from kafka_balancer.kafka.port import AdminPort
+from kafka_balancer.reconcile.approval import CANCEL_ANNOTATION
 from kafka_balancer.reconcile.events import Event, sentence
 from kafka_balancer.reconcile.pool_input import StoredPlan
 from kafka_balancer.reconcile.status import ExecutionPhase
@@ -175,6 +176,39 @@ class ExecutionService:
             except KafkaBalancerError as err:
                 _log.warning("pool %s: left throttles not released yet: %s", pool.key, err)
                 return []
+            finally:
+                lease.release()
+        finally:
+            lock.release()
+
+    def cancel_stopped(
+        self, pool: PoolId, spec: BrokerPoolSpec, props: Mapping[str, str], plan: str
+    ) -> str | None:
+        """Cancel on request ``plan``, whose execution is unfinished but not running (paused, or left
+        by a process that is gone): its moves still in flight cancelled, the others never started, its
+        throttles removed, as a running one's are. What it did, as words that follow "cancelled"; None
+        while an execution in this process or another holds the pool (a later pass tries again)."""
+        lock = self._locks[pool.key]
+        if not lock.acquire(blocking=False):
+            return None
+        try:
+            lease = self.lease(pool)
+            if not lease.try_acquire():
+                return None
+            try:
+                mirror = StateMirror(self.kube, pool, timings=self.timings, check=lease.check)
+                recorded = mirror.load()
+                if recorded is None or recorded[0] != plan or recorded[1].finished_at is not None:
+                    # Nothing of it in Kafka: no record of it (paused before its first move).
+                    return f"on request ({CANCEL_ANNOTATION}) before any move of it started"
+                in_flight = {m.tp for m in recorded[1].by_status(MoveStatus.IN_FLIGHT)}
+                with self._admins(pool, spec, props, lease) as admin:
+                    settle_unfinished(admin(), mirror, self.state_dir, clock=self.clock, sleep=self.sleep)
+                after = mirror.load()
+                return None if after is None else cancelled_text(in_flight, after[1])
+            except KafkaBalancerError as err:
+                _log.warning("pool %s: plan %s not cancelled yet: %s", pool.key, plan, err)
+                return None
             finally:
                 lease.release()
         finally:

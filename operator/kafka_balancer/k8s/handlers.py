@@ -28,7 +28,7 @@ from kafka_balancer.k8s.port import PoolId
 from kafka_balancer.k8s.scale_guard import ScaleGuard
 from kafka_balancer.k8s.settings import OperatorSettings
 from kafka_balancer.k8s.source import ClusterSource
-from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION
+from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, CANCEL_ANNOTATION
 from kafka_balancer.reconcile.scale_down import SCALE_DOWN_ANNOTATION, ScaleRequest
 
 _log = logging.getLogger(__name__)
@@ -192,8 +192,8 @@ async def pool_daemon(
     memo: kopf.Memo,
     **_: Any,
 ) -> None:
-    """Sync the pool every ``detectionIntervalSeconds``, and at once when its spec, its approval or
-    the goals that name it change."""
+    """Sync the pool every ``detectionIntervalSeconds``, and at once when its spec, its approval, its
+    cancel request or the goals that name it change."""
     pools: PoolService = memo.pools
     wake_s = pools.timings.wake_s
     pool = PoolId(namespace, name, uid)
@@ -205,6 +205,7 @@ async def pool_daemon(
         approved=lambda: body.meta.annotations.get(APPROVE_ANNOTATION),
         repair_hard_goals=lambda: (body.spec.get("selfHealing") or {}).get("repairHardGoals"),
         heal_brokers=lambda: (body.spec.get("selfHealing") or {}).get("enabled"),
+        cancel=lambda: body.meta.annotations.get(CANCEL_ANNOTATION),
     )
     while not stopped:
         await _scope_webhook(memo, pool_stateful_sets)
@@ -250,8 +251,9 @@ async def _scope_webhook(
 
 
 def _wakes(body: kopf.Body, goals: tuple[GoalObject, ...]) -> tuple[object, ...]:
-    """What a pool's daemon acts on at once: its spec, an approval, a scale-down held back, and a goal
-    that names it added, edited or deleted. A goal's status is not among them: the pass writes it.
+    """What a pool's daemon acts on at once: its spec, an approval or a cancel request, a scale-down
+    held back, and a goal that names it added, edited or deleted. A goal's status is not among them:
+    the pass writes it.
 
     A pool and its goals applied together reach the operator on two watches: the first pass may
     see only some of the goals, and the others wake it as they arrive."""
@@ -259,6 +261,7 @@ def _wakes(body: kopf.Body, goals: tuple[GoalObject, ...]) -> tuple[object, ...]
     return (
         body.meta.get("generation"),
         annotations.get(APPROVE_ANNOTATION),
+        annotations.get(CANCEL_ANNOTATION),
         annotations.get(SCALE_DOWN_ANNOTATION),
         frozenset((goal.name, goal.generation) for goal in goals),
     )

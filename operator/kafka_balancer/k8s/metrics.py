@@ -15,7 +15,7 @@ from kafka_balancer.kafka.execution_state import ExecutionState, MoveStatus
 # The label values a pool's counters take, created at 0 when the pool is first synced: a rate or an
 # alert on failures then has a series to read before the first failure.
 RECONCILE_RESULTS = ("ok", "invalid", "unreachable")
-EXECUTION_RESULTS = ("succeeded", "failed")
+EXECUTION_RESULTS = ("succeeded", "failed", "cancelled")
 SCORING_RESULTS = ("succeeded", "failed")
 
 

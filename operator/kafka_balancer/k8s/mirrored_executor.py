@@ -1,6 +1,6 @@
 """The kafka layer's executor run against the pool's recorded execution: a stored plan run (or
-resumed) fenced by the pool's execution lease, and what an execution leaves behind settled (an
-unfinished plan cancelled, throttles on brokers that are back removed).
+resumed) fenced by the pool's execution lease, cancelled when the user asks, and what an execution
+leaves behind settled (an unfinished plan cancelled, throttles on brokers that are back removed).
 
 The state file (under the operator's state directory) is the executor's own scratch copy; the
 ``<pool>-execution`` ConfigMap (k8s/state_mirror.py) is the record: written ahead of every Kafka
@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from kafka_balancer.api import Execution as ExecutionSpec
 from kafka_balancer.api import throttle_rate
-from kafka_balancer.errors import ExecutionError, ExecutionHalted
+from kafka_balancer.errors import ExecutionCancelled, ExecutionError, ExecutionHalted
 from kafka_balancer.k8s.state_mirror import StateMirror
 from kafka_balancer.kafka.cancel import cancel_execution
 from kafka_balancer.kafka.execution_state import ExecutionState, MoveOrder, MoveStatus, load_state, save_state
@@ -28,6 +28,7 @@ from kafka_balancer.kafka.fence import Fence, FencedAdmin
 from kafka_balancer.kafka.pause import settle_in_flight
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.throttle import release_brokers, wanted_brokers
+from kafka_balancer.reconcile.approval import CANCEL_ANNOTATION
 from kafka_balancer.reconcile.pool_input import StoredPlan
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,11 @@ class RunHooks(Protocol):
         """Why the execution must halt (a pause, a mode that forbids executing): it stops submitting
         at the next batch, follows the moves in flight to their end with their throttles, then raises
         ExecutionHalted. None: it goes on."""
+
+    def cancel_requested(self) -> bool:
+        """The user cancels the plan: at the next look at the cluster, its moves in flight are
+        cancelled and its throttles removed, then ExecutionCancelled is raised. Takes precedence over
+        a halt."""
 
 
 @dataclass(frozen=True)
@@ -121,19 +127,30 @@ def execute_plan(
         options,
         log=logger.info,
         mirror=mirror_commit,
-        cancel_requested=lambda: hooks.stop_requested() or hooks.halt_reason() is not None,
+        cancel_requested=lambda: (
+            hooks.stop_requested() or hooks.cancel_requested() or hooks.halt_reason() is not None
+        ),
         clock=site.clock,
         sleep=site.sleep,
     )
     try:
         final = executor.run(state)
     except ExecutionError:
+        if hooks.stop_requested():
+            raise
+        if hooks.cancel_requested():
+            cancel_plan(stored.id, executor, load_state(state_path), mirror, hooks)
         reason = hooks.halt_reason()
-        if hooks.stop_requested() or reason is None:
+        if reason is None:
             raise
         settled = settle_in_flight(
-            executor, load_state(state_path), lambda: hooks.stop_requested() or hooks.halt_reason() is None
+            executor,
+            load_state(state_path),
+            lambda: hooks.stop_requested() or hooks.cancel_requested() or hooks.halt_reason() is None,
         )
+        if not hooks.stop_requested() and hooks.cancel_requested():
+            # Cancelled while halting: what is still in flight is cancelled rather than followed.
+            cancel_plan(stored.id, executor, settled, mirror, hooks)
         left = len(settled.by_status(MoveStatus.IN_FLIGHT))
         mirror.write(stored.id, settled, force=True)
         hooks.progress(settled)
@@ -144,6 +161,39 @@ def execute_plan(
     mirror.write(stored.id, final, force=True)
     hooks.progress(final)
     return final
+
+
+def cancel_plan(
+    plan: str, executor: Executor, state: ExecutionState, mirror: StateMirror, hooks: RunHooks
+) -> NoReturn:
+    """Cancel the running ``plan`` on request, as a deleted pool's is (kafka/cancel.py): its moves in
+    flight cancelled, the others not started, its throttles removed; then raise ExecutionCancelled
+    saying how many moves in flight were cancelled (its text follows "cancelled")."""
+    in_flight = {m.tp for m in state.by_status(MoveStatus.IN_FLIGHT)}
+    final = cancel_execution(
+        executor.admin, state, executor.commit, clock=executor.clock, sleep=executor.sleep
+    )
+    mirror.write(plan, final, force=True)
+    hooks.progress(final)
+    raise ExecutionCancelled(cancelled_text(in_flight, final))
+
+
+def cancelled_text(in_flight: set[tuple[str, int]], final: ExecutionState) -> str:
+    """What a cancel on request did, as words that follow "cancelled": the moves of ``in_flight``
+    cancelled, the others not started, those done, and the throttles left on brokers that are down."""
+    cancelled = final.by_status(MoveStatus.CANCELLED)
+    stopped = sum(1 for m in cancelled if m.tp in in_flight)
+    left = sorted(final.throttled_brokers)
+    done = len(final.by_status(MoveStatus.DONE))
+    return (
+        f"on request ({CANCEL_ANNOTATION}): {stopped} move(s) in flight cancelled, "
+        f"{len(cancelled) - stopped} not started, {done} done"
+        + (
+            f"; its throttles stay on broker(s) {', '.join(left)}, which are down, until they are back"
+            if left
+            else "; every throttle it set removed"
+        )
+    )
 
 
 def _state_path(state_dir: Path, mirror: StateMirror, plan: str) -> Path:

@@ -3,7 +3,8 @@
 The execution service (k8s/executions.py) admits it (a slot of the process, the pool's lock) and
 hands it a Kafka client; the run holds the pool's execution lease and the Kafka cluster's while it
 writes to Kafka, resumes what the record says after losing them, halts at its next batch when the
-spec no longer lets it go on (a pause, mode DryRun, a withdrawn approval or opt-in), and tells the
+spec no longer lets it go on (a pause, mode DryRun, a withdrawn approval or opt-in), cancels its
+moves in flight when the user cancels the plan (the cancel annotation), and tells the
 user how it goes: the pool's ``status.execution`` / ``status.plan`` with the ``Executing`` and
 ``Ready`` conditions, Events and metrics. An apiserver outage is ridden out and reported
 (KubernetesApiOutage) once it is back. The mechanics (resume, mirror, settle) are in
@@ -23,7 +24,13 @@ from typing import Any, Protocol
 
 from kafka_balancer.api import BrokerPoolSpec
 from kafka_balancer.durations import age_text
-from kafka_balancer.errors import ExecutionFenced, ExecutionHalted, KafkaBalancerError, KubernetesUnavailable
+from kafka_balancer.errors import (
+    ExecutionCancelled,
+    ExecutionFenced,
+    ExecutionHalted,
+    KafkaBalancerError,
+    KubernetesUnavailable,
+)
 from kafka_balancer.k8s.lease import PoolLease, holder_pool
 from kafka_balancer.k8s.metrics import OperatorMetrics
 from kafka_balancer.k8s.mirrored_executor import RunSite, execute_plan, options_of
@@ -35,10 +42,11 @@ from kafka_balancer.kafka.fence import Fences
 from kafka_balancer.kafka.port import AdminPort
 from kafka_balancer.kafka.progress import cap_text, eta_seconds
 from kafka_balancer.kube_quantity import binary_quantity
+from kafka_balancer.reconcile.approval import CANCEL_ANNOTATION, repair_opted_in
+from kafka_balancer.reconcile.approval import cancel_requested as cancel_named
 from kafka_balancer.reconcile.approval import halt_reason as reason_to_halt
-from kafka_balancer.reconcile.approval import repair_opted_in
 from kafka_balancer.reconcile.events import Event, sentence
-from kafka_balancer.reconcile.executing import execution_conditions
+from kafka_balancer.reconcile.executing import cancelled_event, execution_conditions
 from kafka_balancer.reconcile.pool_input import StoredPlan
 from kafka_balancer.reconcile.status import (
     ExecutionPhase,
@@ -75,6 +83,8 @@ class Liveness:
     # spec.selfHealing.repairHardGoals and .enabled as they are now; None: as the sync read them.
     repair_hard_goals: Callable[[], bool | None] = _unknown_flag
     heal_brokers: Callable[[], bool | None] = _unknown_flag
+    # The cancel annotation as it is now (None: no request); the sync never starts a plan it names.
+    cancel: Callable[[], str | None] = _unknown
 
 
 @dataclass(frozen=True)
@@ -214,6 +224,10 @@ class PlanRun:
             repair=opted_in,
         )
 
+    def cancel_requested(self) -> bool:
+        """kopf's live view of the pool: the cancel annotation names this plan."""
+        return cancel_named(requested=self.live.cancel(), plan=self.stored.id)
+
     def stop_requested(self) -> bool:
         # The worker thread outlives a cancelled daemon (shutdown, or peering handing over to another
         # replica): it stops at its next step; the record lets the next owner resume.
@@ -232,7 +246,9 @@ class PlanRun:
         fields, message = execution_progress(state, services.clock())
         services.metrics.execution_progress(self.pool.key, state, services.clock())
         reason = self.halt_reason()
-        if reason is not None:
+        if self.cancel_requested():
+            message = f"cancelling on request: {message}"
+        elif reason is not None:
             message = f"halting ({reason}): nothing more is submitted; {message}"
         if self._outage is not None:
             message = f"{message}; {self._outage}"
@@ -269,7 +285,7 @@ class PlanRun:
         stored = self.stored
         told = ""
         while not cluster.try_acquire():
-            if self.stop_requested() or self.halt_reason() is not None:
+            if self._gives_up():
                 return False
             holder = holder_pool(cluster.holder())
             if holder != told:
@@ -288,7 +304,17 @@ class PlanRun:
         # frozen mid-execution) is then taken over from both after one lease duration, not one after
         # the other.
         cluster.observe()
-        return self.stop_requested() or self.halt_reason() is not None
+        return self._gives_up()
+
+    def _gives_up(self) -> bool:
+        """Stop waiting to start: told to stop, to halt, or the plan cancelled before it started."""
+        return self.stop_requested() or self.cancel_requested() or self.halt_reason() is not None
+
+    def _not_started(self) -> KafkaBalancerError:
+        """Why the run ends without having held its leases (nothing of it was started by this wait)."""
+        if not self.stop_requested() and self.cancel_requested():
+            return ExecutionCancelled(f"on request ({CANCEL_ANNOTATION}) while it waited to start")
+        return ExecutionHalted(self.halt_reason() or "the operator is stopping")
 
     def _run(self, admin: AdminPort) -> ExecutionState | None:
         """The final state once this process ran the plan to its end; None if another one finished it."""
@@ -296,10 +322,10 @@ class PlanRun:
         cluster = services.cluster_lease(self.pool, admin)
         while True:
             if not lease.acquire(partial(self._give_up, cluster)):
-                raise ExecutionHalted(self.halt_reason() or "the operator is stopping")
+                raise self._not_started()
             if not self._hold(cluster):
                 lease.release()
-                raise ExecutionHalted(self.halt_reason() or "the operator is stopping")
+                raise self._not_started()
             try:
                 recorded = self._mirror.load() if self._resumed else None
                 if recorded is not None and recorded[0] == stored.id and recorded[1].finished_at:
@@ -367,6 +393,8 @@ class PlanRun:
         if self.stop_requested():
             _log.info("plan %s: stopped submitting moves; the next active operator resumes it", stored.id)
             return None
+        if isinstance(err, ExecutionCancelled):
+            return self._cancelled(err)
         halted = isinstance(err, ExecutionHalted)
         if not halted:
             _log.error("plan %s failed: %s", stored.id, err)
@@ -382,3 +410,12 @@ class PlanRun:
         phase = ExecutionPhase.PAUSED if halted else ExecutionPhase.FAILED
         self._write(ExecutionStatus(stored.id, phase, str(err)))
         return phase
+
+    def _cancelled(self, err: ExecutionCancelled) -> ExecutionPhase:
+        stored = self.stored
+        event = cancelled_event(stored.id, str(err))
+        _log.info("pool %s: %s", self.pool.key, event.message)
+        self.services.metrics.executions.labels(self.pool.key, "cancelled").inc()
+        self.services.kube.post_event(self.pool, event)
+        self._write(ExecutionStatus(stored.id, ExecutionPhase.CANCELLED, str(err)))
+        return ExecutionPhase.CANCELLED

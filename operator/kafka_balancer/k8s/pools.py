@@ -41,11 +41,12 @@ from kafka_balancer.k8s.port import KubePort, PoolId
 from kafka_balancer.k8s.scored_loads import Loads
 from kafka_balancer.k8s.settings import Limits, Timings
 from kafka_balancer.k8s.strimzi import read_strimzi
-from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, Action, plan_id
+from kafka_balancer.reconcile.approval import APPROVE_ANNOTATION, CANCEL_ANNOTATION, Action, plan_id
 from kafka_balancer.reconcile.brokers import Lifecycle
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
 from kafka_balancer.reconcile.connection import client_properties
 from kafka_balancer.reconcile.events import Event, sentence
+from kafka_balancer.reconcile.executing import cancelled_event, cancels_stopped, execution_conditions
 from kafka_balancer.reconcile.healing import GUARD_REASON
 from kafka_balancer.reconcile.names import plan_config_map
 from kafka_balancer.reconcile.pool import PoolOutcome, decide_pool
@@ -57,6 +58,7 @@ from kafka_balancer.reconcile.status import (
     BalancerGoalStatus,
     ExecutionPhase,
     ExecutionStatus,
+    ExecutionUpdate,
     PoolStatus,
     rfc3339,
 )
@@ -256,9 +258,35 @@ class PoolService:
                     self.metrics.execution_running.labels(key).set(0)
         else:
             last = ExecutionStatus.from_dict(pool.status.get("execution"))
-            failed = last.plan_id if last is not None and last.phase is ExecutionPhase.FAILED else None
-            self.executions.release_left_throttles(pool.id, spec, props, failed)
+            if last is not None and cancels_stopped(last, pool.annotations.get(CANCEL_ANNOTATION)):
+                self.cancel_stopped(pool, outcome, spec, props, last.plan_id)
+            else:
+                failed = last.plan_id if last is not None and last.phase is ExecutionPhase.FAILED else None
+                self.executions.release_left_throttles(pool.id, spec, props, failed)
         return SyncResult(outcome)
+
+    def cancel_stopped(
+        self,
+        pool: PoolObject,
+        outcome: PoolOutcome,
+        spec: BrokerPoolSpec,
+        props: Mapping[str, str],
+        plan: str,
+    ) -> None:
+        """The cancel request of a plan whose execution is paused (or was left by a process that is
+        gone): carried out by this pass and reported as a running one's is."""
+        how = self.executions.cancel_stopped(pool.id, spec, props, plan)
+        if how is None:
+            return
+        event = cancelled_event(plan, how)
+        _log.info("pool %s: %s", pool.id.key, event.message)
+        self.metrics.executions.labels(pool.id.key, "cancelled").inc()
+        self.kube.post_event(pool.id, event)
+        execution = ExecutionStatus(plan, ExecutionPhase.CANCELLED, how)
+        written = outcome.status.to_dict()["conditions"]
+        conditions = execution_conditions(written, execution, generation=pool.generation, now=time.time())
+        update = ExecutionUpdate(execution, None, conditions)
+        self.kube.patch_status(PLURAL_POOLS, pool.id.namespace, pool.id.name, update.to_dict())
 
     def clean_up_blocking(
         self, pool: PoolId, spec: Mapping[str, Any], status: Mapping[str, Any]
@@ -400,6 +428,7 @@ class PoolService:
                 now=time.time(),
                 known_partitions=self.partition_counts(pool.id),
                 cordoning=cordoning,
+                cancel=pool.annotations.get(CANCEL_ANNOTATION),
             )
         )
         self.metrics.plan_seconds.labels(pool.id.key).observe(time.monotonic() - started)

@@ -1,4 +1,4 @@
-"""What to do with the current plan, given the mode, pause, and the approval annotation."""
+"""What to do with the current plan, given the mode, pause, and the approval and cancel annotations."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 APPROVE_ANNOTATION = "kafkabalancer.io/approve"
+# Names the plan to cancel, as the approval names the plan to run: a request left behind never
+# cancels a later plan.
+CANCEL_ANNOTATION = "kafkabalancer.io/cancel-plan"
 # The reason of a Manual pool's plan that runs without approval because it repairs hard goals.
 REPAIR_REASON = "RepairsHardGoals"
 # How the repairs of a plan that heals failed brokers begin (spec.selfHealing.enabled): such a plan
@@ -26,7 +29,7 @@ def repair_opted_in(repairs: str, *, repair_hard_goals: bool, heal_brokers: bool
 
 
 class Action(enum.Enum):
-    NOTHING = "Nothing"  # no plan, an empty one, or paused
+    NOTHING = "Nothing"  # no plan, an empty one, paused, or cancelled
     PLAN_ONLY = "PlanOnly"  # DryRun
     AWAIT_APPROVAL = "AwaitApproval"  # Manual, no approval yet
     EXECUTE = "Execute"  # Auto, approved, or (Manual) a plan that repairs hard goals
@@ -55,17 +58,26 @@ def decide(
     approved: str | None,
     executed: str | None,
     repairs: str | None = None,
+    cancelled: frozenset[str] = frozenset(),
 ) -> Decision:
     """``stored_id``: the plan in the pool's plan ConfigMap; ``approved``: the annotation's value;
     ``executed``: the plan already executed (never run twice); ``repairs``: the failed brokers it heals
     or the violated hard goals it repairs when the pool lets such a plan run unapproved
-    (spec.selfHealing.enabled, spec.selfHealing.repairHardGoals), None for any other plan."""
+    (spec.selfHealing.enabled, spec.selfHealing.repairHardGoals), None for any other plan;
+    ``cancelled``: the plans cancelled (see :func:`cancelled_plans`), never run again."""
     if paused:
         return Decision(Action.NOTHING, "Paused", "spec.paused is true: nothing is planned or moved")
     if stored_id is None or empty:
         return Decision(Action.NOTHING, "NothingToDo", "the plan is empty: nothing to move")
     if stored_id == executed:
         return Decision(Action.NOTHING, "AlreadyExecuted", f"plan {stored_id} has been executed")
+    if stored_id in cancelled:
+        return Decision(
+            Action.NOTHING,
+            "Cancelled",
+            f"plan {stored_id} was cancelled ({CANCEL_ANNOTATION}) and is not executed again; "
+            "the next plan that differs from it is decided on as usual",
+        )
     if mode == "DryRun":
         return Decision(Action.PLAN_ONLY, "DryRun", f"plan {stored_id} is ready; mode DryRun never executes")
     if mode == "Auto":
@@ -103,3 +115,16 @@ def halt_reason(
     if mode == "Manual" and approved != plan and not repair:
         return f"mode Manual and {APPROVE_ANNOTATION} no longer names plan {plan}"
     return None
+
+
+def cancelled_plans(*, requested: str | None, recorded: str | None) -> frozenset[str]:
+    """The plans never to execute (again): the one the cancel annotation names (``requested``; a
+    plan approved but not started yet is not started), and the one whose execution the status
+    records as cancelled (``recorded``), which stays cancelled once the annotation is gone."""
+    return frozenset(p for p in (requested, recorded) if p)
+
+
+def cancel_requested(*, requested: str | None, plan: str) -> bool:
+    """Whether the cancel annotation (``requested``) asks to cancel the running ``plan``: only a
+    request naming it does, so one left behind for an earlier plan is ignored."""
+    return requested == plan

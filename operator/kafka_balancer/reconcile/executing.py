@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kafka_balancer.reconcile.approval import cancel_requested
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition, merge_conditions, ready
+from kafka_balancer.reconcile.events import Event, sentence
 from kafka_balancer.reconcile.status import ConditionStatus, ExecutionPhase, ExecutionStatus, rfc3339
 
 
@@ -24,6 +26,8 @@ def executing_condition(execution: ExecutionStatus | None) -> Condition:
         return Condition("Executing", TRUE, "Running", f"executing plan {plan}: {message}".rstrip(": "))
     if execution.phase is ExecutionPhase.FAILED:
         return Condition("Executing", FALSE, "ExecutionFailed", f"plan {plan} failed: {message}")
+    if execution.phase is ExecutionPhase.CANCELLED:
+        return Condition("Executing", FALSE, "Cancelled", f"plan {plan} cancelled {message}".rstrip())
     if execution.phase is ExecutionPhase.PAUSED:
         return Condition("Executing", FALSE, "Paused", f"plan {plan} paused: {message}")
     return Condition("Executing", FALSE, "Finished", f"plan {plan} executed and verified")
@@ -40,3 +44,20 @@ def execution_conditions(
     summary = ready([*(Condition(c.type, c.status, c.reason, c.message) for c in others), executing])
     merged = merge_conditions(previous, [summary, executing], generation=generation, now=rfc3339(now))
     return (merged[0], *others, merged[1])
+
+
+def cancels_stopped(execution: ExecutionStatus | None, requested: str | None) -> bool:
+    """Whether a pass that runs no execution carries out the cancel request (``requested``, the
+    annotation) itself: it names a plan whose execution is unfinished but not running (paused, or
+    left by a process that is gone), which would otherwise resume once allowed."""
+    return (
+        execution is not None
+        and execution.phase.resumable
+        and cancel_requested(requested=requested, plan=execution.plan_id)
+    )
+
+
+def cancelled_event(plan: str, how: str) -> Event:
+    """The Event of a cancelled plan; ``how`` follows "cancelled" (ExecutionCancelled's text)."""
+    text = f"Plan {plan} cancelled {how}; it is not executed again"
+    return Event("Normal", "ExecutionCancelled", sentence(text))

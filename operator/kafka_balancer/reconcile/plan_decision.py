@@ -9,12 +9,19 @@ import json
 from collections.abc import Sequence
 
 from kafka_balancer.api import BalancerGoalSpec
-from kafka_balancer.reconcile.approval import REPAIR_REASON, Action, Decision, decide, repair_opted_in
+from kafka_balancer.reconcile.approval import (
+    REPAIR_REASON,
+    Action,
+    Decision,
+    cancelled_plans,
+    decide,
+    repair_opted_in,
+)
 from kafka_balancer.reconcile.conditions import FALSE, TRUE, Condition
 from kafka_balancer.reconcile.events import Event, sentence
 from kafka_balancer.reconcile.healing import repairs_unapproved
 from kafka_balancer.reconcile.pool_input import PoolInput, StoredPlan
-from kafka_balancer.reconcile.status import ExecutionStatus
+from kafka_balancer.reconcile.status import ExecutionPhase, ExecutionStatus
 
 
 def judge_stored_plan(inp: PoolInput) -> Decision:
@@ -51,6 +58,7 @@ def judge_stored_plan(inp: PoolInput) -> Decision:
         approved=inp.approved,
         executed=executed_id(inp),
         repairs=repairs,
+        cancelled=cancelled_ids(inp),
     )
 
 
@@ -65,6 +73,7 @@ def decide_new_plan(inp: PoolInput, new_plan: StoredPlan) -> Decision:
             approved=inp.approved,
             executed=executed_id(inp),
             repairs=new_plan.repairs,
+            cancelled=cancelled_ids(inp),
         ),
         new_plan.id,
         goals_changed=inp.status.get("goalSet") != goal_set_id(inp.goals),
@@ -111,3 +120,11 @@ def approval_conditions(inp: PoolInput, decision: Decision) -> tuple[list[Condit
 def executed_id(inp: PoolInput) -> str | None:
     executed = (inp.status.get("plan") or {}).get("executedId")
     return str(executed) if executed else None
+
+
+def cancelled_ids(inp: PoolInput) -> frozenset[str]:
+    """The plans the pool never executes (again): the one the cancel annotation names, and the one
+    whose execution the status records as cancelled."""
+    execution = ExecutionStatus.from_dict(inp.status.get("execution"))
+    recorded = execution.plan_id if execution and execution.phase is ExecutionPhase.CANCELLED else None
+    return cancelled_plans(requested=inp.cancel, recorded=recorded)

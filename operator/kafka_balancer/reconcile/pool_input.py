@@ -67,6 +67,8 @@ class PoolInput:
     known_partitions: Mapping[str, int] | None = None
     # None: the pass had nothing to cordon or uncordon (no drain, nothing on record).
     cordoning: Cordoning | None = None
+    # The cancel annotation: the plan the user asked to cancel (None: no request).
+    cancel: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,9 @@ class ExecutionPhase(enum.Enum):
     PAUSED = "Paused"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+    # Stopped on request (the cancel annotation): its moves in flight cancelled, its throttles
+    # removed; the plan is never executed again.
+    CANCELLED = "Cancelled"
 
     @property
     def resumable(self) -> bool:
