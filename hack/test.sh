@@ -31,6 +31,8 @@ log "chart-testing's ct, the chart's linter (built once, then cached)"
 "$KB_ROOT/hack/chart-testing/provision.sh" >/dev/null
 log "kubeconform, the rendered manifests' validator (built once, then cached)"
 "$KB_ROOT/hack/kubeconform/provision.sh" >/dev/null
+log "Prometheus Operator, which turns the chart's monitors into scrape configs (built once, then cached)"
+"$KB_ROOT/hack/prometheus-operator/provision.sh" >/dev/null
 log "the node's binaries and images (built once from Go modules and Debian's packages, then cached)"
 "$KB_ROOT/hack/node/provision.sh" >/dev/null
 log "pytest"

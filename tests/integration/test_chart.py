@@ -78,6 +78,7 @@ def test_chart_lints(kube_bed: kube.KubeBed) -> None:
         ("webhook.failurePolicy=Sometimes", "at '/webhook/failurePolicy': value must be one of"),
         ("logFormat=logfmt", "at '/logFormat': value must be one of"),
         ("image.digest=latest", "at '/image/digest': 'latest' does not match pattern"),
+        ("metrics.podMonitor.interval=5x", "at '/metrics/podMonitor/interval': '5x' does not match pattern"),
         # The apiserver allows at most 30 s; a check's three Kafka calls may take 15.
         ("webhook.timeoutSeconds=60", "at '/webhook/timeoutSeconds': maximum: got 60, want 30"),
         ("webhook.timeoutSeconds=5", "at '/webhook/timeoutSeconds': minimum: got 5, want 10"),
@@ -102,6 +103,52 @@ def test_an_invalid_value_is_refused_naming_it(kube_bed: kube.KubeBed, value: st
         assert refused.returncode != 0, f"helm {command[0]} accepted {value}"
         assert "values don't meet the specifications of the schema" in refused.stderr, refused.stderr
         assert named in refused.stderr, refused.stderr
+
+
+@pytest.mark.parametrize("monitor", ["serviceMonitor", "podMonitor"])
+def test_a_monitor_without_metrics_is_refused_with_a_sentence(kube_bed: kube.KubeBed, monitor: str) -> None:
+    refused = kube_bed.helm(
+        "template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION,
+        "--set", f"metrics.{monitor}.enabled=true", "--set", "metrics.enabled=false",
+    )  # fmt: skip
+    assert refused.returncode != 0, refused.stdout
+    assert f"metrics.{monitor}.enabled needs metrics.enabled: without it there is nothing to scrape" in (
+        refused.stderr
+    )
+
+
+def test_the_monitors_select_the_releases_metrics_from_the_namespace_they_are_put_in(
+    kube_bed: kube.KubeBed,
+) -> None:
+    docs = render(
+        kube_bed,
+        "metrics.serviceMonitor.enabled=true",
+        "metrics.serviceMonitor.namespace=monitoring",
+        "metrics.serviceMonitor.labels.release=kps",
+        "metrics.podMonitor.enabled=true",
+    )
+    (service,) = [d for d in _of_kind(docs, "Service") if d["metadata"]["name"].endswith("-metrics")]
+    (service_monitor,) = _of_kind(docs, "ServiceMonitor")
+    (pod_monitor,) = _of_kind(docs, "PodMonitor")
+    (deployment,) = _of_kind(docs, "Deployment")
+    assert service_monitor["metadata"]["namespace"] == "monitoring"
+    assert service_monitor["metadata"]["labels"]["release"] == "kps"
+    assert pod_monitor["metadata"]["namespace"] == RELEASE_NAMESPACE
+    for monitor in (service_monitor, pod_monitor):
+        assert monitor["spec"]["namespaceSelector"] == {"matchNames": [RELEASE_NAMESPACE]}
+    # The ServiceMonitor's selector picks the metrics Service alone, by name of its port.
+    selected = service_monitor["spec"]["selector"]["matchLabels"]
+    assert selected.items() <= service["metadata"]["labels"].items()
+    assert [e["port"] for e in service_monitor["spec"]["endpoints"]] == [
+        p["name"] for p in service["spec"]["ports"]
+    ]
+    # The PodMonitor's picks the operator's pods, by name of their container port.
+    pod = deployment["spec"]["template"]
+    assert pod_monitor["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    ports = {p["name"] for p in pod["spec"]["containers"][0]["ports"]}
+    assert pod_monitor["spec"]["podMetricsEndpoints"][0]["port"] in ports
+    others = [d for d in _of_kind(docs, "Service") if d is not service]
+    assert all(not selected.items() <= d["metadata"]["labels"].items() for d in others), "another Service"
 
 
 def test_the_values_the_readme_and_values_yaml_show_render(kube_bed: kube.KubeBed, tmp_path: Path) -> None:

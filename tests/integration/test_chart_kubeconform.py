@@ -15,10 +15,15 @@ from tests.support.kubeconform import Kubeconform
 from kafka_balancer_dev.localbed import kube
 
 EXAMPLES = CHART.parents[1] / "examples"
-# alerts.enabled renders a PrometheusRule, of a CRD (the Prometheus operator's) the bed does not serve;
-# promtool checks those rules (tests/integration/test_alert_rules.py).
+# The monitors and the PrometheusRule are checked against Prometheus Operator's CRDs; promtool checks
+# the rules themselves (tests/integration/test_alert_rules.py).
 EVERYTHING = (
     "replicaCount=2",
+    "alerts.enabled=true",
+    "metrics.serviceMonitor.enabled=true",
+    "metrics.serviceMonitor.interval=30s",
+    "metrics.podMonitor.enabled=true",
+    "metrics.podMonitor.scrapeTimeout=5s",
     "clusterWide=true",
     "dashboards.enabled=true",
     "networkPolicy.enabled=true",

@@ -170,7 +170,7 @@ def kept_logs(node_bed: node.NodeBed, tmp_path: Path) -> KeptLogs:
     return KeptLogs(node_bed, tmp_path)
 
 
-def upgrade(bed: node.NodeBed, **values: int) -> None:
+def upgrade(bed: node.NodeBed, **values: int | str) -> None:
     """``helm upgrade`` of the release with its values and ``values`` set over them; waits for the rollout."""
     settings = [item for key, value in values.items() for item in ("--set", f"{key}={value}")]
     upgraded = bed.helm(

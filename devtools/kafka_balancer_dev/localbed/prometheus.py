@@ -27,7 +27,8 @@ STOP_GRACE_S = 20.0
 
 class PrometheusBed:
     """Prometheus scraping ``targets`` (broker id → ``host:port``) and ``jobs`` (job name → ``host:port``
-    targets) every ``scrape_interval_s``."""
+    targets) every ``scrape_interval_s``, and what ``scrape_configs`` (Prometheus' own, as given) find:
+    ``discovered`` targets in all."""
 
     def __init__(
         self,
@@ -39,12 +40,16 @@ class PrometheusBed:
         start_timeout_s: float = 60.0,
         https: HttpsMaterial | None = None,
         jobs: Mapping[str, Sequence[str]] | None = None,
+        scrape_configs: Sequence[Mapping[str, object]] = (),
+        discovered: int = 0,
     ) -> None:
         self.binary = binary_dir / "prometheus"
         if not self.binary.is_file():
             raise BedError(f"no prometheus binary in {binary_dir} (run hack/prometheus/provision.sh)")
         self.jobs = {job: list(found) for job, found in (jobs or {}).items()}
-        if not targets and not any(self.jobs.values()):
+        self.scrape_configs = list(scrape_configs)
+        self.discovered = discovered
+        if not targets and not any(self.jobs.values()) and not discovered:
             raise BedError("a Prometheus bed needs at least one target (start the Kafka bed with metrics)")
         self.run_dir = run_dir.resolve()
         self.targets = dict(targets)
@@ -82,7 +87,7 @@ class PrometheusBed:
             wait_until(
                 self._all_targets_up,
                 timeout_s=self.start_timeout_s,
-                what=f"Prometheus to scrape {sorted(self.targets)} (log {self._process.log_path})",
+                what=f"Prometheus to scrape its targets (log {self._process.log_path})",
             )
         except BaseException:
             self.stop()
@@ -117,6 +122,7 @@ class PrometheusBed:
                     {"job_name": job, "static_configs": [{"targets": found}]}
                     for job, found in sorted(self.jobs.items())
                 ),
+                *self.scrape_configs,
             ],
         }
 
@@ -129,4 +135,5 @@ class PrometheusBed:
         assert self._process is not None
         self._process.ensure_running()
         up = self.query("up == 1")
-        return len(up) == len(self.targets) + sum(len(found) for found in self.jobs.values())
+        expected = len(self.targets) + sum(len(found) for found in self.jobs.values()) + self.discovered
+        return len(up) == expected
