@@ -10,6 +10,7 @@ with an example a person can copy (``EXAMPLES``).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -40,6 +41,12 @@ NEEDS_REPORT_EXTRA = (
     "drawing needs matplotlib, which this installation leaves out (the operator's image does): "
     "pip install 'kafka-balancer[report]'"
 )
+# The command line's own installation leaves out what scoring runs on: the operator extra.
+NEEDS_OPERATOR_EXTRA = (
+    "scoring runs on pyspark and pandas, which this installation leaves out (they are the operator "
+    "extra): pip install 'kafka-balancer[operator]'"
+)
+OPERATOR_EXTRA = ("pyspark", "pandas")
 
 # The CR's execution defaults are the command line's (one source: the model's defaults).
 _EXECUTION = Execution()
@@ -98,7 +105,17 @@ def _snapshot(args: argparse.Namespace) -> int:
     return run_snapshot(args)
 
 
+def _without_operator_extra(command: str) -> bool:
+    """Whether the operator extra is missing, said in one line (the commands that score need it)."""
+    if all(importlib.util.find_spec(module) is not None for module in OPERATOR_EXTRA):
+        return False
+    print(f"kafka-balancer {command}: {NEEDS_OPERATOR_EXTRA}", file=sys.stderr)
+    return True
+
+
 def _score(args: argparse.Namespace) -> int:
+    if _without_operator_extra("score"):
+        return EXIT_BAD_INPUT
     from kafka_balancer.commands.score import run_score
 
     return run_score(args)
@@ -169,6 +186,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if _without_operator_extra("demo"):
+        return EXIT_BAD_INPUT
     from kafka_balancer.commands.demo import run_demo
 
     return run_demo(args)
@@ -188,6 +207,8 @@ def _completion(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if _without_operator_extra("run"):
+        return EXIT_BAD_INPUT
     from kafka_balancer.commands.run import run_run
 
     return run_run(args)

@@ -65,14 +65,15 @@ def lock(name: str) -> dict[str, Entry]:
 
 
 RUNTIME = pins(PYPROJECT["project"]["dependencies"])
+OPERATOR = pins(PYPROJECT["project"]["optional-dependencies"]["operator"])
 REPORT = pins(PYPROJECT["project"]["optional-dependencies"]["report"])
 DEV = pins(PYPROJECT["project"]["optional-dependencies"]["dev"])
 BUILD = pins(PYPROJECT["build-system"]["requires"])
 LOCKS = {
     # What each lock must hold at pyproject.toml's versions, and which of those uv marks as direct.
-    "image.txt": (RUNTIME, RUNTIME),
+    "image.txt": (RUNTIME | OPERATOR, RUNTIME | OPERATOR),
     "build.txt": (BUILD, {}),
-    "dev.txt": (RUNTIME | REPORT | DEV | BUILD, RUNTIME | REPORT | DEV),
+    "dev.txt": (RUNTIME | OPERATOR | REPORT | DEV | BUILD, RUNTIME | OPERATOR | REPORT | DEV),
 }
 
 
