@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Resolves the jars Spark's s3a:// needs (hack/s3a/pom.xml: hadoop-aws and the AWS SDK v2 bundle its
 # POM declares) from Maven Central, with checksums enforced, and trims the SDK bundle to the services
-# S3A calls. Idempotent and cached: prints the jars directory on stdout; everything else goes to
-# stderr. A second run finds the stamp and touches no network.
+# S3A calls (trim_bundle.py). Idempotent and cached: prints the jars directory on stdout; everything
+# else goes to stderr. A second run finds the stamp and touches no network.
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 pom="$KB_ROOT/hack/s3a/pom.xml"
 version="$(sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' "$pom")"
 home="$KB_CACHE_DIR/s3a-$version"
 jars="$home/jars"
 stamp="$home/.provisioned"
-recipe="$(cat "$pom" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
+trim="$KB_ROOT/hack/s3a/trim_bundle.py"
+recipe="$(cat "$pom" "${BASH_SOURCE[0]}" "$trim" | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$recipe" ]; then
   log "resolving hadoop-aws $version and its AWS SDK from Maven Central into $jars"
   staging="$home/jars.partial"
@@ -22,23 +23,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$recipe" ]; then
     log "resolving the s3a jars failed (see above)"
     exit 1
   fi
-  # The SDK bundle shades every AWS service's client: 654 MiB, 98% of it services S3A never loads.
-  # hadoop-aws's classes name only s3, sts (assumed roles) and kms (client-side encryption), so only
-  # those are kept, with the bundle's shaded core, HTTP clients and service-loader files: 15 MiB.
+  # The SDK bundle is 654 MiB of every AWS service's client; the script keeps those S3A loads. The
+  # Containerfile runs it too, so both images hold the same trimmed bundle.
   bundle="$(echo "$staging"/bundle-*.jar)"
-  "$KB_VENV/bin/python" - "$bundle" "${bundle%.jar}-s3a.jar" <<'PY'
-import sys
-import zipfile
-
-KEEP = {"s3", "sts", "kms"}
-source, target = sys.argv[1:]
-with zipfile.ZipFile(source) as full, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as trimmed:
-    for entry in full.infolist():
-        parts = entry.filename.split("/")
-        if parts[:4] == ["software", "amazon", "awssdk", "services"] and len(parts) > 5 and parts[4] not in KEEP:
-            continue
-        trimmed.writestr(entry, full.read(entry))
-PY
+  "$KB_VENV/bin/python" "$trim" "$bundle" "${bundle%.jar}-s3a.jar"
   rm "$bundle"
   # Swap in whole so a broken download never leaves a half-filled jars directory behind.
   rm -rf "$jars"

@@ -3,14 +3,19 @@ the dependencies from the hash lock and nothing else: requirements/image.txt wit
 the package with --no-deps, built by the locked setuptools without isolation; build.sh rebuilds its
 dependency layer when the lock changes. tests/unit/packaging/test_lock.py proves the lock matches
 pyproject.toml. Their bases are pinned: the Containerfile's by digest, build.sh's Debian packages by
-their checksums."""
+their checksums. Both put the s3a jars into pyspark's jars/, the AWS SDK bundle trimmed by the same
+script; the Containerfile fetches them by sha256, and tests/integration/test_image_s3a_jars.py proves
+them the jars hack/s3a/provision.sh resolves for build.sh (the Containerfile is not built by any test:
+no test machine runs a container builder)."""
 
 from __future__ import annotations
 
 import re
 import shlex
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree
 
 import yaml
 
@@ -209,3 +214,112 @@ def test_both_recipes_add_the_same_debian_packages_to_their_python_base() -> Non
     assert "libnss-wrapper" in installed.split()
     entrypoint = (ROOT / "hack" / "image" / "entrypoint.sh").read_text()
     assert 'LD_PRELOAD="libnss_wrapper.so' in entrypoint
+
+
+PROVISION_S3A = (ROOT / "hack" / "s3a" / "provision.sh").read_text()
+S3A_POM = ElementTree.parse(ROOT / "hack" / "s3a" / "pom.xml").getroot()
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
+# Where the Containerfile's s3a stage gathers the jars the final stage copies into pyspark's jars/.
+S3A_JARS = "/s3a/jars/"
+
+
+def stage(name: str) -> list[list[str]]:
+    """The words of each instruction of the Containerfile's stage ``FROM … AS <name>``, continuations
+    joined, comments dropped."""
+    found: list[list[str]] = []
+    inside = False
+    for line in re.sub(r"\\\n", " ", CONTAINERFILE).splitlines():
+        if line.startswith("FROM "):
+            inside = line.split()[-2:] == ["AS", name]
+        elif inside and line.strip() and not line.startswith("#"):
+            found.append(shlex.split(line))
+    return found
+
+
+@dataclass(frozen=True)
+class Download:
+    """An ``ADD --checksum=sha256:<hex> <url> <dest>`` of the s3a stage."""
+
+    sha256: str
+    url: str
+    dest: str
+
+
+def s3a_downloads() -> list[Download]:
+    downloads = []
+    for words in stage("s3a"):
+        if words[0] == "ADD":
+            flags = [word for word in words[1:] if word.startswith("--")]
+            assert len(flags) == 1 and flags[0].startswith("--checksum=sha256:"), f"not by sha256: {words}"
+            url, dest = words[1 + len(flags) :]
+            downloads.append(Download(flags[0].removeprefix("--checksum=sha256:"), url, dest))
+    return downloads
+
+
+def s3a_trim() -> list[str]:
+    """The command of the s3a stage's RUN that trims the SDK bundle."""
+    (run,) = [words for words in stage("s3a") if words[0] == "RUN"]
+    return run[1 : run.index("&&")]
+
+
+def s3a_jar_names() -> list[str]:
+    """The jars the Containerfile puts into pyspark's jars/: what the s3a stage gathers in S3A_JARS."""
+    dests = [download.dest for download in s3a_downloads()] + [s3a_trim()[-1]]
+    return sorted(dest.removeprefix(S3A_JARS) for dest in dests if dest.startswith(S3A_JARS))
+
+
+def pom_dependencies() -> set[str]:
+    """group:artifact:version of each dependency hack/s3a/pom.xml declares, properties substituted."""
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    properties = {
+        child.tag.partition("}")[2]: child.text or "" for child in S3A_POM.iterfind("m:properties/*", ns)
+    }
+    declared = set()
+    for dependency in S3A_POM.iterfind("m:dependencies/m:dependency", ns):
+        words = [dependency.findtext(f"m:{field}", "", ns) for field in ("groupId", "artifactId", "version")]
+        declared.add(":".join(re.sub(r"\$\{([^}]+)\}", lambda m: properties[m[1]], word) for word in words))
+    return declared
+
+
+def test_the_containerfile_fetches_the_s3a_jars_from_maven_central_by_sha256() -> None:
+    """Each by its sha256, under the name Maven gives it. tests/integration/test_image_s3a_jars.py checks
+    that they are the jars hack/s3a/provision.sh resolves, each sum that of the file Maven downloaded."""
+    downloads = s3a_downloads()
+    fetched = set()
+    for download in downloads:
+        assert re.fullmatch(r"[0-9a-f]{64}", download.sha256), download
+        match = re.fullmatch(re.escape(MAVEN_CENTRAL) + r"(.+)/([^/]+)/([^/]+)/\2-\3\.jar", download.url)
+        assert match, f"not a jar in Maven Central's layout: {download.url}"
+        assert download.dest.rpartition("/")[2] == download.url.rpartition("/")[2], download
+        fetched.add(f"{match[1].replace('/', '.')}:{match[2]}:{match[3]}")
+    # Among them hadoop-aws at the pom's hadoop.version, the release of the hadoop-common pyspark ships.
+    assert pom_dependencies() <= fetched
+    assert len(fetched) == len(downloads)
+
+
+def test_both_recipes_trim_the_sdk_bundle_with_the_same_script() -> None:
+    python, script, bundle, trimmed = s3a_trim()
+    assert python == "python3"
+    assert ["COPY", "hack/s3a/trim_bundle.py", "/s3a/"] in stage("s3a")
+    assert script == "/s3a/trim_bundle.py"
+    # The bundle fetched beside the jars, trimmed into them under provision.sh's name for it.
+    assert bundle in {download.dest for download in s3a_downloads() if not download.dest.startswith(S3A_JARS)}
+    assert trimmed == S3A_JARS + bundle.rpartition("/")[2].removesuffix(".jar") + "-s3a.jar"
+    assert re.search(r'^trim="\$KB_ROOT/hack/s3a/trim_bundle\.py"$', PROVISION_S3A, re.MULTILINE)
+    assert '"$KB_VENV/bin/python" "$trim" "$bundle" "${bundle%.jar}-s3a.jar"' in PROVISION_S3A
+    # A change to the script provisions the jars again.
+    (recipe,) = (line for line in PROVISION_S3A.splitlines() if line.startswith("recipe="))
+    assert '"$trim"' in recipe
+    # Neither recipe keeps a trimming of its own.
+    assert "zipfile" not in PROVISION_S3A
+    assert "zipfile" not in CONTAINERFILE
+
+
+def test_both_recipes_put_the_s3a_jars_into_pysparks_jars_readable_by_the_user() -> None:
+    assert (
+        "COPY --from=s3a /s3a/jars/ /opt/kafka-balancer/pyspark/jars/"
+        in CONTAINERFILE.rpartition("\nFROM ")[2]
+    )
+    assert 'cp "$s3a_jars"/*.jar "$work/s3a/opt/kafka-balancer/pyspark/jars/"' in BUILD_SH
+    (run,) = [words for words in stage("s3a") if words[0] == "RUN"]
+    assert run[run.index("&&") + 1 :] == ["chmod", "0644", "/s3a/jars/*.jar"]
