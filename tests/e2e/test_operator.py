@@ -267,3 +267,44 @@ def test_a_goal_added_to_a_pool_is_evaluated_at_once_not_at_its_next_pass(
         "the pool Balanced again by its one goal",
         operator,
     )
+
+
+def test_an_executed_plan_is_confirmed_at_once_not_at_the_pools_next_pass(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    topic = "e2e-confirmed"
+    skewed_topic(kafka_bed, topic)
+    # Passes half an hour apart: only a pass that follows the execution's end at once explains the
+    # pool Balanced within the test.
+    apply(
+        kube_bed,
+        namespace,
+        pool("main", kafka_bed.bootstrap_servers, "Auto", topic, detectionIntervalSeconds=1800),
+        goal("replicas", "main", type=OWN_TOPIC_SPREAD, rangePercent=10),
+    )
+    # New goals' first plan runs once a second pass plans it again: a spec change makes that pass.
+    wait_for(
+        lambda: get(kube_bed, namespace, "bp", "main").get("status", {}).get("plan", {}).get("id"),
+        PLAN_TIMEOUT_S,
+        "a plan",
+        operator,
+    )
+    patch = json.dumps({"spec": {"detectionIntervalSeconds": 1799}})
+    patched = kube_bed.kubectl("patch", "bp", "main", "-n", namespace, "--type=merge", "-p", patch)
+    assert patched.returncode == 0, patched.stderr
+    executed = wait_for(
+        lambda: get(kube_bed, namespace, "bp", "main").get("status", {}).get("plan", {}).get("executedId"),
+        PLAN_TIMEOUT_S,
+        "the plan executed",
+        operator,
+    )
+    wait_for(
+        lambda: condition(get(kube_bed, namespace, "bp", "main"), "Balanced").get("status") == "True",
+        60,
+        "the pool Balanced by the pass after the execution",
+        operator,
+    )
+    about_plan = [e for e in events(kube_bed, namespace) if executed in e["message"]]
+    started = sum(e.get("count", 1) for e in about_plan if e["reason"] == "ExecutionStarted")
+    assert started == 1, "the pass after the execution ran the plan again"
+    assert "ExecutionFinished" in {e["reason"] for e in about_plan}

@@ -193,7 +193,8 @@ async def pool_daemon(
     **_: Any,
 ) -> None:
     """Sync the pool every ``detectionIntervalSeconds``, and at once when its spec, its approval, its
-    cancel request or the goals that name it change."""
+    cancel request or the goals that name it change, and after a pass that ran a plan to its end (the
+    next one sees the moves done: Balanced, Drained, a warm-up's next step)."""
     pools: PoolService = memo.pools
     wake_s = pools.timings.wake_s
     pool = PoolId(namespace, name, uid)
@@ -225,6 +226,10 @@ async def pool_daemon(
         deadline = time.monotonic() + float(body.spec.get("detectionIntervalSeconds", 60))
         while not stopped and time.monotonic() < deadline:
             if _wakes(body, tuple(goals_by_pool.get((namespace, name), []))) != seen:
+                break
+            # Once kopf's view shows the plan executed (the status its end wrote), not before: a
+            # pass on the older view would take the plan for one still to run.
+            if result.executed and (body.status.get("plan") or {}).get("executedId") == result.executed:
                 break
             await stopped.wait(wake_s)
         retry = 0

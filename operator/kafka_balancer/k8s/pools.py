@@ -114,11 +114,14 @@ class PoolObject:
 
 @dataclass(frozen=True)
 class SyncResult:
-    """How a sync ended: ``retry_after`` seconds when Kafka could not be reached (kopf backs off)."""
+    """How a sync ended: ``retry_after`` seconds when Kafka could not be reached (kopf backs off);
+    ``executed``, the plan it ran to its end, which the next pass confirms (Balanced, Drained, the
+    next warm-up step) without waiting for the pool's interval."""
 
     outcome: PoolOutcome | None = None
     retry_after: float | None = None
     message: str = ""
+    executed: str | None = None
 
 
 def parse_spec(spec: Mapping[str, Any]) -> BrokerPoolSpec:
@@ -253,9 +256,10 @@ class PoolService:
                 )
                 self.metrics.execution_running.labels(key).set(1)
                 try:
-                    self.executions.execute(pool.id, stored, spec, props, live, seen)
+                    phase = self.executions.execute(pool.id, stored, spec, props, live, seen)
                 finally:
                     self.metrics.execution_running.labels(key).set(0)
+                return SyncResult(outcome, executed=stored.id if phase is ExecutionPhase.SUCCEEDED else None)
         else:
             last = ExecutionStatus.from_dict(pool.status.get("execution"))
             if last is not None and cancels_stopped(last, pool.annotations.get(CANCEL_ANNOTATION)):
