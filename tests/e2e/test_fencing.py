@@ -215,7 +215,9 @@ def test_a_frozen_replica_that_wakes_after_a_takeover_never_submits_again(
     second.argv += ["--peering-lifetime", str(PEERING_LIFETIME_S)]
     second.start()
     key = f"{namespace}/main"
-    # 16 partitions of ≈ 2 MB: moves are still pending when the frozen replica wakes up.
+    # 16 partitions of ≈ 1 MB, copied one at a time at 128 KiB/s: moves are still pending when the
+    # frozen replica wakes up, and the whole plan copies in about half the wait for its end (at ≈ 2 MB,
+    # 244 s of copying at the throttle alone, a loaded run outlasted the 300 s wait).
     topic = create_topic(kafka_bed, "e2e-freeze", [[1, 2] if p % 2 else [2, 1] for p in range(16)])
 
     def log_of(process: OperatorProcess, start: int = 0) -> str:
@@ -225,7 +227,7 @@ def test_a_frozen_replica_that_wakes_after_a_takeover_never_submits_again(
         wait_for(
             lambda: "Pausing operations" in log_of(first, first_from), 60, "the first replica to stand by"
         )
-        with traffic(kafka_bed, topic, messages=32_000, size=1_000):
+        with traffic(kafka_bed, topic, messages=16_000, size=1_000):
             # Slow enough that moves are still pending when the frozen replica wakes up.
             auto_pool(
                 kafka_bed, kube_bed, namespace, topic, execution={**SLOW, "throttleBytesPerSecond": "128Ki"}
