@@ -127,6 +127,8 @@ def test_deleting_the_operator_pod_mid_execution_resumes_the_same_plan(
         with traffic(pod_kafka, topic, messages=16_000, size=1_000):
             (running,) = wait_for(lambda: pods.ready(1), RESTART_TIMEOUT_S, "one Ready operator pod", pods)
             plan = half_done_pool(node_bed, pods, pod_kafka, namespace, topic)
+            # Read while it runs: the pass that follows its end comes at once and stores the next plan.
+            planned = get(node_bed.api, namespace, "configmap", "main-plan")["data"]
             deleted_at = time.monotonic()
             deleted = node_bed.kubectl(
                 "delete", "pod", running["metadata"]["name"], "-n", OPERATOR_NAMESPACE, "--wait=false"
@@ -147,7 +149,6 @@ def test_deleting_the_operator_pod_mid_execution_resumes_the_same_plan(
             )
         print(f"operator pod deleted → its plan resumed by the next pod: {resumed_after_s:.1f}s")
 
-        planned = get(node_bed.api, namespace, "configmap", "main-plan")["data"]
         assert planned["plan.id"] == plan["id"]
         document = json.loads(planned["plan.json"])
         now = partitions(pod_kafka, topic)
