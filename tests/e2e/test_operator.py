@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
+from kafka_balancer.k8s.settings import Timings
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.ports import free_ports
 from tests.support.argocd import ArgoHealth
+from tests.support.kafka_checks import extra_broker
 
 from .conftest import OperatorProcess, wait_for
 from .objects import (
@@ -308,3 +311,43 @@ def test_an_executed_plan_is_confirmed_at_once_not_at_the_pools_next_pass(
     started = sum(e.get("count", 1) for e in about_plan if e["reason"] == "ExecutionStarted")
     assert started == 1, "the pass after the execution ran the plan again"
     assert "ExecutionFinished" in {e["reason"] for e in about_plan}
+
+
+def test_a_broker_that_joins_or_leaves_the_cluster_is_seen_at_once_not_at_the_pools_next_pass(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    # Passes half an hour apart and nothing else to wake the pool (no goal, nothing to execute): only
+    # its look at the cluster's brokers explains a pass within the bound.
+    apply(
+        kube_bed,
+        namespace,
+        pool("main", kafka_bed.bootstrap_servers, "DryRun", "e2e-joined", detectionIntervalSeconds=1800),
+    )
+
+    def brokers() -> dict[int, str]:
+        found = get(kube_bed, namespace, "bp", "main").get("status", {}).get("brokers", [])
+        return {int(b["id"]): b["state"] for b in found}
+
+    wait_for(
+        lambda: set(kafka_bed.racks) <= set(brokers()), PLAN_TIMEOUT_S, "the pool's first pass", operator
+    )
+    timings = Timings()
+    # The look's period, the daemon's wake-up that starts it and the pass, with room for a loaded host;
+    # a look sent to the leaving broker may go unanswered for its whole timeout first.
+    bound_s = 2 * timings.broker_check_s + timings.wake_s + 20.0
+    with extra_broker(kafka_bed, "a") as added:
+        joined = time.monotonic()
+        wait_for(lambda: added in brokers(), bound_s, f"broker {added} in the pool's status", operator)
+        seen_s = time.monotonic() - joined
+        kafka_bed.stop_broker(added)
+        left = time.monotonic()
+        wait_for(
+            lambda: brokers().get(added) == "Missing",
+            bound_s,
+            f"broker {added} Missing in the pool's status",
+            operator,
+        )
+        missing_s = time.monotonic() - left
+    print(
+        f"\nbroker {added}: in status {seen_s:.1f}s after it joined, Missing {missing_s:.1f}s after it left"
+    )

@@ -193,10 +193,12 @@ async def pool_daemon(
     **_: Any,
 ) -> None:
     """Sync the pool every ``detectionIntervalSeconds``, and at once when its spec, its approval, its
-    cancel request or the goals that name it change, and after a pass that ran a plan to its end (the
-    next one sees the moves done: Balanced, Drained, a warm-up's next step)."""
+    cancel request or the goals that name it change, when a broker joins or leaves its Kafka cluster,
+    and after a pass that ran a plan to its end (the next one sees the moves done: Balanced, Drained,
+    a warm-up's next step)."""
     pools: PoolService = memo.pools
     wake_s = pools.timings.wake_s
+    check_s = pools.timings.broker_check_s
     pool = PoolId(namespace, name, uid)
     # kopf's body is its live view: pausing the pool or stopping the daemon is seen mid-execution.
     live = Liveness(
@@ -208,31 +210,39 @@ async def pool_daemon(
         heal_brokers=lambda: (body.spec.get("selfHealing") or {}).get("enabled"),
         cancel=lambda: body.meta.annotations.get(CANCEL_ANNOTATION),
     )
-    while not stopped:
-        await _scope_webhook(memo, pool_stateful_sets)
-        goals = tuple(goals_by_pool.get((namespace, name), []))
-        seen = _wakes(body, goals)
-        observed = PoolObject(
-            pool,
-            int(body.meta.get("generation", 0)),
-            dict(body.spec),
-            dict(body.status),
-            dict(body.meta.annotations),
-            goals,
-        )
-        result = await pools.sync(observed, retry, live)
-        if result.retry_after is not None:
-            raise kopf.TemporaryError(result.message, delay=result.retry_after)
-        deadline = time.monotonic() + float(body.spec.get("detectionIntervalSeconds", 60))
-        while not stopped and time.monotonic() < deadline:
-            if _wakes(body, tuple(goals_by_pool.get((namespace, name), []))) != seen:
-                break
-            # Once kopf's view shows the plan executed (the status its end wrote), not before: a
-            # pass on the older view would take the plan for one still to run.
-            if result.executed and (body.status.get("plan") or {}).get("executedId") == result.executed:
-                break
-            await stopped.wait(wake_s)
-        retry = 0
+    try:
+        while not stopped:
+            await _scope_webhook(memo, pool_stateful_sets)
+            goals = tuple(goals_by_pool.get((namespace, name), []))
+            seen = _wakes(body, goals)
+            observed = PoolObject(
+                pool,
+                int(body.meta.get("generation", 0)),
+                dict(body.spec),
+                dict(body.status),
+                dict(body.meta.annotations),
+                goals,
+            )
+            result = await pools.sync(observed, retry, live)
+            if result.retry_after is not None:
+                raise kopf.TemporaryError(result.message, delay=result.retry_after)
+            deadline = time.monotonic() + float(body.spec.get("detectionIntervalSeconds", 60))
+            check_at = time.monotonic() + check_s
+            while not stopped and time.monotonic() < deadline:
+                if _wakes(body, tuple(goals_by_pool.get((namespace, name), []))) != seen:
+                    break
+                # Once kopf's view shows the plan executed (the status its end wrote), not before: a
+                # pass on the older view would take the plan for one still to run.
+                if result.executed and (body.status.get("plan") or {}).get("executedId") == result.executed:
+                    break
+                if result.brokers is not None and time.monotonic() >= check_at:
+                    if await pools.brokers_changed(pool, result.brokers):
+                        break
+                    check_at = time.monotonic() + check_s
+                await stopped.wait(wake_s)
+            retry = 0
+    finally:
+        pools.broker_watch.forget(pool.key)
 
 
 async def _scope_webhook(

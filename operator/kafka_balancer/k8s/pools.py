@@ -1,8 +1,9 @@
 """The pool service: one sync of a BrokerPool — read (Kafka, Kubernetes), decide (reconcile/), write back,
 and run the plan when the decision says so — and the cleanup of a deleted pool.
 
-Its two async methods are the only boundary between kopf's event loop and blocking work: each runs
-one whole sync (or cleanup) in a worker thread. kopf itself is only touched by handlers.py.
+Its async methods are the only boundary between kopf's event loop and blocking work: each runs one
+whole sync (or cleanup), or one look at a pool's live brokers between syncs, in a worker thread.
+kopf itself is only touched by handlers.py.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from kafka_balancer.errors import (
 from kafka_balancer.formats.errors import one_line
 from kafka_balancer.formats.plan_file import parse_plan, plan_document
 from kafka_balancer.k8s import blobs
-from kafka_balancer.k8s.executions import ExecutionService
+from kafka_balancer.k8s.broker_watch import BrokerWatch
+from kafka_balancer.k8s.executions import Connect, ExecutionService, kafka_admin
 from kafka_balancer.k8s.kube import json_text
 from kafka_balancer.k8s.loads_map import store_loads, stored_partition_counts
 from kafka_balancer.k8s.metrics import OperatorMetrics
@@ -49,6 +51,7 @@ from kafka_balancer.reconcile.events import Event, sentence
 from kafka_balancer.reconcile.executing import cancelled_event, cancels_stopped, execution_conditions
 from kafka_balancer.reconcile.healing import GUARD_REASON
 from kafka_balancer.reconcile.names import plan_config_map
+from kafka_balancer.reconcile.observed_brokers import membership_change
 from kafka_balancer.reconcile.pool import PoolOutcome, decide_pool
 from kafka_balancer.reconcile.pool_input import Cordoning, LoadSource, PoolInput, StoredPlan, UsageSource
 from kafka_balancer.reconcile.scale_down import SCALE_DOWN_ANNOTATION, parse_scale_down, with_scale_down
@@ -116,12 +119,14 @@ class PoolObject:
 class SyncResult:
     """How a sync ended: ``retry_after`` seconds when Kafka could not be reached (kopf backs off);
     ``executed``, the plan it ran to its end, which the next pass confirms (Balanced, Drained, the
-    next warm-up step) without waiting for the pool's interval."""
+    next warm-up step) without waiting for the pool's interval; ``brokers``, the live brokers it
+    read, whose change wakes the next pass (None: it read none)."""
 
     outcome: PoolOutcome | None = None
     retry_after: float | None = None
     message: str = ""
     executed: str | None = None
+    brokers: frozenset[int] | None = None
 
 
 def parse_spec(spec: Mapping[str, Any]) -> BrokerPoolSpec:
@@ -160,6 +165,7 @@ class PoolService:
         *,
         allow_cleartext_credentials: bool = False,
         limits: Limits | None = None,
+        connect: Connect = kafka_admin,
     ) -> None:
         self.kube = kube
         # The passes' worker threads: as many syncs at once as the limit says, beside the executions
@@ -180,6 +186,8 @@ class PoolService:
         # Each pool's spec and client properties at its last pass: what its deletion cleans up with
         # when its Secrets are gone already (a namespace deleted with the pool). In memory only.
         self.last_connection: dict[str, tuple[BrokerPoolSpec, dict[str, str]]] = {}
+        # Each pool's live brokers between its passes, read with the connection of its last pass.
+        self.broker_watch = BrokerWatch(timings.broker_check_s, connect)
 
     # -- the boundary: kopf's event loop awaits these ---------------------------------------------
 
@@ -188,6 +196,10 @@ class PoolService:
 
     async def clean_up(self, pool: PoolId, spec: Mapping[str, Any], status: Mapping[str, Any]) -> str | None:
         return await self._in_worker(self.clean_up_blocking, pool, spec, status)
+
+    async def brokers_changed(self, pool: PoolId, seen: frozenset[int]) -> bool:
+        # Not in the passes' workers: while they are all busy the daemon must still see its own wakes.
+        return await asyncio.to_thread(self.brokers_changed_blocking, pool, seen)
 
     async def _in_worker(self, work: Callable[..., T], *args: Any) -> T:
         # As asyncio.to_thread does: the context goes along (kopf posts Events from it).
@@ -223,7 +235,7 @@ class PoolService:
             return SyncResult()
         self.metrics.pool_seen(key, spec.scoring.engine)
         try:
-            outcome = self.decide_and_write(pool, spec, goals, props)
+            outcome, brokers = self.decide_and_write(pool, spec, goals, props)
         except KafkaOperationError as err:
             message = str(err)  # names the bootstrap servers and what failed (login, TLS, timeout)
             # Reached, but ACLs hide part of the cluster: said apart, as no retry alone fixes it.
@@ -259,7 +271,8 @@ class PoolService:
                     phase = self.executions.execute(pool.id, stored, spec, props, live, seen)
                 finally:
                     self.metrics.execution_running.labels(key).set(0)
-                return SyncResult(outcome, executed=stored.id if phase is ExecutionPhase.SUCCEEDED else None)
+                executed = stored.id if phase is ExecutionPhase.SUCCEEDED else None
+                return SyncResult(outcome, executed=executed, brokers=brokers)
         else:
             last = ExecutionStatus.from_dict(pool.status.get("execution"))
             if last is not None and cancels_stopped(last, pool.annotations.get(CANCEL_ANNOTATION)):
@@ -267,7 +280,21 @@ class PoolService:
             else:
                 failed = last.plan_id if last is not None and last.phase is ExecutionPhase.FAILED else None
                 self.executions.release_left_throttles(pool.id, spec, props, failed)
-        return SyncResult(outcome)
+        return SyncResult(outcome, brokers=brokers)
+
+    def brokers_changed_blocking(self, pool: PoolId, seen: frozenset[int]) -> bool:
+        """Whether the cluster's live brokers differ from ``seen``, read with the connection of the
+        pool's last pass; a change is logged once, as it wakes the pass."""
+        last = self.last_connection.get(pool.key)
+        if last is None:
+            return False
+        spec, props = last
+        now = self.broker_watch.live_brokers(pool.key, spec.connection().bootstrap_servers, props)
+        change = membership_change(seen, now)
+        if change is None:
+            return False
+        _log.info("pool %s: %s: syncing now", pool.key, change)
+        return True
 
     def cancel_stopped(
         self,
@@ -411,8 +438,9 @@ class PoolService:
         spec: BrokerPoolSpec,
         goals: list[tuple[str, BalancerGoalSpec]],
         props: Mapping[str, str],
-    ) -> PoolOutcome:
-        """Read Kafka (raises KafkaOperationError), decide, write ConfigMaps, status, goal status."""
+    ) -> tuple[PoolOutcome, frozenset[int]]:
+        """Read Kafka (raises KafkaOperationError), decide, write ConfigMaps, status, goal status;
+        the outcome, and the live brokers read."""
         metadata, loads = self.source.read(pool.id, spec, props, goals)
         cordoning = self.cordon(pool, spec, props)
         started = time.monotonic()
@@ -445,7 +473,7 @@ class PoolService:
         if outcome.partitions is not None:
             self.known_partitions[pool.id.key] = outcome.partitions
         self.metrics.new_partitions.labels(pool.id.key).inc(outcome.new_partitions)
-        return outcome
+        return outcome, frozenset(metadata.live)
 
     def cleanup_waits(
         self, pool: PoolId, err: KafkaOperationError, retry: int, retries: int, every_s: int

@@ -31,6 +31,10 @@ class Timings:
 
     # Between passes a pool's daemon re-checks for a spec change or an approval this often.
     wake_s: float = 2.0
+    # ... and reads its Kafka cluster's live brokers at most this often (one DescribeCluster on a
+    # client kept per pool), waiting at most as long for the answer: a broker that joins or leaves
+    # wakes the pass, instead of waiting for spec.detectionIntervalSeconds.
+    broker_check_s: float = 5.0
     # Backoff after Kafka could not be reached: 10 s, 20 s, 40 s, ... at most 5 min.
     backoff_s: float = 10.0
     backoff_max_s: float = 300.0

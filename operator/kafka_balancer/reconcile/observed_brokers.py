@@ -1,6 +1,7 @@
 """The pool's brokers as one pass observes them: each broker's lifecycle (the rules are in brokers.py)
 from Kafka's metadata and what status recorded at the previous pass, written back as
-``status.brokers``, with the events of its changes.
+``status.brokers``, with the events of its changes; and between two passes, the change of the live
+brokers that wakes the next one.
 """
 
 from __future__ import annotations
@@ -170,3 +171,14 @@ def unknown_drain_conditions(unknown: Sequence[int]) -> list[Condition]:
         return []
     message = f"spec.drain lists brokers {list(unknown)} Kafka does not know"
     return [Condition("DrainBlocked", TRUE, "UnknownBroker", message)]
+
+
+def membership_change(seen: frozenset[int], now: frozenset[int] | None) -> str | None:
+    """How the cluster's live brokers differ from ``seen`` (those the last pass read): which joined,
+    which are gone. None when they do not, or when ``now`` could not be read: a failed read wakes
+    nothing, the next pass reports the connection."""
+    if now is None or now == seen:
+        return None
+    joined, gone = sorted(now - seen), sorted(seen - now)
+    told = [f"{', '.join(map(str, ids))} {what}" for ids, what in ((joined, "joined"), (gone, "gone")) if ids]
+    return f"live brokers changed: {'; '.join(told)}"

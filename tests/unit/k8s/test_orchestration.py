@@ -157,7 +157,16 @@ def bed(
         max_executions=limits.executions,
     )
     reader = FakeReader(kafka)
-    service = PoolService(kube, reader, executions, tmp_path, TIMINGS, metrics, limits=limits)
+    service = PoolService(
+        kube,
+        reader,
+        executions,
+        tmp_path,
+        TIMINGS,
+        metrics,
+        limits=limits,
+        connect=connect or (lambda *_: _NoClose(kafka)),
+    )
     return Bed(kube, kafka, reader, service)
 
 
