@@ -236,9 +236,11 @@ async def pool_daemon(
                 if result.executed and (body.status.get("plan") or {}).get("executedId") == result.executed:
                     break
                 if result.brokers is not None and time.monotonic() >= check_at:
+                    # From the read's start: one that went unanswered (sent to a broker that was
+                    # leaving) is followed at the next wake-up by one on a fresh client.
+                    check_at = time.monotonic() + check_s
                     if await pools.brokers_changed(pool, result.brokers):
                         break
-                    check_at = time.monotonic() + check_s
                 await stopped.wait(wake_s)
             retry = 0
     finally:
