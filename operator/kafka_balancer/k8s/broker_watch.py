@@ -3,8 +3,9 @@ it from its metadata) through an admin client kept per pool, so that a broker jo
 cluster wakes the pool's pass within seconds instead of at ``spec.detectionIntervalSeconds``.
 
 A pass opens clients of its own and closes them; the one kept here lives until the pool's daemon
-stops, or until the pass's connection changes (a rotated password, another listener). Every method
-blocks: the pool service calls them from a worker thread.
+stops, or until the pass's connection changes (a rotated password, another listener). A read
+blocks (the pool service makes it in a worker thread); forgetting a pool only closes its client, as
+its daemon ends.
 """
 
 from __future__ import annotations
