@@ -1,16 +1,17 @@
 """Planner benchmark: clusters of real shape (issue 62), ``kafka_balancer_dev.real_shape``.
 
-    .venv/bin/python bench/bench_planner_real.py [--sizes small,base] [--variants none,scale-out,decommission]
-        [--profile N]
+    .venv/bin/python bench/bench_planner_real.py [--sizes small,mid,base,xlarge]
+        [--variants none,scale-out,decommission] [--profile N]
 
 ``bench_planner.py``'s clusters have one topic per 200 partitions, equal racks and a random
 placement. These have thousands of topics of 1 to 200 partitions with Zipf throughput and their
 own retention, racks of unequal size, an RF 3 / RF 2 mix, hot brokers and a placement left by
 history (early topics only on early brokers), and two generations of brokers at ``xlarge``.
-Sizes: ``small`` (48 brokers, ~24,000 partitions, ~65,000 replicas), ``base`` (the issue's 240
-brokers in racks of 70/70/50/50, ~1.3 M replicas), ``xlarge`` (360 brokers in 3 zones, ~2.8 M);
+Sizes: ``small`` (48 brokers, ~24,000 partitions, ~65,000 replicas), ``mid`` (base's brokers and
+racks with a fifth of its topics, ~260,000 replicas), ``base`` (the issue's 240 brokers in racks of
+70/70/50/50, ~1.3 M replicas), ``xlarge`` (360 brokers in 3 zones, ~2.8 M);
 variants: as generated, a scale-out (new empty brokers) and a decommission (the oldest brokers
-draining). ``base`` and ``xlarge`` take many minutes and are not in the default sizes.
+draining). ``mid`` takes minutes, ``base`` and ``xlarge`` far more: none is in the default sizes.
 
 Per size and variant, in a fresh child process (so peak RSS is that cluster's alone), it prints a
 JSON line: CPU and wall seconds, peak RSS, bytes moved ÷ the plan's lower bound

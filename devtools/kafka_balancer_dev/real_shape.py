@@ -72,7 +72,8 @@ class RealShapeSpec:
         return sum(self.rack_sizes) + self.empty_brokers
 
 
-# The clusters and a small one of the same family (about 1/20 of the replicas).
+# The clusters, and two of the same family to iterate on: small (about 1/20 of base's
+# replicas, on 48 brokers) and mid.
 SIZES: dict[str, RealShapeSpec] = {
     "small": RealShapeSpec(
         rack_sizes=(14, 14, 10, 10),
@@ -80,6 +81,17 @@ SIZES: dict[str, RealShapeSpec] = {
         topics=550,
         mean_partitions=44.0,
         hot_brokers=2,
+        seed=62,
+    ),
+    # base's brokers and racks with a fifth of its topics (~260,000 replicas): each topic's band
+    # per broker is as narrow as at base, so the planner's work per replica is base's, in a
+    # fifth of the time.
+    "mid": RealShapeSpec(
+        rack_sizes=(70, 70, 50, 50),
+        rack_eras=(0, 0, 0, 1),
+        topics=2_200,
+        mean_partitions=44.0,
+        hot_brokers=12,
         seed=62,
     ),
     # 240 brokers in racks of 70, 70, 50, 50; ~480,000 partitions, ~1.28 M replicas.
@@ -104,7 +116,12 @@ SIZES: dict[str, RealShapeSpec] = {
 }
 
 # Per size: the empty brokers of its scale-out and the brokers its decommission drains.
-VARIANT_COUNTS: dict[str, tuple[int, int]] = {"small": (4, 2), "base": (12, 8), "xlarge": (18, 12)}
+VARIANT_COUNTS: dict[str, tuple[int, int]] = {
+    "small": (4, 2),
+    "mid": (12, 8),
+    "base": (12, 8),
+    "xlarge": (18, 12),
+}
 
 
 def sized(name: str, variant: str = "none") -> RealShapeSpec:

@@ -130,7 +130,9 @@ def test_replicas_come_to_topics_times_mean_partitions_times_mean_rf(small: Clus
     assert replicas == pytest.approx(_expected_replicas(SMALL), rel=0.1)
 
 
-@pytest.mark.parametrize(("name", "brokers", "replicas"), [("base", 240, 1.3e6), ("xlarge", 360, 2.8e6)])
+@pytest.mark.parametrize(
+    ("name", "brokers", "replicas"), [("mid", 240, 2.6e5), ("base", 240, 1.3e6), ("xlarge", 360, 2.8e6)]
+)
 def test_named_sizes_are_the_issues(name: str, brokers: int, replicas: float) -> None:
     assert SIZES[name].brokers == brokers
     assert _expected_replicas(SIZES[name]) == pytest.approx(replicas, rel=0.05)
