@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Any
 
 from kafka_balancer.k8s.settings import Timings
+from kafka_balancer.reconcile.status import parse_rfc3339
 from kafka_balancer_dev.localbed import kube
 from kafka_balancer_dev.localbed.kafka import KafkaBed
 from kafka_balancer_dev.localbed.ports import free_ports
@@ -351,3 +353,51 @@ def test_a_broker_that_joins_or_leaves_the_cluster_is_seen_at_once_not_at_the_po
     print(
         f"\nbroker {added}: in status {seen_s:.1f}s after it joined, Missing {missing_s:.1f}s after it left"
     )
+
+
+def test_a_warm_up_step_comes_when_it_is_due_not_at_the_pools_next_pass(
+    kube_bed: kube.KubeBed, kafka_bed: KafkaBed, operator: OperatorProcess, namespace: str
+) -> None:
+    # Passes half an hour apart and nothing else to wake the pool once the new broker is seen (no
+    # goal, nothing to execute): only the warm-up's schedule explains a pass within the bounds.
+    duration_s, steps = 20, 2
+    spec = pool(
+        "main",
+        kafka_bed.bootstrap_servers,
+        "DryRun",
+        "e2e-warm-up-due",
+        detectionIntervalSeconds=1800,
+        warmUp={"duration": f"{duration_s}s", "steps": steps},
+    )
+    apply(kube_bed, namespace, spec)
+
+    def brokers() -> dict[int, dict[str, Any]]:
+        found = get(kube_bed, namespace, "bp", "main").get("status", {}).get("brokers", [])
+        return {int(b["id"]): b for b in found}
+
+    def shows(added: int, state: str, step: int | None) -> bool:
+        broker = brokers().get(added, {})
+        return (broker.get("state"), broker.get("warmUpStep")) == (state, step)
+
+    wait_for(
+        lambda: set(kafka_bed.racks) <= set(brokers()), PLAN_TIMEOUT_S, "the pool's first pass", operator
+    )
+    timings = Timings()
+    # Each pass starts within the daemon's wake-up of its time; the room is for the pass itself, the
+    # poll and a loaded host.
+    late_s = timings.wake_s + 8.0
+    with extra_broker(kafka_bed, "a") as added:
+        # Seen at once (the pool's look at its brokers), warming from that pass: its step 1.
+        wait_for(lambda: shows(added, "Warming", 1), 60, f"broker {added} warming", operator)
+        # firstSeen is to the second: the pass that saw the broker came up to a second after it.
+        first_seen = parse_rfc3339(brokers()[added]["firstSeen"]) + 1.0
+        late = []
+        for state, step, due_s in (("Warming", 2, duration_s / steps), ("Active", None, duration_s)):
+            wait_for(
+                partial(shows, added, state, step),
+                first_seen + due_s + late_s - time.time(),
+                f"broker {added} {state} {step or ''} within {late_s:.0f}s of its time",
+                operator,
+            )
+            late.append(f"{state} {step or ''} {time.time() - first_seen - due_s:+.1f}s")
+    print(f"\nbroker {added}, after the time due: {'; '.join(late)}")

@@ -194,8 +194,8 @@ async def pool_daemon(
 ) -> None:
     """Sync the pool every ``detectionIntervalSeconds``, and at once when its spec, its approval, its
     cancel request or the goals that name it change, when a broker joins or leaves its Kafka cluster,
-    and after a pass that ran a plan to its end (the next one sees the moves done: Balanced, Drained,
-    a warm-up's next step)."""
+    when a warming broker's next step (or its warm-up's end) falls due, and after a pass that ran a
+    plan to its end (the next one sees the moves done: Balanced, Drained, a warm-up's next step)."""
     pools: PoolService = memo.pools
     wake_s = pools.timings.wake_s
     check_s = pools.timings.broker_check_s
@@ -227,6 +227,11 @@ async def pool_daemon(
             if result.retry_after is not None:
                 raise kopf.TemporaryError(result.message, delay=result.retry_after)
             deadline = time.monotonic() + float(body.spec.get("detectionIntervalSeconds", 60))
+            if result.next_step_at is not None:
+                # Not before one wake-up: a pass on a kopf view that does not show the step this one
+                # wrote yet would tell of that step again.
+                step_due = time.monotonic() + max(wake_s, result.next_step_at - time.time())
+                deadline = min(deadline, step_due)
             check_at = time.monotonic() + check_s
             while not stopped and time.monotonic() < deadline:
                 if _wakes(body, tuple(goals_by_pool.get((namespace, name), []))) != seen:

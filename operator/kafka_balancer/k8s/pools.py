@@ -120,13 +120,18 @@ class SyncResult:
     """How a sync ended: ``retry_after`` seconds when Kafka could not be reached (kopf backs off);
     ``executed``, the plan it ran to its end, which the next pass confirms (Balanced, Drained, the
     next warm-up step) without waiting for the pool's interval; ``brokers``, the live brokers it
-    read, whose change wakes the next pass (None: it read none)."""
+    read, whose change wakes the next pass (None: it read none); ``next_step_at``, when a warming
+    broker goes a step further, at which the next pass is due."""
 
     outcome: PoolOutcome | None = None
     retry_after: float | None = None
     message: str = ""
     executed: str | None = None
     brokers: frozenset[int] | None = None
+
+    @property
+    def next_step_at(self) -> float | None:
+        return None if self.outcome is None else self.outcome.next_step_at
 
 
 def parse_spec(spec: Mapping[str, Any]) -> BrokerPoolSpec:

@@ -1,7 +1,7 @@
 """The pool's brokers as one pass observes them: each broker's lifecycle (the rules are in brokers.py)
 from Kafka's metadata and what status recorded at the previous pass, written back as
-``status.brokers``, with the events of its changes; and between two passes, the change of the live
-brokers that wakes the next one.
+``status.brokers``, with the events of its changes and when a warming broker's next step falls due;
+and between two passes, the change of the live brokers that wakes the next one.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from kafka_balancer.reconcile.events import Event
 from kafka_balancer.reconcile.log_dir_failure import failed_disks
 from kafka_balancer.reconcile.pool_input import PoolInput
 from kafka_balancer.reconcile.status import BrokerStatus, parse_rfc3339, rfc3339
+from kafka_balancer.reconcile.warmup import next_step_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,9 @@ class ObservedBrokers:
     unknown_drained: tuple[int, ...]
     # Why the failed brokers are too many to heal (spec.selfHealing's guard); None: within it.
     guard: str | None = None
+    # The earliest time (epoch seconds) a warming broker goes a step further or is warm; None: none
+    # is warming.
+    next_step_at: float | None = None
 
 
 def observe_brokers(inp: PoolInput) -> ObservedBrokers:
@@ -57,12 +61,13 @@ def observe_brokers(inp: PoolInput) -> ObservedBrokers:
     first_seen = _first_seen(inp.status)
     if first_seen is not None:
         first_seen.update(dict.fromkeys(returned_late(recorded, present_racks), inp.now))
+    warm_up = WarmUpPolicy(spec.warm_up.seconds, spec.warm_up.steps, frozenset(spec.warm_up.brokers))
     present = broker_views(
         present_racks,
         inp.metadata.replicas_on(),
         first_seen,
         spec.drain,
-        WarmUpPolicy(spec.warm_up.seconds, spec.warm_up.steps, frozenset(spec.warm_up.brokers)),
+        warm_up,
         inp.now,
         _warm_up_shown(inp.status),
     )
@@ -90,6 +95,14 @@ def observe_brokers(inp: PoolInput) -> ObservedBrokers:
         (*(_broker_status(v) for v in views), *removed),
         tuple(b for b in left if b not in was_drained),
         guard_exceeded(views, policy, failed_disks(inp.metadata) if healing.enabled else ()),
+        min(
+            (
+                next_step_at(v.first_seen, warm_up.duration_s, warm_up.steps, v.step)
+                for v in present
+                if v.state is Lifecycle.WARMING
+            ),
+            default=None,
+        ),
     )
 
 

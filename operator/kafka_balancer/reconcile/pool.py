@@ -67,6 +67,9 @@ class PoolOutcome:
     # None: no plan was made, keep the previous counts (new partitions are told of when planned).
     partitions: Mapping[str, int] | None = None
     new_partitions: int = 0  # partitions created since the previous plan that this pass's plan places
+    # When a warming broker goes a step further (epoch seconds): the next pass is due then, whatever
+    # the pool's interval. None: no broker is warming.
+    next_step_at: float | None = None
 
 
 def decide_pool(inp: PoolInput) -> PoolOutcome:
@@ -145,6 +148,7 @@ def finish(
         (*events, *refused),
         partition_counts(inp.metadata) if planned.planned else None,
         sum(g.added for g in planned.growth),
+        brokers.next_step_at,
     )
 
 

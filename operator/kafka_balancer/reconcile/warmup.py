@@ -37,3 +37,14 @@ def warm_up_point(
     if step > steps:
         return WarmUpPoint(steps, steps, 1.0, True)
     return WarmUpPoint(step, steps, step / steps, False)
+
+
+def next_step_at(first_seen: float, duration_s: int, steps: int, shown: int) -> float:
+    """When a warming broker first seen at ``first_seen`` whose status shows step ``shown`` goes
+    further: its next step starts, or after its last step it is warm.
+
+    As a broker goes at most one step past what status shows (see ``warm_up_point``), this is the
+    start of step ``shown + 1``, or the end of the warm-up after the last; a time already past (a
+    broker behind its schedule) means its next pass moves it on.
+    """
+    return first_seen + shown * duration_s / steps

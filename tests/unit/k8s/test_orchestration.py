@@ -536,6 +536,22 @@ def test_a_broker_gone_from_the_metadata_is_missing_in_status_and_in_the_gauge(t
     assert b.metric("kafka_balancer_brokers_failed") == 0
 
 
+def test_a_pass_returns_when_a_warming_brokers_next_step_is_due(tmp_path: Path) -> None:
+    b = bed(tmp_path)
+    warm_up = {"warmUp": {"duration": "600s", "steps": 2}}
+    assert b.sync("DryRun", spec=warm_up).next_step_at is None  # the established brokers are warm
+    b.cluster.racks[4] = "a"  # a new broker joins
+
+    before = time.time()
+    result = b.sync("DryRun", spec=warm_up)
+    after = time.time()
+
+    (four,) = [broker for broker in b.status()["brokers"] if broker["id"] == 4]
+    assert (four["state"], four["warmUpStep"]) == ("Warming", 1)
+    # Step 2 starts half the duration after the broker was first seen, this pass.
+    assert before + 300 <= result.next_step_at <= after + 300
+
+
 def test_partitions_added_between_two_syncs_are_an_event_and_counted_once(tmp_path: Path) -> None:
     b = bed(tmp_path)
     b.sync("DryRun")

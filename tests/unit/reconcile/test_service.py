@@ -19,7 +19,7 @@ from kafka_balancer.reconcile.connection import client_properties
 from kafka_balancer.reconcile.pool import decide_pool
 from kafka_balancer.reconcile.pool_input import LoadSource, PoolInput, StoredPlan, UsageSource
 from kafka_balancer.reconcile.snapshot import ClusterMetadata, PartitionMeta
-from kafka_balancer.reconcile.warmup import warm_up_point
+from kafka_balancer.reconcile.warmup import next_step_at, warm_up_point
 
 # -- warm-up schedule: 4 steps over 30 min, one step every 450 s ----------------------------------
 
@@ -67,6 +67,25 @@ def test_a_broker_goes_at_most_one_step_past_the_step_status_showed(
 def test_a_single_step_warm_up_is_full_share_until_the_duration_ends() -> None:
     assert warm_up_point(0.0, 10.0, 60, 1).share == 1.0
     assert not warm_up_point(0.0, 10.0, 60, 1).done
+
+
+@pytest.mark.parametrize("shown", [1, 2, 3, 4])
+def test_a_warming_broker_goes_further_exactly_when_its_next_step_is_due(shown: int) -> None:
+    due = next_step_at(1000.0, duration_s=1800, steps=4, shown=shown)
+
+    before = warm_up_point(1000.0, due - 0.001, duration_s=1800, steps=4, shown=shown)
+    at = warm_up_point(1000.0, due, duration_s=1800, steps=4, shown=shown)
+    assert (before.step, before.done) == (shown, False)
+    # Past the last step: warm.
+    assert (at.step, at.done) == ((shown + 1, False) if shown < 4 else (4, True))
+
+
+def test_a_broker_behind_its_schedule_is_due_at_once() -> None:
+    # Status showed step 1 at minute 20 of 30: step 2 was due at 7.5 min, the next pass moves it on.
+    due = next_step_at(1000.0, duration_s=1800, steps=4, shown=1)
+
+    assert due == 1450.0 < 1000.0 + 1200
+    assert warm_up_point(1000.0, 1000.0 + 1200, duration_s=1800, steps=4, shown=1).step == 2
 
 
 # -- broker lifecycle -----------------------------------------------------------------------------
@@ -467,6 +486,38 @@ def test_every_warm_up_step_shows_even_when_no_reconcile_ran_in_its_window() -> 
         ("Active", None, 0),
         ("Active", None, 0),
     ]
+
+
+def test_a_pass_says_when_a_warming_brokers_next_step_is_due_and_nothing_once_it_is_warm() -> None:
+    # Each pass comes when the previous one said: every step shows then, and the warm-up ends on time.
+    status: dict[str, Any] = {
+        "brokers": [{"id": 1, "rack": "a", "state": "Active"}, {"id": 2, "rack": "b", "state": "Active"}]
+    }
+    now, seen = 1_000_000.0, []
+    while True:
+        outcome = decide_pool(pool_input(status=status, now=now))
+        status = outcome.status.to_dict()
+        seen.append(
+            (now - 1_000_000.0, status["brokers"][2]["state"], status["brokers"][2].get("warmUpStep"))
+        )
+        if outcome.next_step_at is None:
+            break
+        now = outcome.next_step_at
+
+    # The default warm-up: 30 min in 4 steps.
+    assert seen == [
+        (0.0, "Warming", 1),
+        (450.0, "Warming", 2),
+        (900.0, "Warming", 3),
+        (1350.0, "Warming", 4),
+        (1800.0, "Active", None),
+    ]
+
+
+def test_a_pool_with_no_warming_broker_has_no_step_due() -> None:
+    status = {"brokers": [{"id": b, "rack": r, "state": "Active"} for b, r in ((1, "a"), (2, "b"), (3, "c"))]}
+
+    assert decide_pool(pool_input(status=status)).next_step_at is None
 
 
 def test_whether_broker_cpu_is_measured_is_a_condition_that_never_makes_the_pool_unready() -> None:
