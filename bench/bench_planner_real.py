@@ -1,7 +1,7 @@
 """Planner benchmark: clusters of real shape (issue 62), ``kafka_balancer_dev.real_shape``.
 
     .venv/bin/python bench/bench_planner_real.py [--sizes small,mid,base,xlarge]
-        [--variants none,scale-out,decommission] [--profile N]
+        [--variants none,scale-out,decommission] [--profile N | --steps N]
 
 ``bench_planner.py``'s clusters have one topic per 200 partitions, equal racks and a random
 placement. These have thousands of topics of 1 to 200 partitions with Zipf throughput and their
@@ -19,7 +19,8 @@ JSON line: CPU and wall seconds, peak RSS, bytes moved ÷ the plan's lower bound
 bound, topic × broker cells out of TopicReplicaDistribution's band before and after, the bands
 missed with the planner's reason (each goal's detail), and the leaders' worst deviation. The goal
 set is the full default one, as in ``bench_planner.py``. ``--profile N`` instead runs the plan
-under cProfile in this process and prints the top N entries by cumulative and by own time.
+under cProfile in this process and prints the top N entries by cumulative and by own time;
+``--steps N`` times each step of the band goals' shed and fill ladders instead.
 """
 
 from __future__ import annotations
@@ -113,6 +114,39 @@ def profile(size: str, variant: str, top: int) -> None:
     stats.sort_stats("tottime").print_stats(top)
 
 
+def steps(size: str, variant: str, top: int) -> None:
+    """The plan of one cluster with each step of the band goals' shed and fill ladders timed: the
+    ``top`` (goal, step) pairs by CPU seconds, with how often each was tried and how often it
+    changed something. Which rung a shed fails on is what a profile by function does not show."""
+    from kafka_balancer.goals.spec import default_goal_set
+    from kafka_balancer.planner import ladder
+    from kafka_balancer.planner.optimizer import plan
+    from kafka_balancer_dev.real_shape import generate, sized
+
+    timed: dict[tuple[str, str], list[float]] = {}
+
+    def timer(name: str, step: Any) -> Any:
+        def take(turn: Any) -> Any:
+            started = time.process_time()
+            outcome = step.take(turn)
+            row = timed.setdefault((turn.goal.spec.label, f"{name}: {step.name}"), [0.0, 0, 0])
+            row[0] += time.process_time() - started
+            row[1] += 1
+            row[2] += outcome is not None
+            return outcome
+
+        return ladder.Step(step.name, take)
+
+    ladder.SHED_LADDER = tuple(timer("shed", step) for step in ladder.SHED_LADDER)
+    ladder.FILL_LADDER = tuple(timer("fill", step) for step in ladder.FILL_LADDER)
+    cluster = generate(sized(size, variant))
+    started = time.process_time()
+    plan(cluster, default_goal_set())
+    print(f"plan: {time.process_time() - started:.1f} CPU s")
+    for (goal, step), (cpu, tried, changed) in sorted(timed.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"{goal:28s} {step:42s} {cpu:8.2f} CPU s  tried {tried:7d}  changed {changed:7d}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -120,10 +154,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="small")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--profile", type=int, default=0, help="profile the first size and variant instead")
+    parser.add_argument("--steps", type=int, default=0, help="time the ladders' steps of the first instead")
     args = parser.parse_args()
     sizes, variants = args.sizes.split(","), args.variants.split(",")
     if args.profile:
         profile(sizes[0], variants[0], args.profile)
+        return
+    if args.steps:
+        steps(sizes[0], variants[0], args.steps)
         return
     ctx = multiprocessing.get_context("spawn")
     for size in sizes:
