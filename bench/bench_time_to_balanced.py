@@ -18,7 +18,8 @@ each run is:
 
 1. **scale-out**: one more broker in rack a (``KafkaBed.add_broker``) → the pool ``Balanced=True``
    with that broker ``Active``; ``--stagger`` adds it a random 0..interval s (seeded by the run)
-   after the pass before it, otherwise at once (its detection wait is then near the interval);
+   after the pass before it, otherwise at once (the pool's look at the live brokers, every 5 s
+   between passes, then sees it);
 2. **drain**: ``spec.drain`` names that broker → its ``status.brokers`` state ``Drained``; then it is
    stopped (it stays in ``spec.drain``, so the pool reports it ``Removed``) before the next run.
 
@@ -38,8 +39,8 @@ pass ends the ``pool ... reconciled`` log lines, planning each pass's own
 - execution: first move submitted → last move done, beside ``makespan_bound`` of those moves (sizes
   as the executor recorded them, at its throttle); finish: → ``ExecutionFinished``;
 - warm-up wait: between one step's ``ExecutionFinished`` and the next step's first move;
-- confirmation: the last ``ExecutionFinished`` → the next pass's observation (the daemon sleeps the
-  detection interval after the pass that executed) → the status showing the end.
+- confirmation: the last ``ExecutionFinished`` → the next pass's observation (the daemon runs it
+  once its view shows the plan executed) → the status showing the end.
 
 One JSON line per scenario and run (seconds; CPU seconds of the operator process and of this one;
 1-minute load before and after), and a ``"summary"`` line with the median of each part.
