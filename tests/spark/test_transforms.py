@@ -90,13 +90,16 @@ def test_cpu_is_shared_by_bytes_in_among_the_partitions_a_broker_leads(spark: Sp
     ]
     cpu = transforms.broker_cpu(frame(spark, broker_samples, BROKER_SAMPLES))
     # Time-weighted: (2 × 60 + 4 × 180) / 240 = 3.5 cores; broker 2 has no cpu data.
-    assert {r["broker"]: r["broker_cpu"] for r in cpu.collect()} == {1: pytest.approx(3.5)}
+    rows = {r["broker"]: (r["broker_cpu"], r["samples"]) for r in cpu.collect()}
+    assert rows == {1: (pytest.approx(3.5), 3), 2: (None, 1)}
     model = spark.createDataFrame(
         [("a", 0, 1, 100.0), ("a", 1, 1, 300.0), ("b", 0, 2, 50.0), ("c", 0, 3, 0.0), ("c", 1, 3, 0.0)],
         "topic string, partition int, leader int, bytes_in double",
     )
     cpu3 = spark.createDataFrame([(3, 1.0)], "broker int, broker_cpu double")
-    got = transforms.attribute_cpu(model, cpu.unionByName(cpu3), follower_fraction=0.5).collect()
+    got = transforms.attribute_cpu(
+        model, cpu.drop("samples").unionByName(cpu3), follower_fraction=0.5
+    ).collect()
     by_name = {(r["topic"], r["partition"]): (r["cpu"], r["follower_cpu"]) for r in got}
     assert by_name == {
         ("a", 0): (pytest.approx(0.875), pytest.approx(0.4375)),

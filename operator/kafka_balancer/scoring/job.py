@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -39,6 +40,8 @@ SNAPSHOT = "snapshot.json"
 MANIFEST = "manifest.json"
 BROKER_SCORES = "broker_scores"
 CANDIDATES = "candidates"
+# What transforms.broker_cpu gives, for a store without broker samples.
+_BROKER_CPU = pa.schema([("broker", pa.int32()), ("broker_cpu", pa.float64()), ("samples", pa.int64())])
 
 
 def read_topology(path: Path) -> Cluster:
@@ -52,11 +55,19 @@ def _topology(data: Any, source: str) -> Cluster:
 
 
 def topology_frame(spark: SparkSession, topology: Cluster) -> DataFrame:
-    rows = [(b.id, b.rack, b.active, b.warm_up_share, *b.capacity) for b in topology.brokers]
-    columns = "broker int, rack string, active boolean, share double, " + ", ".join(
-        f"{c} double" for c in scores.CAPACITY_COLUMNS
-    )
-    return spark.createDataFrame(rows, columns)
+    """The brokers as an Arrow table handed to the JVM: a list of rows would go through a
+    parallelized RDD that starts a Python worker to convert them."""
+    brokers = topology.brokers
+    columns = {
+        "broker": pa.array([b.id for b in brokers], pa.int32()),
+        "rack": pa.array([b.rack for b in brokers], pa.string()),
+        "active": pa.array([b.active for b in brokers], pa.bool_()),
+        "share": pa.array([b.warm_up_share for b in brokers], pa.float64()),
+    } | {
+        c: pa.array([b.capacity[i] for b in brokers], pa.float64())
+        for i, c in enumerate(scores.CAPACITY_COLUMNS)
+    }
+    return spark.createDataFrame(pa.table(columns))
 
 
 def snapshot_document(topology: Cluster, model: pd.DataFrame) -> dict[str, Any]:
@@ -137,16 +148,20 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     incomplete = sorted(f"{t}-{p}" for t, p in zip(short["topic"], short["partition"], strict=True))
     model = transforms.partition_model(transforms.complete_only(used, complete))
 
+    # One row per broker, collected once: the manifest's count and the cpu the model joins.
     broker_uri = storage.join(options.samples, BROKER_DIR)
-    broker_rows = 0
     if storage.exists(spark, broker_uri):
         broker_samples = spark.read.schema(from_arrow_schema(BROKER_SAMPLES)).parquet(broker_uri)
-        broker_used = _used(broker_samples, windows)
-        cpu = transforms.broker_cpu(broker_used).cache()
-        broker_rows = broker_used.count()
+        broker_cpu = transforms.broker_cpu(_used(broker_samples, windows)).toArrow()
     else:
-        cpu = spark.createDataFrame([], "broker int, broker_cpu double")
-    cpu_source = "broker samples" if cpu.count() > 0 else "none (cpu 0)"
+        broker_cpu = _BROKER_CPU.empty_table()
+    known_cpu = broker_cpu.filter(broker_cpu["broker_cpu"].is_valid())
+    if known_cpu.num_rows > 0:
+        cpu_source, cpu = "broker samples", spark.createDataFrame(known_cpu.select(["broker", "broker_cpu"]))
+    else:
+        # Not an empty Arrow table: Spark would see it is empty and drop the join, which changes
+        # the order the model's rows (and so the broker loads' sums) come in.
+        cpu_source, cpu = "none (cpu 0)", spark.createDataFrame([], "broker int, broker_cpu double")
     model = transforms.attribute_cpu(model, cpu).cache()
     model_pd: pd.DataFrame = model.select(
         "topic", "partition", "replicas", "leader", "disk", "network_in", "network_out", "cpu", "follower_cpu"
@@ -172,7 +187,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     rows = {
         "partitionSamples": stored,
         "partitionSamplesInWindows": int(complete_pd["samples"].sum()),
-        "brokerSamplesInWindows": broker_rows,
+        "brokerSamplesInWindows": int(pc.sum(broker_cpu["samples"]).as_py() or 0),
         "partitions": len(model_pd),
         "replicas": int(model_pd["replicas"].map(len).sum()),
         "brokers": len(loads_pd),
@@ -195,7 +210,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     storage.write_text(spark, outputs[MANIFEST], manifest_text)
     if options.seal_file is not None:
         _write_seal(options.seal_file, seal(manifest_text.encode(), snapshot_text.encode()))
-    for frame in (used, complete, cpu, model):
+    for frame in (used, complete, model):
         frame.unpersist()
     return manifest
 

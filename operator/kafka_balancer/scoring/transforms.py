@@ -127,10 +127,15 @@ def partition_model(used: DataFrame) -> DataFrame:
 
 
 def broker_cpu(broker_samples_used: DataFrame) -> DataFrame:
-    """Per broker: time-weighted average cores used over the used windows (nulls ignored)."""
-    known = broker_samples_used.where(F.col("cpu").isNotNull())
-    return known.groupBy("broker").agg(
-        (F.sum(F.col("cpu") * F.col("interval_ms")) / F.sum("interval_ms")).alias("broker_cpu")
+    """Per broker: time-weighted average cores used over the used windows (null samples ignored;
+    null when it has no cpu sample), and ``samples``, its samples in the used windows."""
+    known = F.col("cpu").isNotNull()
+    return broker_samples_used.groupBy("broker").agg(
+        (
+            F.sum(F.when(known, F.col("cpu") * F.col("interval_ms")))
+            / F.sum(F.when(known, F.col("interval_ms")))
+        ).alias("broker_cpu"),
+        F.count(F.lit(1)).alias("samples"),
     )
 
 
