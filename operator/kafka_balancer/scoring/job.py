@@ -40,6 +40,14 @@ SNAPSHOT = "snapshot.json"
 MANIFEST = "manifest.json"
 BROKER_SCORES = "broker_scores"
 CANDIDATES = "candidates"
+# The model's load columns and their names in the snapshot.
+_LOADS = {
+    "disk": "disk",
+    "network_in": "networkIn",
+    "network_out": "networkOut",
+    "cpu": "cpu",
+    "follower_cpu": "followerCpu",
+}
 # What transforms.broker_cpu gives, for a store without broker samples.
 _BROKER_CPU = pa.schema([("broker", pa.int32()), ("broker_cpu", pa.float64()), ("samples", pa.int64())])
 
@@ -72,21 +80,20 @@ def topology_frame(spark: SparkSession, topology: Cluster) -> DataFrame:
 
 def snapshot_document(topology: Cluster, model: pd.DataFrame) -> dict[str, Any]:
     """The snapshot (docs/design.md) of the model, validated by the same parser ``plan`` uses."""
+    # Whole columns to Python objects at once: pandas rows one by one cost as much as validating.
+    columns = [model[c].to_numpy().tolist() for c in ("topic", "partition", "leader", *_LOADS)]
+    replicas = [r.tolist() for r in model["replicas"]]
     partitions = [
         {
-            "topic": str(r.topic),
-            "partition": int(r.partition),
-            "replicas": [int(b) for b in r.replicas],
-            "leader": int(r.leader),
-            "load": {
-                "disk": float(r.disk),
-                "networkIn": float(r.network_in),
-                "networkOut": float(r.network_out),
-                "cpu": float(r.cpu),
-                "followerCpu": float(r.follower_cpu),
-            },
+            "topic": topic,
+            "partition": partition,
+            "replicas": members,
+            "leader": leader,
+            "load": dict(zip(_LOADS.values(), loads, strict=True)),
         }
-        for r in model.itertuples(index=False)
+        for (topic, partition, leader, *loads), members in zip(
+            zip(*columns, strict=True), replicas, strict=True
+        )
     ]
     document = cluster_to_snapshot(topology) | {"partitions": partitions}
     return cluster_to_snapshot(parse_snapshot(document, "scored snapshot"))
@@ -146,7 +153,10 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     is_complete = complete_pd["complete"].to_numpy(bool)
     short = complete_pd[~is_complete]
     incomplete = sorted(f"{t}-{p}" for t, p in zip(short["topic"], short["partition"], strict=True))
-    model = transforms.partition_model(transforms.complete_only(used, complete))
+    # Every partition complete (the usual case): the semi join would keep every row in its order,
+    # at the cost of a Spark job broadcasting the partitions.
+    kept = used if is_complete.all() else transforms.complete_only(used, complete)
+    model = transforms.partition_model(kept)
 
     # One row per broker, collected once: the manifest's count and the cpu the model joins.
     broker_uri = storage.join(options.samples, BROKER_DIR)
