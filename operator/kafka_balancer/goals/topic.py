@@ -70,11 +70,6 @@ class TopicReplicaDistributionGoal(Goal):
         # An excluded topic (no movable partition) is left as it is, not counted as a violation.
         self.judged = np.zeros(state.n_topics, dtype=bool)
         self.judged[state.topic[state.movable]] = True
-        # Each topic's partitions, so that finding a topic's replicas on a broker reads that
-        # topic's rows instead of every partition the broker holds.
-        order = np.argsort(state.topic, kind="stable")
-        bounds = np.searchsorted(state.topic[order], np.arange(state.n_topics + 1))
-        self.parts_of = [order[bounds[t] : bounds[t + 1]] for t in range(state.n_topics)]
         # ``_arrivals``, and the state version it is of (None: not yet built).
         self._arrival: FloatArray = np.zeros((0, 0))
         self._arrival_key: int | None = None
@@ -121,7 +116,7 @@ class TopicReplicaDistributionGoal(Goal):
 
     def on(self, state: WorkingModel, t: int, broker: int) -> IntArray:
         """Partitions of topic ``t`` with a replica on ``broker``."""
-        parts = self.parts_of[t]
+        parts = state.parts_of_topic[t]
         return np.asarray(parts[(state.replicas[parts] == broker).any(axis=1)], dtype=np.int64)
 
     def per_cell(self, state: WorkingModel) -> FloatArray:

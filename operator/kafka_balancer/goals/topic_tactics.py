@@ -146,8 +146,8 @@ def _sent(
     over = np.nonzero(excess > 0)[0]
     if len(over) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    ps = np.concatenate([goal.parts_of[t] for t in topics[over].tolist()])
-    cell = np.repeat(over, [len(goal.parts_of[t]) for t in topics[over].tolist()])
+    ps = np.concatenate([state.parts_of_topic[t] for t in topics[over].tolist()])
+    cell = np.repeat(over, [len(state.parts_of_topic[t]) for t in topics[over].tolist()])
     rows = state.replicas[ps]
     inside = ((rows >= 0) & (live[np.maximum(rows, 0)] == racks[cell][:, None])).any(axis=1)
     keep = inside & state.movable[ps]
@@ -478,7 +478,7 @@ def _moves_of(
     goal: TopicReplicaDistributionGoal, state: WorkingModel, t: int, givers: BoolArray
 ) -> Candidates:
     """The free moves of the movable replicas of ``t`` on the brokers ``givers``."""
-    parts = goal.parts_of[t]
+    parts = state.parts_of_topic[t]
     rows = state.replicas[parts]
     on = (rows >= 0) & givers[np.maximum(rows, 0)] & state.movable[parts][:, None]
     k, slots = np.nonzero(on)

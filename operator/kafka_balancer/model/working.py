@@ -55,6 +55,13 @@ class WorkingModel:
         self.topic_names: list[str] = sorted({p.topic for p in parts})
         topic_index = {t: i for i, t in enumerate(self.topic_names)}
         self.topic: IntArray = np.array([topic_index[p.topic] for p in parts], dtype=np.int64)
+        # Each topic's partitions in partition order, so that what asks of one topic reads its
+        # rows instead of scanning every partition; a partition never changes topic.
+        order = np.argsort(self.topic, kind="stable")
+        bounds = np.searchsorted(self.topic[order], np.arange(len(self.topic_names) + 1))
+        self.parts_of_topic: list[IntArray] = [
+            order[bounds[t] : bounds[t + 1]] for t in range(len(self.topic_names))
+        ]
         self.disk = np.array([p.load.disk for p in parts], dtype=np.float64)
         self.network_in = np.array([p.load.network_in for p in parts], dtype=np.float64)
         self.network_out = np.array([p.load.network_out for p in parts], dtype=np.float64)

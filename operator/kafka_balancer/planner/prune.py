@@ -126,7 +126,8 @@ def _into_rack(state: WorkingModel, search: Search, p: int, z: int, rack: int, c
     if len(alone):
         state.apply(give, 0, int(alone[0]))
         return 1
-    same = np.nonzero((state.topic == state.topic[p]) & (state.disk < state.disk[p] / 2))[0]
+    same = state.parts_of_topic[int(state.topic[p])]
+    same = same[state.disk[same] < state.disk[p] / 2]
     if len(same) == 0:
         return 0
     rows = state.replicas[same]
