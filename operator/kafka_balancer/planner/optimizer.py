@@ -33,6 +33,7 @@ from kafka_balancer.planner.bound import bound_bands, lower_bounds
 from kafka_balancer.planner.log_dirs import plan_log_dirs
 from kafka_balancer.planner.plan import GoalOutcome, Plan, diff
 from kafka_balancer.planner.prune import prune
+from kafka_balancer.planner.reasons import explained
 from kafka_balancer.planner.search import Search
 from kafka_balancer.planner.vetoes import TOLERANCE
 
@@ -66,7 +67,7 @@ def plan(cluster: Cluster, specs: tuple[GoalSpec, ...]) -> Plan:
         again = _optimised(apply_reassignments(cluster, diff(state)[0]), ordered)[0]
         if not _carried(again, state):
             break
-    after = [g.status(state) for g in goals]
+    after = explained(state, goals, [g.status(state) for g in goals])
     for goal, status in zip(goals, after, strict=True):
         if goal.hard and not status.satisfied:
             raise InfeasibleError(f"hard goal {goal.spec.label} cannot be satisfied: {status.detail}")
