@@ -15,10 +15,10 @@ from tests.support.chart_testing import ChartTesting
 
 def test_the_chart_passes_ct_lint(chart_testing: ChartTesting) -> None:
     lint = chart_testing.lint(CHART)
-    output = lint.stdout + lint.stderr
-    assert lint.returncode == 0, output
-    assert "Validation success!" in output, output
-    assert "1 chart(s) linted, 0 chart(s) failed" in output, output
+    assert lint.returncode == 0, lint.output
+    assert "All charts linted successfully" in lint.output, lint.output
+    assert "Validation success!" in lint.tools, lint.tools
+    assert "1 chart(s) linted, 0 chart(s) failed" in lint.tools, lint.tools
 
 
 def break_chart_yaml(chart: Path) -> None:
@@ -48,6 +48,5 @@ def test_ct_lint_fails_a_broken_chart(
     shutil.copytree(CHART, chart)
     breaks(chart)
     lint = chart_testing.lint(chart)
-    output = lint.stdout + lint.stderr
-    assert lint.returncode != 0, output
-    assert reported in output, output
+    assert lint.returncode != 0, lint.output
+    assert reported in lint.tools, lint.tools
