@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_balancer.errors import InputError
+from kafka_balancer.formats.json_text import document_text
 from kafka_balancer.model.plan import ANY_LOG_DIR, Reassignment, ReassignmentPlan
 
 
@@ -87,14 +88,13 @@ def read_plan(path: Path) -> ReassignmentPlan:
     return parse_plan(document, f"plan {path}")
 
 
-def write_json_atomically(path: Path, document: Any) -> None:
+def write_json_atomically(path: Path, document: dict[str, Any]) -> None:
     """Write via a temporary file and rename, so a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=1)
-            out.write("\n")
+            out.write(document_text(document))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -27,6 +27,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from kafka_balancer.errors import InputError, KafkaBalancerError, ScoringError
 from kafka_balancer.formats.goals_file import goals_from_text, read_goals
+from kafka_balancer.formats.json_text import document_text
 from kafka_balancer.formats.snapshot import cluster_to_snapshot, json_from_text, load_json, parse_snapshot
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.samples.schema import BROKER_DIR, BROKER_SAMPLES, PARTITION_DIR, PARTITION_SAMPLES
@@ -190,7 +191,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     outputs = {
         name: storage.join(options.out, name) for name in (SNAPSHOT, BROKER_SCORES, CANDIDATES, MANIFEST)
     }
-    snapshot_text = json.dumps(snapshot, indent=1)
+    snapshot_text = document_text(snapshot)
     storage.write_text(spark, outputs[SNAPSHOT], snapshot_text)
     storage.write_parquet(spark, outputs[BROKER_SCORES], _table(scores_pd, scores.SCORE_SCHEMA))
     storage.write_parquet(spark, outputs[CANDIDATES], _table(candidates_pd, scores.CANDIDATE_SCHEMA))
