@@ -178,6 +178,34 @@ def test_missing_sample_store_is_bad_input(
     assert "partition_samples" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"replicas": [0, 9]}, "replicas: broker 9 of orders-0 is not in brokers"),
+        ({"replicas": [1, 1], "leader": 1}, "replicas: [1, 1] of orders-0 lists a broker twice"),
+        ({"size_bytes": -1.0}, "load.disk: -1.0 for orders-0, not a finite number >= 0"),
+    ],
+)
+def test_samples_the_snapshot_format_refuses_are_bad_input(
+    spark: SparkSession,
+    inputs: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, Any],
+    reason: str,
+) -> None:
+    """Samples the collector would never write (a store is files anyone with access can change)
+    make the job refuse, naming the partition, not write a snapshot ``plan`` would refuse."""
+    partitions, brokers = cluster_samples()
+    changed = [r | change if (r["topic"], r["partition"]) == ("orders", 0) else r for r in partitions]
+    write_samples(inputs["tmp"] / "changed", changed, brokers)
+    inputs["samples"] = inputs["tmp"] / "changed"
+    assert main(score_args(inputs)) == 2
+    err = capsys.readouterr().err
+    assert "score: bad input: scored snapshot.partitions[" in err and reason in err, err
+    assert "Traceback" not in err
+    assert not (inputs["out"] / "snapshot.json").exists()
+
+
 def test_the_seal_the_job_writes_vouches_for_its_outputs_and_no_others(
     spark: SparkSession, inputs: dict[str, Path]
 ) -> None:
