@@ -204,9 +204,15 @@ def submission(bed: node.NodeBed, image: str, work: Path, executors: int, run: s
         resources=ScoringResources(cpu="500m", memory="1Gi"),
     )
     request = ScoringRequest(NAMESPACE, "mid", "", run, work, {}, {}, E2E_WINDOW_MS, E2E_WINDOWS, spec)
-    template = work / "driver-template.json"
-    template.write_text(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": {}}))
-    conf = submit_conf(settings, request, template) | {
+    # Bare pod templates: the operator's own (spark_submit.write_templates) make the pool the driver's
+    # owner, and the bench has no pool (the API's garbage collector would delete an orphan driver),
+    # and run as a non-root user, which could not write the bench's root-owned hostPath store.
+    templates = work / "templates"
+    templates.mkdir(exist_ok=True)
+    for name in ("driver", "executor"):
+        bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": {}}
+        (templates / f"{name}.json").write_text(json.dumps(bare))
+    conf = submit_conf(settings, request, templates) | {
         "spark.kubernetes.authenticate.submission.caCertFile": str(bed.api.ca_file),
         "spark.kubernetes.authenticate.submission.oauthTokenFile": str(token),
     }
