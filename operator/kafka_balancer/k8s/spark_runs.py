@@ -20,6 +20,7 @@ from kafka_balancer.api import Scoring
 from kafka_balancer.kube_quantity import parse_quantity
 from kafka_balancer.scoring import remote
 from kafka_balancer.scoring.launch import ScoringRequest
+from kafka_balancer.scoring.options import JVM_OPTIONS
 from kafka_balancer.scoring.s3a import S3Storage, s3a_conf
 
 # Per Spark pod when the pool sets no resources: the job's embedded defaults.
@@ -116,7 +117,13 @@ def container_security_context(run_as_user: int | None) -> dict[str, Any]:
 
 
 def spark_conf(settings: SparkSettings) -> dict[str, str]:
-    conf = {"spark.sql.session.timeZone": "UTC", "spark.sql.execution.arrow.pyspark.enabled": "true"}
+    """What every launcher gives the job; the chart's ``sparkConf`` (``settings.spark_conf``) wins."""
+    conf = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.driver.extraJavaOptions": JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": JVM_OPTIONS,
+    }
     if settings.storage.startswith("s3a://"):
         conf |= s3a_conf(settings.s3)
     return conf | dict(settings.spark_conf)

@@ -11,6 +11,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from kafka_balancer.scoring.options import JVM_OPTIONS
+
 # Wherever the job runs: Arrow moves the model and the broker loads to the driver.
 _JOB_CONF = {
     "spark.sql.session.timeZone": "UTC",
@@ -18,14 +20,12 @@ _JOB_CONF = {
 }
 # Embedded only, kept small on purpose: the job runs next to the operator and on shared CI
 # machines. Two shuffle partitions suit the rolled-up rows (partitions × windows) on two cores;
-# on a cluster the default with adaptive coalescing applies. A run is a short-lived JVM whose CPU
-# goes mostly to warming up, not to the rows: the client compiler alone (C1) compiles Spark's code
-# paths for a fraction of C2's CPU, and the serial collector runs no concurrent GC threads beside
-# the job; adaptive execution would re-plan every stage to coalesce two partitions it cannot shrink.
+# on a cluster the default with adaptive coalescing applies. Adaptive execution would re-plan
+# every stage to coalesce two partitions it cannot shrink.
 _LOCAL_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.adaptive.enabled": "false",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.extraJavaOptions": JVM_OPTIONS,
     "spark.ui.enabled": "false",
     "spark.driver.memory": "1g",
     "spark.driver.bindAddress": "127.0.0.1",

@@ -15,6 +15,7 @@ import pytest
 
 from kafka_balancer.api import Scoring
 from kafka_balancer.errors import ScoringError
+from kafka_balancer.k8s.spark_application import application_manifest
 from kafka_balancer.k8s.spark_runs import SPARK_UID, SparkSettings, SparkVolume
 from kafka_balancer.k8s.spark_submit import (
     DRIVER_CONTAINER,
@@ -331,3 +332,23 @@ def test_a_driver_that_reports_no_digests_has_its_outputs_refused(tmp_path: Path
     with pytest.raises(ScoringError, match=r"succeeded without reporting its outputs' digests"):
         cluster.scorer().score(request(tmp_path))
     assert cluster.kube.pods == {}
+
+
+def test_both_launchers_start_the_jobs_jvms_lean_unless_the_charts_spark_conf_says_otherwise(
+    tmp_path: Path,
+) -> None:
+    """A run's driver and executors are short JVMs on pods of a core or less: C1 alone and the serial
+    collector (what embedded runs use). The chart's sparkConf still has the last word."""
+    lean = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    wanted = request(tmp_path)
+    for settings in (SparkSettings("/mnt/kb"), SparkSettings("/mnt/kb", spark_conf={"spark.x": "1"})):
+        submitted = submit_conf(settings, wanted, tmp_path)
+        applied = application_manifest(settings, wanted)["spec"]["sparkConf"]
+        for conf in (submitted, applied):
+            assert conf["spark.driver.extraJavaOptions"] == conf["spark.executor.extraJavaOptions"] == lean
+    own = SparkSettings("/mnt/kb", spark_conf={"spark.executor.extraJavaOptions": "-XX:+UseG1GC"})
+    for conf in (submit_conf(own, wanted, tmp_path), application_manifest(own, wanted)["spec"]["sparkConf"]):
+        assert (conf["spark.driver.extraJavaOptions"], conf["spark.executor.extraJavaOptions"]) == (
+            lean,
+            "-XX:+UseG1GC",
+        )
