@@ -33,12 +33,11 @@ def test_rollup_keeps_newest_state_sums_and_counts(spark: SparkSession) -> None:
     rolled = transforms.rollup(samples)
     assert rolled.count() == 4  # t: window 1, window 0 before and after the move; u: window 0
 
-    complete = {
-        r["topic"]: (r["complete"], r["samples"]) for r in transforms.completeness(rolled, 2, 1).collect()
+    model = {r["topic"]: r for r in transforms.partition_model(rolled, 2, 1).collect()}
+    assert {topic: (r["complete"], r["samples"]) for topic, r in model.items()} == {
+        "t": (True, 4),
+        "u": (False, 1),
     }
-    assert complete == {"t": (True, 4), "u": (False, 1)}
-
-    model = {r["topic"]: r for r in transforms.partition_model(rolled).collect()}
     t = model["t"]
     assert (list(t["replicas"]), t["leader"], t["disk"]) == ([3, 2], 3, 40.0)
     # 1860 bytes in, 300 out, over 60 + 60 + 60 + 30 = 210 s.

@@ -47,14 +47,15 @@ def test_completeness_excludes_partitions_short_of_samples_in_any_used_window(sp
         + [partition_row(t, "new", 0, [1], 1) for t in w0]
     )
     used = transforms.in_windows(transforms.bucket(frame(spark, rows, PARTITION_SAMPLES), W, NEWEST), 2)
-    complete = transforms.completeness(used, windows=2, min_samples=2)
-    assert {r["topic"]: r["complete"] for r in complete.collect()} == {
-        "full": True,
-        "thin": False,
-        "new": False,
+    model = transforms.partition_model(used, windows=2, min_samples=2)
+    assert {r["topic"]: (r["complete"], r["samples"]) for r in model.collect()} == {
+        "full": (True, 4),
+        "thin": (False, 3),
+        "new": (False, 2),
     }
-    kept = transforms.complete_only(used, complete)
-    assert {r["topic"] for r in kept.collect()} == {"full"}
+    # With one sample a window, thin is complete; new, with no sample in window 1, still is not.
+    model = transforms.partition_model(used, windows=2, min_samples=1)
+    assert {r["topic"]: r["complete"] for r in model.collect()} == {"full": True, "thin": True, "new": False}
 
 
 def test_partition_model_takes_newest_state_and_windowed_averages(spark: SparkSession) -> None:
@@ -66,9 +67,8 @@ def test_partition_model_takes_newest_state_and_windowed_averages(spark: SparkSe
         partition_row(NEWEST, "t", 0, [2, 1], 2, size=300.0, bytes_in=0.0, bytes_out=240.0),
         partition_row(NEWEST, "t", 1, [3, 1], -1, size=7.0, bytes_in=60.0, bytes_out=0.0),
     ]
-    model = {
-        r["partition"]: r for r in transforms.partition_model(frame(spark, rows, PARTITION_SAMPLES)).collect()
-    }
+    used = transforms.in_windows(transforms.bucket(frame(spark, rows, PARTITION_SAMPLES), W, NEWEST), 1)
+    model = {r["partition"]: r for r in transforms.partition_model(used, windows=1, min_samples=1).collect()}
     p0 = model[0]
     # 1800 bytes in over 60 + 30 + 60 = 150 s; 300 bytes out over the same.
     assert p0["disk"] == 300.0

@@ -190,18 +190,16 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     samples = spark.read.schema(from_arrow_schema(PARTITION_SAMPLES)).parquet(partition_uri)
     windows, stored = _windows(samples, options)
 
-    # The only scan of the sample rows: everything below reads partitions × windows rolled-up rows.
-    used = transforms.rollup(_used(samples, windows)).cache()
-    complete = transforms.completeness(used, windows.used, options.min_samples_per_window).cache()
-    # One row per partition, collected once for the manifest's completeness figures.
-    complete_pd: pd.DataFrame = complete.select("topic", "partition", "complete", "samples").toPandas()
+    # The only scan of the sample rows, rolled up and then aggregated to one row per partition.
+    whole = transforms.partition_model(
+        transforms.rollup(_used(samples, windows)), windows.used, options.min_samples_per_window
+    ).cache()
+    # Collected once for the manifest's completeness figures.
+    complete_pd: pd.DataFrame = whole.select("topic", "partition", "complete", "samples").toPandas()
     is_complete = complete_pd["complete"].to_numpy(bool)
     short = complete_pd[~is_complete]
     incomplete = sorted(f"{t}-{p}" for t, p in zip(short["topic"], short["partition"], strict=True))
-    # Every partition complete (the usual case): the semi join would keep every row in its order,
-    # at the cost of a Spark job broadcasting the partitions.
-    kept = used if is_complete.all() else transforms.complete_only(used, complete)
-    model = transforms.partition_model(kept)
+    model = (whole if is_complete.all() else whole.where("complete")).drop("complete", "samples")
 
     # One row per broker, collected once: the manifest's count and the cpu the model joins.
     broker_uri = storage.join(options.samples, BROKER_DIR)
@@ -265,7 +263,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     storage.write_text(spark, outputs[MANIFEST], manifest_text)
     if options.seal_file is not None:
         _write_seal(options.seal_file, seal(manifest_text.encode(), snapshot_text.encode()))
-    for frame in (used, complete, model):
+    for frame in (whole, model):
         frame.unpersist()
     return manifest
 

@@ -17,8 +17,9 @@ Load model rules (the snapshot's per-partition ``load``):
 Performance: the job reads the samples once. :func:`since` prunes Parquet files and row groups
 older than the used windows (the collector writes one file per pass, named and sorted by time);
 :func:`rollup` then folds each partition's samples of a window into one row shaped like a sample
-(sums, the newest state, a ``samples`` count) in a hash aggregation, so completeness and the
-model aggregate partitions × windows rows instead of every sample. Both accept raw samples too.
+(sums, the newest state, a ``samples`` count) in a hash aggregation, so the model (with each
+partition's completeness) aggregates partitions × windows rows instead of every sample; it
+accepts bucketed raw samples too.
 
 Broker loads are summed here; bands, violations and candidates are computed on the driver from
 the collected broker loads and model (:mod:`kafka_balancer.scoring.scores`, which calls
@@ -26,6 +27,8 @@ the collected broker loads and model (:mod:`kafka_balancer.scoring.scores`, whic
 """
 
 from __future__ import annotations
+
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -79,39 +82,25 @@ def _sample_count(frame: DataFrame) -> Column:
     return F.col("samples") if "samples" in frame.columns else F.lit(1)
 
 
-def completeness(used: DataFrame, windows: int, min_samples: int) -> DataFrame:
-    """Per partition: ``complete`` when every used window holds at least ``min_samples`` samples,
-    and ``samples`` in all used windows (``used``: bucketed samples or their :func:`rollup`)."""
-    per_window = used.groupBy(*PARTITION_KEY, "window").agg(F.sum(_sample_count(used)).alias("n"))
-    return (
-        per_window.groupBy(*PARTITION_KEY)
-        .agg(
-            F.sum(F.when(F.col("n") >= min_samples, 1).otherwise(0)).alias("full_windows"),
-            F.min("n").alias("min_samples"),
-            F.sum("n").alias("samples"),
-        )
-        .select(
-            *PARTITION_KEY,
-            "min_samples",
-            "samples",
-            (F.col("full_windows") == F.lit(windows)).alias("complete"),
-        )
-    )
-
-
-def complete_only(used: DataFrame, complete: DataFrame) -> DataFrame:
-    return used.join(complete.where("complete").select(*PARTITION_KEY), list(PARTITION_KEY), "left_semi")
-
-
-def partition_model(used: DataFrame) -> DataFrame:
-    """One row per partition: newest replicas/leader/size, windowed network averages (``used``:
-    samples or their :func:`rollup`; sums of sums and the newest of the newest agree)."""
+def partition_model(used: DataFrame, windows: int, min_samples: int) -> DataFrame:
+    """One row per partition: newest replicas/leader/size, windowed network averages, ``samples``
+    in all used windows, and ``complete`` when every one of the ``windows`` used windows holds at
+    least ``min_samples`` samples (``used``: bucketed samples or their :func:`rollup`; sums of sums
+    and the newest of the newest agree). One aggregation: the used windows are few, so each
+    window's sample count is a column of it, not a grouping of its own."""
+    count = _sample_count(used)
+    per_window = [
+        F.coalesce(F.sum(F.when(F.col("window") == F.lit(k), count)), F.lit(0)) >= F.lit(min_samples)
+        for k in range(windows)
+    ]
     newest = F.struct("ts_ms", "replicas", "leader", "size_bytes")
     agg = used.groupBy(*PARTITION_KEY).agg(
         F.max_by(newest, F.col("ts_ms")).alias("newest"),
         F.sum("bytes_in").alias("bytes_in"),
         F.sum("bytes_out").alias("bytes_out"),
         (F.sum("interval_ms") / F.lit(1000.0)).alias("seconds"),
+        F.sum(count).alias("samples"),
+        reduce(lambda a, b: a & b, per_window, F.lit(True)).alias("complete"),
     )
     replicas = F.col("newest.replicas")
     leader = F.col("newest.leader")
@@ -123,6 +112,8 @@ def partition_model(used: DataFrame) -> DataFrame:
         (F.col("bytes_in") / F.col("seconds")).alias("network_in"),
         (F.col("bytes_out") / F.col("seconds")).alias("network_out"),
         F.col("bytes_in"),
+        "samples",
+        "complete",
     )
 
 
