@@ -181,7 +181,8 @@ def test_missing_sample_store_is_bad_input(
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        ({"replicas": [0, 9]}, "replicas: broker 9 of orders-0 is not in brokers"),
+        ({"replicas": [0, 9]}, "replicas: [0, 9] of orders-0 names a broker not in brokers"),
+        ({"replicas": [0, None]}, "replicas: [0, None] of orders-0 names a broker not in brokers"),
         ({"replicas": [1, 1], "leader": 1}, "replicas: [1, 1] of orders-0 lists a broker twice"),
         ({"size_bytes": -1.0}, "load.disk: -1.0 for orders-0, not a finite number >= 0"),
     ],
