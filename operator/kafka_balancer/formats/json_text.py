@@ -3,7 +3,7 @@ per element of a top-level list, so that a cluster's file stays readable, greppa
 at any size.
 
 Every element is written by the json module's C encoder: an ``indent`` would make json fall back
-to its pure-Python encoder, which took three times as long on a 430,000-partition snapshot.
+to its pure-Python encoder, several times slower on the largest snapshots.
 """
 
 from __future__ import annotations
