@@ -32,9 +32,10 @@ from kafka_balancer.formats.json_text import document_text
 from kafka_balancer.formats.snapshot import cluster_to_snapshot, json_from_text, load_json, parse_snapshot
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.samples.schema import BROKER_DIR, BROKER_SAMPLES, PARTITION_DIR, PARTITION_SAMPLES
+from kafka_balancer.scoring import model_loads, scores, storage, transforms
 from kafka_balancer.scoring import options as opts
-from kafka_balancer.scoring import scores, storage, transforms
 from kafka_balancer.scoring.manifest import WindowPlan, manifest_document, window_plan
+from kafka_balancer.scoring.model_loads import ReplicaLists
 from kafka_balancer.scoring.seal import seal
 from kafka_balancer.scoring.session import local_session
 
@@ -43,13 +44,8 @@ MANIFEST = "manifest.json"
 BROKER_SCORES = "broker_scores"
 CANDIDATES = "candidates"
 # The model's load columns and their names in the snapshot.
-_LOADS = {
-    "disk": "disk",
-    "network_in": "networkIn",
-    "network_out": "networkOut",
-    "cpu": "cpu",
-    "follower_cpu": "followerCpu",
-}
+_SNAPSHOT_LOADS = ("disk", "networkIn", "networkOut", "cpu", "followerCpu")
+_LOADS = dict(zip(model_loads.LOAD_COLUMNS, _SNAPSHOT_LOADS, strict=True))
 # What transforms.broker_cpu gives, for a store without broker samples.
 _BROKER_CPU = pa.schema([("broker", pa.int32()), ("broker_cpu", pa.float64()), ("samples", pa.int64())])
 
@@ -64,29 +60,12 @@ def _topology(data: Any, source: str) -> Cluster:
     return parse_snapshot({"version": 1, "brokers": brokers, "partitions": []}, source.rsplit("/", 1)[-1])
 
 
-def topology_frame(spark: SparkSession, topology: Cluster) -> DataFrame:
-    """The brokers as an Arrow table handed to the JVM: a list of rows would go through a
-    parallelized RDD that starts a Python worker to convert them."""
-    brokers = topology.brokers
-    columns = {
-        "broker": pa.array([b.id for b in brokers], pa.int32()),
-        "rack": pa.array([b.rack for b in brokers], pa.string()),
-        "active": pa.array([b.active for b in brokers], pa.bool_()),
-        "share": pa.array([b.warm_up_share for b in brokers], pa.float64()),
-    } | {
-        c: pa.array([b.capacity[i] for b in brokers], pa.float64())
-        for i, c in enumerate(scores.CAPACITY_COLUMNS)
-    }
-    return spark.createDataFrame(pa.table(columns))
-
-
-def snapshot_document(topology: Cluster, model: pd.DataFrame) -> dict[str, Any]:
-    """The snapshot (docs/design.md) of the model; InputError names the first partition the format
-    does not allow."""
-    _check_model(topology, model)
+def snapshot_document(topology: Cluster, model: pd.DataFrame, replicas: ReplicaLists) -> dict[str, Any]:
+    """The snapshot (docs/design.md) of the model (one row per partition, its replica lists
+    apart); InputError names the first partition the format does not allow."""
+    _check_model(topology, model, replicas)
     # Whole columns to Python objects at once: pandas rows one by one cost as much as the document.
     columns = [model[c].to_numpy().tolist() for c in ("topic", "partition", "leader", *_LOADS)]
-    replicas = [r.tolist() for r in model["replicas"]]
     partitions = [
         {
             "topic": topic,
@@ -96,23 +75,18 @@ def snapshot_document(topology: Cluster, model: pd.DataFrame) -> dict[str, Any]:
             "load": dict(zip(_LOADS.values(), loads, strict=True)),
         }
         for (topic, partition, leader, *loads), members in zip(
-            zip(*columns, strict=True), replicas, strict=True
+            zip(*columns, strict=True), replicas.as_lists(), strict=True
         )
     ]
     return cluster_to_snapshot(topology) | {"partitions": partitions}
 
 
-def _check_model(topology: Cluster, model: pd.DataFrame) -> None:
+def _check_model(topology: Cluster, model: pd.DataFrame, replicas: ReplicaLists) -> None:
     """What ``parse_snapshot`` refuses in a partition, checked a column at a time rather than by
     parsing the whole document back, which was most of the driver's time on a large cluster. A
     partition is one row per topic and partition by construction, and its leader one of its
     replicas or, when it has none, missing."""
-    n = len(model)
-    # As floats, so that a missing broker id (a null in a sample's list) is NaN, not an error.
-    lists = [np.asarray(r if r is not None else [], np.float64) for r in model["replicas"]]
-    lengths = np.fromiter(map(len, lists), np.int64, count=n)
-    owner = np.repeat(np.arange(n), lengths)
-    flat = np.concatenate(lists) if n else np.zeros(0)
+    lengths, owner, flat = replicas.lengths, replicas.owner, replicas.brokers
     known = np.array([b.id for b in topology.brokers], np.float64)
     order = np.lexsort((flat, owner))
     twice = (flat[order][1:] == flat[order][:-1]) & (owner[order][1:] == owner[order][:-1])
@@ -121,8 +95,9 @@ def _check_model(topology: Cluster, model: pd.DataFrame) -> None:
     def name(i: int) -> str:
         return f"{topics.iat[i]}-{numbers.iat[i]}"
 
-    def replicas(i: int) -> str:
-        return f"{[None if np.isnan(b) else int(b) for b in lists[i]]} of {name(i)}"
+    def members(i: int) -> str:
+        listed = flat[replicas.starts[i] : replicas.starts[i + 1]]
+        return f"{[None if np.isnan(b) else int(b) for b in listed]} of {name(i)}"
 
     problems: list[tuple[np.ndarray[Any, Any], Callable[[int], str]]] = [
         (np.flatnonzero(topics.isna().to_numpy() | (topics == "").to_numpy()), lambda i: "topic: empty"),
@@ -131,8 +106,8 @@ def _check_model(topology: Cluster, model: pd.DataFrame) -> None:
             lambda i: f"partition: {numbers.iat[i]} is not a partition number",
         ),
         (np.flatnonzero(lengths == 0), lambda i: f"replicas: {name(i)} has none"),
-        (owner[~np.isin(flat, known)], lambda i: f"replicas: {replicas(i)} names a broker not in brokers"),
-        (owner[order][1:][twice], lambda i: f"replicas: {replicas(i)} lists a broker twice"),
+        (owner[~np.isin(flat, known)], lambda i: f"replicas: {members(i)} names a broker not in brokers"),
+        (owner[order][1:][twice], lambda i: f"replicas: {members(i)} lists a broker twice"),
     ]
 
     def load(field: str, values: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], Callable[[int], str]]:
@@ -145,6 +120,13 @@ def _check_model(topology: Cluster, model: pd.DataFrame) -> None:
     if found:
         i, describe = min(found, key=lambda f: f[0])
         raise InputError(f"scored snapshot.partitions[{i}].{describe(i)}")
+
+
+def _replica_lists(column: pa.ChunkedArray) -> ReplicaLists:
+    lists = column.combine_chunks()
+    lengths = pc.list_value_length(lists).fill_null(0).to_numpy().astype(np.int64)
+    flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.float64)
+    return ReplicaLists(flat, np.concatenate(([0], np.cumsum(lengths))))
 
 
 def _windows(samples: DataFrame, options: opts.ScoreOptions) -> tuple[WindowPlan, int]:
@@ -193,18 +175,21 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     samples = spark.read.schema(from_arrow_schema(PARTITION_SAMPLES)).parquet(partition_uri)
     windows, stored = _windows(samples, options)
 
-    # The only scan of the sample rows, rolled up and then aggregated to one row per partition.
-    whole = transforms.partition_model(
+    # The only scan of the sample rows, rolled up, aggregated to one row per partition and
+    # collected once, in topic and partition order; the rest is computed on the driver.
+    rows = transforms.partition_model(
         transforms.rollup(_used(samples, windows)), windows.used, options.min_samples_per_window
-    ).cache()
-    # Collected once for the manifest's completeness figures.
-    complete_pd: pd.DataFrame = whole.select("topic", "partition", "complete", "samples").toPandas()
-    is_complete = complete_pd["complete"].to_numpy(bool)
-    short = complete_pd[~is_complete]
-    incomplete = sorted(f"{t}-{p}" for t, p in zip(short["topic"], short["partition"], strict=True))
-    model = (whole if is_complete.all() else whole.where("complete")).drop("complete", "samples")
+    ).toArrow()
+    rows = rows.take(pc.sort_indices(rows, [("topic", "ascending"), ("partition", "ascending")]))
+    is_complete = rows["complete"].to_numpy()
+    short = rows.filter(pc.invert(rows["complete"]))
+    names = zip(short["topic"].to_pylist(), short["partition"].to_pylist(), strict=True)
+    incomplete = sorted(f"{t}-{p}" for t, p in names)
+    complete = rows.filter(rows["complete"])
+    replicas = _replica_lists(complete["replicas"])
+    model_pd: pd.DataFrame = complete.drop_columns(["replicas", "complete", "samples"]).to_pandas()
 
-    # One row per broker, collected once: the manifest's count and the cpu the model joins.
+    # One row per broker, collected once: the manifest's count and the cpu the model shares.
     broker_uri = storage.join(options.samples, BROKER_DIR)
     if storage.exists(spark, broker_uri):
         broker_samples = spark.read.schema(from_arrow_schema(BROKER_SAMPLES)).parquet(broker_uri)
@@ -212,25 +197,21 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     else:
         broker_cpu = _BROKER_CPU.empty_table()
     known_cpu = broker_cpu.filter(broker_cpu["broker_cpu"].is_valid())
-    if known_cpu.num_rows > 0:
-        cpu_source, cpu = "broker samples", spark.createDataFrame(known_cpu.select(["broker", "broker_cpu"]))
-    else:
-        # Not an empty Arrow table: Spark would see it is empty and drop the join, which changes
-        # the order the model's rows (and so the broker loads' sums) come in.
-        cpu_source, cpu = "none (cpu 0)", spark.createDataFrame([], "broker int, broker_cpu double")
-    model = transforms.attribute_cpu(model, cpu).cache()
-    model_pd: pd.DataFrame = model.select(
-        "topic", "partition", "replicas", "leader", "disk", "network_in", "network_out", "cpu", "follower_cpu"
-    ).toPandas()
-    snapshot = snapshot_document(topology, model_pd)
-
-    loads = transforms.broker_loads(
-        transforms.replica_contributions(transforms.replica_rows(model)), topology_frame(spark, topology)
+    cpu_source = "broker samples" if known_cpu.num_rows > 0 else "none (cpu 0)"
+    # A partition with no replicas has no leader; the snapshot's check refuses it below.
+    leader = model_pd["leader"].to_numpy(np.float64, na_value=-1.0).astype(np.int64)
+    model_pd["cpu"], model_pd["follower_cpu"] = model_loads.attribute_cpu(
+        leader,
+        model_pd["bytes_in"].to_numpy(np.float64),
+        known_cpu["broker"].to_numpy().astype(np.int64),
+        known_cpu["broker_cpu"].to_numpy(),
     )
-    loads_pd: pd.DataFrame = loads.toPandas()
+    snapshot = snapshot_document(topology, model_pd, replicas)
+    loads_pd = model_loads.broker_loads(topology, model_pd, replicas)
     scores_pd = scores.score_brokers(loads_pd, goals)
     over = scores_pd[(scores_pd["violation"] > 0) & (scores_pd["quantity"] > scores_pd["hi"])]
     violating = sorted({int(b) for b in over["broker"]})
+    model_pd["replicas"] = replicas.as_lists()
     candidates_pd = scores.candidates(model_pd, loads_pd, goals, options.top, violating)
 
     outputs = {
@@ -242,10 +223,10 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     storage.write_parquet(spark, outputs[CANDIDATES], _table(candidates_pd, scores.CANDIDATE_SCHEMA))
     rows = {
         "partitionSamples": stored,
-        "partitionSamplesInWindows": int(complete_pd["samples"].sum()),
+        "partitionSamplesInWindows": int(pc.sum(rows["samples"]).as_py() or 0),
         "brokerSamplesInWindows": int(pc.sum(broker_cpu["samples"]).as_py() or 0),
         "partitions": len(model_pd),
-        "replicas": int(model_pd["replicas"].map(len).sum()),
+        "replicas": len(replicas.brokers),
         "brokers": len(loads_pd),
         "brokerScores": len(scores_pd),
         "candidates": len(candidates_pd),
@@ -257,7 +238,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
         incomplete=incomplete,
         complete=int(is_complete.sum()),
         cpu_source=cpu_source,
-        follower_cpu_fraction=transforms.DEFAULT_FOLLOWER_CPU_FRACTION,
+        follower_cpu_fraction=model_loads.DEFAULT_FOLLOWER_CPU_FRACTION,
         inputs={"samples": options.samples, "topology": options.topology, "goals": options.goals},
         outputs=outputs,
         seconds=time.monotonic() - started,
@@ -266,8 +247,6 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     storage.write_text(spark, outputs[MANIFEST], manifest_text)
     if options.seal_file is not None:
         _write_seal(options.seal_file, seal(manifest_text.encode(), snapshot_text.encode()))
-    for frame in (whole, model):
-        frame.unpersist()
     return manifest
 
 

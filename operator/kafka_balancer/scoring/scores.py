@@ -26,7 +26,6 @@ from kafka_balancer.model.resources import RESOURCES
 # Quantity columns of a broker: the four resources (``Resource`` order), then counts.
 LOAD_COLUMNS = tuple(f"load_{r.key}" for r in RESOURCES)
 CAPACITY_COLUMNS = tuple(f"cap_{r.key}" for r in RESOURCES)
-CONTRIBUTION_COLUMNS = tuple(f"c_{r.key}" for r in RESOURCES)
 _NOT_PER_BROKER = {GoalType.RACK_AWARE, GoalType.TOPIC_REPLICA_DISTRIBUTION}
 # A candidate must improve its goal by more than this (violation units) to be listed.
 MIN_IMPROVEMENT = 1e-12

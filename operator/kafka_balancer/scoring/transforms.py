@@ -8,11 +8,9 @@ Load model rules (the snapshot's per-partition ``load``):
 - disk: the newest ``size_bytes``; networkIn/Out: Σ bytes ÷ Σ interval seconds over the used
   windows (a time-weighted average); replicas and leader: the newest sample's (a leader that
   is not a replica, e.g. -1 while offline, is taken to be the preferred leader, ``replicas[0]``).
-- cpu: a broker's average cpu over the used windows (time-weighted, null samples ignored) is
-  attributed to the partitions it leads in proportion to their bytes in (evenly when none has
-  any). Partitions whose leader has no cpu samples get 0.
-- followerCpu: ``follower_fraction`` × cpu, a fixed estimate (followers fetch and append what the
-  leader receives but serve no consumers).
+- cpu: a broker's average cpu over the used windows (time-weighted, null samples ignored,
+  :func:`broker_cpu`), which the driver shares among the partitions it leads
+  (:mod:`kafka_balancer.scoring.model_loads`).
 
 Performance: the job reads the samples once. :func:`since` prunes Parquet files and row groups
 older than the used windows (the collector writes one file per pass, named and sorted by time);
@@ -21,8 +19,9 @@ older than the used windows (the collector writes one file per pass, named and s
 partition's completeness) aggregates partitions × windows rows instead of every sample; it
 accepts bucketed raw samples too.
 
-Broker loads are summed here; bands, violations and candidates are computed on the driver from
-the collected broker loads and model (:mod:`kafka_balancer.scoring.scores`, which calls
+The job collects the model once (one row per partition); cpu shares, broker loads, bands,
+violations and candidates are computed on the driver from it
+(:mod:`kafka_balancer.scoring.model_loads` and :mod:`kafka_balancer.scoring.scores`, which call
 :mod:`kafka_balancer.model.math`): no Python UDF runs, so no Python worker starts.
 """
 
@@ -30,12 +29,9 @@ from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kafka_balancer.scoring import scores
-
-DEFAULT_FOLLOWER_CPU_FRACTION = 0.2
 PARTITION_KEY = ("topic", "partition")
 
 
@@ -128,69 +124,3 @@ def broker_cpu(broker_samples_used: DataFrame) -> DataFrame:
         ).alias("broker_cpu"),
         F.count(F.lit(1)).alias("samples"),
     )
-
-
-def attribute_cpu(
-    partitions: DataFrame, cpu: DataFrame, follower_fraction: float = DEFAULT_FOLLOWER_CPU_FRACTION
-) -> DataFrame:
-    """Adds ``cpu`` and ``follower_cpu``: each leader's cpu shared by bytes in (see module doc)."""
-    led = Window.partitionBy("leader")
-    with_cpu = partitions.join(cpu.withColumnRenamed("broker", "leader"), "leader", "left")
-    total_in = F.sum("bytes_in").over(led)
-    share = F.when(total_in > 0, F.col("bytes_in") / total_in).otherwise(1.0 / F.count(F.lit(1)).over(led))
-    part_cpu = F.coalesce(F.col("broker_cpu") * share, F.lit(0.0))
-    return (
-        with_cpu.withColumn("cpu", part_cpu)
-        .withColumn("follower_cpu", F.col("cpu") * F.lit(follower_fraction))
-        .drop("broker_cpu")
-    )
-
-
-def replica_rows(partitions: DataFrame) -> DataFrame:
-    """One row per replica: its broker, whether it leads, the partition's RF and load."""
-    return partitions.select(
-        *PARTITION_KEY,
-        "replicas",
-        F.size("replicas").alias("rf"),
-        F.explode("replicas").alias("broker"),
-        "leader",
-        "disk",
-        "network_in",
-        "network_out",
-        "cpu",
-        "follower_cpu",
-    ).withColumn("is_leader", F.col("broker") == F.col("leader"))
-
-
-def replica_contributions(replicas: DataFrame) -> DataFrame:
-    """Per replica: the load it adds to its broker, ``model.math.replica_contribution`` in Spark's
-    own expressions (no Python worker): the same IEEE operations in the same order, so the same
-    bits (tests/spark/test_transforms.py compares them)."""
-    leads = F.col("is_leader")
-    network_out = F.col("network_out") + F.col("network_in") * (F.col("rf").cast("double") - F.lit(1.0))
-    loads = (
-        F.col("disk"),
-        F.col("network_in"),
-        F.when(leads, network_out).otherwise(F.lit(0.0)),
-        F.when(leads, F.col("cpu")).otherwise(F.col("follower_cpu")),
-    )
-    return replicas.select(
-        "broker",
-        "is_leader",
-        *(load.alias(name) for load, name in zip(loads, scores.CONTRIBUTION_COLUMNS, strict=True)),
-    )
-
-
-def broker_loads(contributions: DataFrame, topology: DataFrame) -> DataFrame:
-    """Per broker of the topology: summed loads, replica and leader counts, capacity, state."""
-    sums = contributions.groupBy("broker").agg(
-        *(
-            F.sum(c).alias(load)
-            for c, load in zip(scores.CONTRIBUTION_COLUMNS, scores.LOAD_COLUMNS, strict=True)
-        ),
-        F.count(F.lit(1)).alias("replicas"),
-        F.sum(F.col("is_leader").cast("long")).alias("leaders"),
-    )
-    zero: dict[str, bool | float | int | str] = {c: 0.0 for c in scores.LOAD_COLUMNS}
-    zero |= {"replicas": 0, "leaders": 0}
-    return topology.join(sums, "broker", "left").fillna(zero)

@@ -147,7 +147,7 @@ def test_missing_capacity_and_unknown_replica_are_refused() -> None:
 
 
 def test_follower_cpu_fraction_is_the_scoring_jobs() -> None:
-    from kafka_balancer.scoring.transforms import DEFAULT_FOLLOWER_CPU_FRACTION
+    from kafka_balancer.scoring.model_loads import DEFAULT_FOLLOWER_CPU_FRACTION
 
     assert FOLLOWER_CPU_FRACTION == DEFAULT_FOLLOWER_CPU_FRACTION
 
