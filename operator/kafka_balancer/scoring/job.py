@@ -211,7 +211,7 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     scores_pd = scores.score_brokers(loads_pd, goals)
     over = scores_pd[(scores_pd["violation"] > 0) & (scores_pd["quantity"] > scores_pd["hi"])]
     violating = sorted({int(b) for b in over["broker"]})
-    model_pd["replicas"] = replicas.as_lists()
+    model_pd["replicas"] = [partition["replicas"] for partition in snapshot["partitions"]]
     candidates_pd = scores.candidates(model_pd, loads_pd, goals, options.top, violating)
 
     outputs = {
