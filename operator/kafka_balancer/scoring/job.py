@@ -66,16 +66,18 @@ def snapshot_document(topology: Cluster, model: pd.DataFrame, replicas: ReplicaL
     _check_model(topology, model, replicas)
     # Whole columns to Python objects at once: pandas rows one by one cost as much as the document.
     columns = [model[c].to_numpy().tolist() for c in ("topic", "partition", "leader", *_LOADS)]
+    # The load's keys written out (they are _LOADS' values): a dict display costs half of
+    # dict(zip(...)) once per partition.
     partitions = [
         {
             "topic": topic,
             "partition": partition,
             "replicas": members,
             "leader": leader,
-            "load": dict(zip(_LOADS.values(), loads, strict=True)),
+            "load": {"disk": disk, "networkIn": n_in, "networkOut": n_out, "cpu": cpu, "followerCpu": f_cpu},
         }
-        for (topic, partition, leader, *loads), members in zip(
-            zip(*columns, strict=True), replicas.as_lists(), strict=True
+        for topic, partition, leader, disk, n_in, n_out, cpu, f_cpu, members in zip(
+            *columns, replicas.as_lists(), strict=True
         )
     ]
     return cluster_to_snapshot(topology) | {"partitions": partitions}
