@@ -9,6 +9,7 @@ kept whole or undone whole. docs/how-a-plan-is-made.md names the terms.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -39,6 +40,9 @@ ROOM_TRIES = 8
 HEAVIER_TRIES = 12
 # Followers asked to trade a heavy leadership for a light one (the lightest brokers first).
 TRADE_PARTNERS = 8
+# The leader changes of each side of a relay paired, the most promising first: every pair is
+# checked against every veto, and a broker of a large cluster has thousands of each.
+RELAY_SIDE = 256
 # What a leader carries and a follower does not: the room a trade of leaderships makes.
 LEADERSHIP_RESOURCES = (int(Resource.NETWORK_OUT), int(Resource.CPU))
 # What a follower carries as much as its leader.
@@ -296,13 +300,22 @@ def relay_leaderships(search: Search, goal: BandGoal, broker: int) -> bool:
     partitions with it. The relay's ends are any leader of a partition ``broker`` follows
     and any follower of one it leads: it takes a leadership heavy in the goal's resource and
     light in the others, and hands over one the other way round."""
-    relay = _relays(search, goal, broker) if goal.column != LEADERS else None
+    if goal.column == LEADERS:
+        return False
+    q = float(search.state.quantity(goal.column)[broker])
+    lo, hi = (edge[broker] for edge in goal.band_edges(True))
+    # Above the band the broker should take leaderships light in the goal's resource and hand
+    # over heavy ones; below it, the other way round.
+    toward = -1.0 if q > hi else 1.0
+
+    def promise(into: Candidates, out: Candidates) -> tuple[FloatArray, FloatArray]:
+        return toward * into.delta[:, goal.column], -toward * out.delta[:, goal.column]
+
+    relay = _relays(search, goal, broker, promise)
     if relay is None:
         return False
     into, out, pairs = relay
     change = into.delta[pairs.i, goal.column][:, None] - out.delta[pairs.j, goal.column][None, :]
-    q = float(search.state.quantity(goal.column)[broker])
-    lo, hi = (edge[broker] for edge in goal.band_edges(True))
     before = max(q - hi, 0.0) + max(lo - q, 0.0)
     gain = before - (np.maximum(q + change - hi, 0.0) + np.maximum(lo - q - change, 0.0))
     ok = pairs.ok & (gain > EPSILON * float(goal.scale[broker]))
@@ -317,17 +330,18 @@ def _relay_trade(search: Search, goal: BandGoal, broker: int, need: float, over:
     """``trade_leaderships`` through a relay: the heavy leadership goes to a follower and the
     light one comes from a leader, any two brokers, then ``broker`` takes (or hands over) one
     more; undone when it cannot."""
-    relay = _relays(search, goal, broker)
+    columns = np.array(LEADERSHIP_RESOURCES, dtype=np.int64)
+    norm = search.norm[columns]
+    sign = -1.0 if over else 1.0
+
+    def weight(c: Candidates) -> FloatArray:
+        return np.asarray((c.delta[:, columns] / norm).sum(axis=1), dtype=np.float64)
+
+    relay = _relays(search, goal, broker, lambda into, out: (-sign * weight(into), sign * weight(out)))
     if relay is None:
         return False
     into, out, pairs = relay
-    columns = np.array(LEADERSHIP_RESOURCES, dtype=np.int64)
-    norm = search.norm[columns]
-    weight_in = (into.delta[pairs.i][:, columns] / norm).sum(axis=1)
-    weight_out = (out.delta[pairs.j][:, columns] / norm).sum(axis=1)
-    relief = weight_out[None, :] - weight_in[:, None]
-    if over:
-        relief = -relief
+    relief = sign * (weight(out)[pairs.j][None, :] - weight(into)[pairs.i][:, None])
     ok = pairs.ok & (relief > EPSILON)
     if not ok.any():
         return False
@@ -345,11 +359,17 @@ def _relay_trade(search: Search, goal: BandGoal, broker: int, need: float, over:
     return False
 
 
-def _relays(search: Search, goal: BandGoal, broker: int) -> tuple[Candidates, Candidates, _Pairs] | None:
+def _relays(
+    search: Search,
+    goal: BandGoal,
+    broker: int,
+    promise: Callable[[Candidates, Candidates], tuple[FloatArray, FloatArray]],
+) -> tuple[Candidates, Candidates, _Pairs] | None:
     """The leader changes into ``broker`` (``into``) and out of it (``out``) whose other
     ends take them with every veto and the goal no worse there, and which pairs of them
     (one of each, with two different other ends) leave every veto no worse at ``broker``,
-    all judged on the state before both; None when there is no such pair."""
+    all judged on the state before both; None when there is no such pair. Only the
+    ``RELAY_SIDE`` most promising of each side are paired (``promise``: higher first)."""
     state = search.state
     if state.demoted[broker] or not search.band_vetoes:
         return None
@@ -374,6 +394,9 @@ def _relays(search: Search, goal: BandGoal, broker: int) -> tuple[Candidates, Ca
     i_rows, j_rows = np.nonzero(in_ok)[0], np.nonzero(out_ok)[0]
     if len(i_rows) == 0 or len(j_rows) == 0:
         return None
+    score_in, score_out = promise(into, out)
+    i_rows = i_rows[np.argsort(-score_in[i_rows], kind="stable")[:RELAY_SIDE]]
+    j_rows = j_rows[np.argsort(-score_out[j_rows], kind="stable")[:RELAY_SIDE]]
     # At ``broker``: +d_in − d_out within its rooms for every veto.
     d = d_in[:, i_rows, None] - d_out[:, None, j_rows]
     ok = ((d >= least[:, broker, None, None]) & (d <= most[:, broker, None, None])).all(axis=0)

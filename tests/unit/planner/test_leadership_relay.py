@@ -18,6 +18,7 @@ from kafka_balancer.goals.registry import build_goal
 from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.model.resources import Resource
 from kafka_balancer.model.working import WorkingModel
+from kafka_balancer.planner import trades
 from kafka_balancer.planner.search import Search
 from tests.unit.clusters import broker, snapshot
 
@@ -68,3 +69,31 @@ def test_a_broker_short_of_cpu_at_its_network_out_top_gains_cpu_by_relays() -> N
     topic = np.array([name for name, _ in state.names])
     assert (leader[topic == "heavy"] == 0).sum() >= 2
     assert (leader[topic == "light"] != 0).sum() >= 2
+
+
+def test_a_relay_among_more_leader_changes_than_it_pairs_takes_the_heaviest() -> None:
+    """With the cluster above at 15 × the partitions (each 1/15 of the load, so the same bands),
+    broker 0 has more leader changes on each side than a relay pairs (``trades.RELAY_SIDE``):
+    the ones it pairs must be the most promising, so its first relay takes the heaviest cpu and
+    hands over the lightest."""
+    k = 15
+    assert 20 * k > trades.RELAY_SIDE
+    light = _led("light", 20 * k, [0, 2, 3], 1.1e6 / k, 0.2 / k)
+    heavy = _led("heavy", 20 * k, [1, 0, 3], 1.5e6 / k, 1.6 / k)
+    for p in light + heavy:  # cpu 0.5 × .. 1.5 × the mean, rising with the partition number
+        p["load"] = p["load"] | {"cpu": p["load"]["cpu"] * (0.5 + p["partition"] / (20 * k))}
+    parts = (
+        light + heavy + _led("even-2", 2, [2, 1, 3], 8.0e6, 8.0) + _led("even-3", 2, [3, 1, 2], 8.0e6, 8.0)
+    )
+    state = WorkingModel(parse_snapshot(snapshot([broker(b, "r") for b in range(4)], parts)))
+    network_out = build_goal(GoalSpec.default(GoalType.NETWORK_OUT_DISTRIBUTION), state)
+    cpu = build_goal(GoalSpec.default(GoalType.CPU_DISTRIBUTION), state)
+    assert isinstance(network_out, BandGoal) and isinstance(cpu, BandGoal)
+    assert cpu.needs_fix_at(state, 0) > 0
+
+    assert trades.relay_leaderships(Search(state, [network_out], []), cpu, 0)
+
+    leader = state.replicas[np.arange(len(state.rf)), state.leader_slot]
+    led = [(topic, p) for (topic, p), b in zip(state.names, leader, strict=True) if b == 0]
+    assert [p for topic, p in led if topic == "heavy"] == [20 * k - 1]
+    assert [p for topic, p in led if topic == "light"] == list(range(1, 20 * k))
