@@ -75,13 +75,14 @@ def attribute_cpu(
     total = total_in[led_by]
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(total > 0, bytes_in / total, 1.0 / count[led_by])
-    known = np.full(len(leaders), np.nan)
+    # A leader without cpu samples gives 0; a NaN or infinite sample stays so, for the
+    # snapshot's check to refuse.
+    leader_cpu, sampled = np.zeros(len(leaders)), np.zeros(len(leaders), bool)
     found = np.searchsorted(leaders, cpu_brokers)
     hit = found < len(leaders)
     hit[hit] = leaders[found[hit]] == cpu_brokers[hit]
-    known[found[hit]] = cpu[hit]
-    part_cpu = known[led_by] * share
-    part_cpu = np.where(np.isnan(part_cpu), 0.0, part_cpu)
+    leader_cpu[found[hit]], sampled[found[hit]] = cpu[hit], True
+    part_cpu = np.where(sampled[led_by], leader_cpu[led_by] * share, 0.0)
     return part_cpu, part_cpu * follower_fraction
 
 

@@ -57,6 +57,12 @@ def test_no_cpu_samples_give_no_cpu() -> None:
     assert cpu.tolist() == [0.0, 0.0] and follower.tolist() == [0.0, 0.0]
 
 
+def test_a_cpu_sample_that_is_no_number_is_kept_for_the_check_to_refuse() -> None:
+    bad = np.array([np.nan, np.inf])
+    cpu, _ = attribute_cpu(np.array([1, 2]), np.array([1.0, 1.0]), np.array([1, 2]), bad)
+    assert np.isnan(cpu[0]) and np.isinf(cpu[1])
+
+
 def expected_loads() -> dict[int, list[float]]:
     """The load model of docs/design.md, written out anew: [disk, in, out, cpu, replicas, leaders]."""
     loads = {b: [0.0] * 6 for b in (1, 2, 3, 4)}
