@@ -75,9 +75,20 @@ class RackAwareGoal(Goal):
         self, state: WorkingModel, give: Candidates, take: Candidates, x: int, y: int, target: bool = False
     ) -> tuple[FloatArray, FloatArray]:
         # Two different partitions: their rack changes add up.
-        gives = self.evaluate(state, give)[1][:, y]
-        takes = self.evaluate(state, take)[1][:, x]
+        gives, takes = self._change_at(state, give, y), self._change_at(state, take, x)
         return np.zeros((len(give), len(take))), gives[:, None] + takes[None, :]
+
+    def _change_at(self, state: WorkingModel, cands: Candidates, broker: int) -> FloatArray:
+        """``[K]``: ``evaluate``'s change at the destination, column ``broker`` alone (a
+        partner's replicas are thousands on a large cluster, its brokers hundreds)."""
+        rows = np.arange(len(cands))
+        counts = rack_counts(state, cands.part)
+        limit = state.rack_limit[cands.part]
+        src_rack = state.rack[cands.src]
+        rack = int(state.rack[broker])
+        change = (counts[:, rack] >= limit).astype(np.float64) - (counts[rows, src_rack] > limit)
+        change[(src_rack == rack) | (cands.dst != NO_BROKER)] = 0.0
+        return np.asarray(change, dtype=np.float64)
 
     def violating(self, state: WorkingModel) -> IntArray:
         """Partitions to fix; an excluded topic's (not movable) are left as they are."""

@@ -84,9 +84,10 @@ class Engine:
         # elsewhere an ask rarely keeps one.
         self.no_room: set[int] = set()
 
-    def allowed(self, cands: Candidates, dest: int | None = None) -> BoolArray:
+    def allowed(self, cands: Candidates, dest: int | None = None, in_rack: bool = False) -> BoolArray:
         """``[K, B]``: where each candidate may go (only ``dest``, when given) with no veto
-        getting worse (and no rule broken)."""
+        getting worse (and no rule broken); ``in_rack``: a replica's move only within its
+        rack."""
         if dest is not None:
             allowed = np.zeros((len(cands), self.state.n_brokers), dtype=bool)
             allowed[:, dest] = self._allowed_at(cands, dest)
@@ -110,12 +111,15 @@ class Engine:
             # A demoted broker takes no leadership, by a leader change or a leader's replica moving.
             allowed &= ~(state.demoted[None, :] & (cands.delta[:, LEADERS] > 0)[:, None])
         allowed[np.arange(k), cands.src] = False
+        if in_rack:
+            # A leadership change copies nothing: only a replica's move is kept in its rack.
+            allowed &= (state.rack[None, :] == state.rack[cands.src][:, None]) | ~free[:, None]
         if self.band_vetoes and allowed.any():
             # Only the brokers some candidate may still go to are worth examining: one for a
-            # leader change, most of them for a free move (then all are examined, as finding the
-            # open ones costs more than it saves).
+            # leader change, a rack for a move within it, most of them for a free move (then
+            # all are examined, as finding the open ones costs more than it saves).
             open_to = None
-            if not free.all():
+            if in_rack or not free.all():
                 open_to = np.asarray(allowed.any(axis=0), dtype=bool)
             allowed &= self.band_vetoes.allowed(state, cands, open_to)
         for goal in self.other_vetoes:
@@ -178,11 +182,9 @@ class Engine:
             start += size
             if len(batch) == 0:
                 break
-            allowed = self.allowed(batch, dest)
-            if in_rack:
-                # A leadership change copies nothing: only a replica's move is kept in its rack.
-                same_rack = state.rack[None, :] == state.rack[batch.src][:, None]
-                allowed &= same_rack | (batch.dst != NO_BROKER)[:, None]
+            allowed = self.allowed(batch, dest, in_rack and dest is None)
+            if in_rack and dest is not None:
+                allowed[:, dest] &= (state.rack[dest] == state.rack[batch.src]) | (batch.dst != NO_BROKER)
             live = np.nonzero(allowed.any(axis=1))[0]
             if len(live) == 0:
                 continue
@@ -457,8 +459,12 @@ class Engine:
         if ok is None:
             ok = np.ones((len(give), len(take)), dtype=bool)
         if (give.dst == NO_BROKER).all():
-            give_ok = ~holds(state, give.part)[:, y] & rack_allowed(state, give.part, give.slot)[:, y]
-            take_ok = ~holds(state, take.part)[:, x] & rack_allowed(state, take.part, take.slot)[:, x]
+            # Each side's one column, not ``holds`` and ``rack_allowed``'s [K, B]: a partner's
+            # replicas of every topic it can spare are thousands on a large cluster.
+            give_ok = ~(state.replicas[give.part] == y).any(axis=1)
+            give_ok &= rack_allowed_at(state, give.part, give.slot, y)
+            take_ok = ~(state.replicas[take.part] == x).any(axis=1)
+            take_ok &= rack_allowed_at(state, take.part, take.slot, x)
             ok = ok & give_ok[:, None] & take_ok[None, :]
         if state.demoted[y]:
             ok &= (give.delta[:, LEADERS] <= 0)[:, None]

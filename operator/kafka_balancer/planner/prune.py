@@ -31,7 +31,7 @@ from kafka_balancer.goals.bands import BandGoal
 from kafka_balancer.goals.base import Goal
 from kafka_balancer.model.candidate_moves import replica_moves, slot_moves
 from kafka_balancer.model.candidates import Candidates
-from kafka_balancer.model.destinations import rack_allowed
+from kafka_balancer.model.destinations import rack_allowed_at
 from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import LEADERS
 from kafka_balancer.model.working import WorkingModel
@@ -452,7 +452,7 @@ def _exchange_one(
     offers end there), the other goals are asked about the cheapest partners the bands allow."""
     rules = ~(state.replicas[give.part] == h).any(axis=1)
     if state.any_pinned or state.any_banned:
-        rules &= rack_allowed(state, give.part, give.slot)[:, h]
+        rules &= rack_allowed_at(state, give.part, give.slot, h)
     if state.demoted[h]:
         rules &= give.delta[:, LEADERS] <= 0
     if not rules.all():
@@ -467,7 +467,7 @@ def _exchange_one(
     net = take_all.cost - np.where(goes_home, state.disk[take_all.part], 0.0)
     fits = (net < float(saving.max())) & ~(state.replicas[take_all.part] == a).any(axis=1)
     if state.any_pinned or state.any_banned:
-        fits &= rack_allowed(state, take_all.part, take_all.slot)[:, a]
+        fits &= rack_allowed_at(state, take_all.part, take_all.slot, a)
     if state.demoted[a]:
         fits &= take_all.delta[:, LEADERS] <= 0
     if same_topic:
