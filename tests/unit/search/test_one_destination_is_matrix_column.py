@@ -54,14 +54,20 @@ def _cases(draw: st.DrawFn) -> tuple[WorkingModel, int]:
     return state, draw(st.integers(0, n_brokers - 1))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_cases(), st.data())
-def test_one_destination_is_the_matrix_column(case: tuple[WorkingModel, int], data: st.DataObject) -> None:
+def _searched(case: tuple[WorkingModel, int], data: st.DataObject) -> tuple[WorkingModel, Search, Candidates]:
+    """The case's state, a search with some of the default goals as its vetoes, and every move
+    and leader change off the case's broker."""
     state, source = case
     goals = [build_goal(spec, state, racks_held=True) for spec in priority_order(default_goal_set())]
     vetoes = data.draw(st.lists(st.sampled_from(goals), min_size=1, unique_by=id))
-    search = Search(state, vetoes, [])
     cands = Candidates.concat([replica_moves(state, source, every=True), leadership_away(state, source)])
+    return state, Search(state, vetoes, []), cands
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_cases(), st.data())
+def test_one_destination_is_the_matrix_column(case: tuple[WorkingModel, int], data: st.DataObject) -> None:
+    state, search, cands = _searched(case, data)
     every = search.allowed(cands)
     for dest in range(state.n_brokers):
         one = search.allowed(cands, dest)
@@ -72,11 +78,7 @@ def test_one_destination_is_the_matrix_column(case: tuple[WorkingModel, int], da
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_cases(), st.data())
 def test_within_a_rack_is_the_matrix_within_it(case: tuple[WorkingModel, int], data: st.DataObject) -> None:
-    state, source = case
-    goals = [build_goal(spec, state, racks_held=True) for spec in priority_order(default_goal_set())]
-    vetoes = data.draw(st.lists(st.sampled_from(goals), min_size=1, unique_by=id))
-    search = Search(state, vetoes, [])
-    cands = Candidates.concat([replica_moves(state, source, every=True), leadership_away(state, source)])
+    state, search, cands = _searched(case, data)
     same_rack = state.rack[None, :] == state.rack[cands.src][:, None]
     expected = search.allowed(cands) & (same_rack | (cands.dst != NO_BROKER)[:, None])
     assert np.array_equal(search.allowed(cands, in_rack=True), expected)
