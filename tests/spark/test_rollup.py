@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_balancer.samples.schema import PARTITION_SAMPLES
-from kafka_balancer.scoring import transforms
+from kafka_balancer.scoring import model_rows, transforms
 from tests.support.samples import partition_row
 
 W = 300_000
@@ -30,10 +30,16 @@ def test_rollup_keeps_newest_state_sums_and_counts(spark: SparkSession) -> None:
         ),
         2,
     )
-    rolled = transforms.rollup(samples)
-    assert rolled.count() == 4  # t: window 1, window 0 before and after the move; u: window 0
+    rolled = transforms.rollup(samples, 2)
+    # One row per replica list: t's [1, 2] (a sample in each window) and [3, 2] (two in window 0).
+    rows_rolled = rolled.collect()
+    assert sorted((r["topic"], list(r["replicas"]), r["samples_0"], r["samples_1"]) for r in rows_rolled) == [
+        ("t", [1, 2], 1, 1),
+        ("t", [3, 2], 2, 0),
+        ("u", [2], 1, 0),
+    ]
 
-    model = {r["topic"]: r for r in transforms.partition_model(rolled, 2, 1).collect()}
+    model = {r["topic"]: r for r in model_rows.partition_model(rolled.toArrow(), 2, 1).to_pylist()}
     assert {topic: (r["complete"], r["samples"]) for topic, r in model.items()} == {
         "t": (True, 4),
         "u": (False, 1),

@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_balancer.samples.schema import BROKER_SAMPLES, PARTITION_SAMPLES
-from kafka_balancer.scoring import transforms
+from kafka_balancer.scoring import model_rows, transforms
 from tests.support.samples import broker_row, partition_row
 
 W = 300_000
@@ -19,6 +19,13 @@ def frame(spark: SparkSession, rows: list[dict[str, Any]], schema: Any) -> DataF
     import pyarrow as pa
 
     return spark.createDataFrame(pa.Table.from_pylist(rows, schema).to_pandas())
+
+
+def partition_model(used: DataFrame, windows: int, min_samples: int) -> list[dict[str, Any]]:
+    """The job's model rows: ``used`` rolled up in Spark, folded on the driver."""
+    rolled = transforms.rollup(used, windows).toArrow()
+    rows: list[dict[str, Any]] = model_rows.partition_model(rolled, windows, min_samples).to_pylist()
+    return rows
 
 
 def test_bucket_counts_windows_back_from_the_newest_sample(spark: SparkSession) -> None:
@@ -42,15 +49,15 @@ def test_completeness_excludes_partitions_short_of_samples_in_any_used_window(sp
         + [partition_row(t, "new", 0, [1], 1) for t in w0]
     )
     used = transforms.in_windows(transforms.bucket(frame(spark, rows, PARTITION_SAMPLES), W, NEWEST), 2)
-    model = transforms.partition_model(used, windows=2, min_samples=2)
-    assert {r["topic"]: (r["complete"], r["samples"]) for r in model.collect()} == {
+    model = partition_model(used, windows=2, min_samples=2)
+    assert {r["topic"]: (r["complete"], r["samples"]) for r in model} == {
         "full": (True, 4),
         "thin": (False, 3),
         "new": (False, 2),
     }
     # With one sample a window, thin is complete; new, with no sample in window 1, still is not.
-    model = transforms.partition_model(used, windows=2, min_samples=1)
-    assert {r["topic"]: r["complete"] for r in model.collect()} == {"full": True, "thin": True, "new": False}
+    model = partition_model(used, windows=2, min_samples=1)
+    assert {r["topic"]: r["complete"] for r in model} == {"full": True, "thin": True, "new": False}
 
 
 def test_partition_model_takes_newest_state_and_windowed_averages(spark: SparkSession) -> None:
@@ -63,7 +70,7 @@ def test_partition_model_takes_newest_state_and_windowed_averages(spark: SparkSe
         partition_row(NEWEST, "t", 1, [3, 1], -1, size=7.0, bytes_in=60.0, bytes_out=0.0),
     ]
     used = transforms.in_windows(transforms.bucket(frame(spark, rows, PARTITION_SAMPLES), W, NEWEST), 1)
-    model = {r["partition"]: r for r in transforms.partition_model(used, windows=1, min_samples=1).collect()}
+    model = {r["partition"]: r for r in partition_model(used, windows=1, min_samples=1)}
     p0 = model[0]
     # 1800 bytes in over 60 + 30 + 60 = 150 s; 300 bytes out over the same.
     assert p0["disk"] == 300.0

@@ -32,7 +32,7 @@ from kafka_balancer.formats.json_text import document_text
 from kafka_balancer.formats.snapshot import cluster_to_snapshot, json_from_text, load_json, parse_snapshot
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.samples.schema import BROKER_DIR, BROKER_SAMPLES, PARTITION_DIR, PARTITION_SAMPLES
-from kafka_balancer.scoring import model_loads, scores, storage, transforms
+from kafka_balancer.scoring import model_loads, model_rows, scores, storage, transforms
 from kafka_balancer.scoring import options as opts
 from kafka_balancer.scoring.manifest import WindowPlan, manifest_document, window_plan
 from kafka_balancer.scoring.model_loads import ReplicaLists
@@ -177,12 +177,13 @@ def run(options: opts.ScoreOptions, spark: SparkSession | None = None) -> dict[s
     samples = spark.read.schema(from_arrow_schema(PARTITION_SAMPLES)).parquet(partition_uri)
     windows, stored = _windows(samples, options)
 
-    # The only scan of the sample rows, rolled up, aggregated to one row per partition and
-    # collected once, in topic and partition order; the rest is computed on the driver.
-    rows = transforms.partition_model(
-        transforms.rollup(_used(samples, windows)), windows.used, options.min_samples_per_window
-    ).toArrow()
-    rows = rows.take(pc.sort_indices(rows, [("topic", "ascending"), ("partition", "ascending")]))
+    # The only scan of the sample rows, rolled up and collected once; the rest is computed on
+    # the driver, from one row per partition in topic and partition order.
+    rows = model_rows.partition_model(
+        transforms.rollup(_used(samples, windows), windows.used).toArrow(),
+        windows.used,
+        options.min_samples_per_window,
+    )
     is_complete = rows["complete"].to_numpy()
     short = rows.filter(pc.invert(rows["complete"]))
     names = zip(short["topic"].to_pylist(), short["partition"].to_pylist(), strict=True)
