@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import pyarrow as pa
 from kafka_balancer.goals.band import GoalBand, goal_band, goal_column
 from kafka_balancer.goals.spec import GoalSpec, GoalType
 from kafka_balancer.model import math
-from kafka_balancer.model.math import BoolArray, FloatArray
+from kafka_balancer.model.math import BoolArray, FloatArray, IntArray
 from kafka_balancer.model.quantities import LEADERS, REPLICAS
 from kafka_balancer.model.resources import RESOURCES
 
@@ -210,9 +211,8 @@ def candidates_for_broker(
     src = position[src_id]
     active = brokers["active"].to_numpy(bool)
     # holds[k, j]: broker j already holds a replica of row k's partition.
-    lists = [np.asarray(members, np.int64) for members in replicas["replicas"]]
-    members = np.concatenate(lists) if lists else np.empty(0, np.int64)
-    rows = np.repeat(np.arange(len(lists)), [len(m) for m in lists])
+    members, rf = _flat(replicas["replicas"])
+    rows = np.repeat(np.arange(len(rf)), rf)
     known = np.isin(members, ids)
     holds = np.zeros((len(replicas), len(ids)), dtype=bool)
     holds[rows[known], np.searchsorted(ids, members[known])] = True
@@ -227,7 +227,9 @@ def candidates_for_broker(
         actions.append((action, eligible, eligible.any(axis=1), cost))
     topics = replicas["topic"].to_numpy()
     partitions = replicas["partition"].to_numpy(np.int32)
-    columns: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in CANDIDATE_SCHEMA.names}
+    # Per goal label, each action's rows as columns; the best ``top`` of a label are kept before
+    # any frame is built: a broker far above a band has thousands of candidates.
+    found: dict[str, list[dict[str, npt.NDArray[Any]]]] = {}
     for goal in per_broker_goals(goals):
         b = band(goal, brokers)
         if not b.enforced or b.quantity[src] <= b.hi[src] or b.violation[src] <= 0:
@@ -241,33 +243,40 @@ def candidates_for_broker(
             target = np.argmin(np.where(eligible, relative[None, :], np.inf), axis=1)
             gain = _improvement(b, src, target.astype(np.float64), delta)
             keep = np.flatnonzero(ok & (gain > MIN_IMPROVEMENT))
-            for name, values in (
-                ("goal", np.full(len(keep), goal.label, dtype=object)),
-                ("goal_type", np.full(len(keep), goal.type.value, dtype=object)),
-                ("source_broker", np.full(len(keep), src_id, np.int32)),
-                ("source_violation", np.full(len(keep), float(b.violation[src]))),
-                ("action", np.full(len(keep), action, dtype=object)),
-                ("topic", topics[keep]),
-                ("partition", partitions[keep]),
-                ("target_broker", ids[target[keep]].astype(np.int32)),
-                ("improvement", gain[keep]),
-                ("bytes", cost[keep]),
-            ):
-                columns[name].append(values)
-    if not columns["goal"]:
+            found.setdefault(goal.label, []).append(
+                {
+                    "goal": np.full(len(keep), goal.label, dtype=object),
+                    "goal_type": np.full(len(keep), goal.type.value, dtype=object),
+                    "source_broker": np.full(len(keep), src_id, np.int32),
+                    "source_violation": np.full(len(keep), float(b.violation[src])),
+                    "action": np.full(len(keep), action, dtype=object),
+                    "topic": topics[keep],
+                    "partition": partitions[keep],
+                    "target_broker": ids[target[keep]].astype(np.int32),
+                    "improvement": gain[keep],
+                    "bytes": cost[keep],
+                }
+            )
+    if not found:
         return _empty(CANDIDATE_SCHEMA)
-    found = pd.DataFrame({name: np.concatenate(values) for name, values in columns.items()})
-    found = found.sort_values(["goal", "improvement", "bytes"], ascending=[True, False, True], kind="stable")
-    return found.groupby("goal", sort=False).head(top).reset_index(drop=True)
+    best = [_best(found[label], top) for label in sorted(found)]
+    columns = {name: np.concatenate([rows[name] for rows in best]) for name in CANDIDATE_SCHEMA.names}
+    return pd.DataFrame(columns)
+
+
+def _best(parts: list[dict[str, npt.NDArray[Any]]], top: int) -> dict[str, npt.NDArray[Any]]:
+    """The ``top`` rows of one goal's ``parts`` by improvement, then fewest bytes, then the
+    order they were found in."""
+    rows = {name: np.concatenate([part[name] for part in parts]) for name in CANDIDATE_SCHEMA.names}
+    order = np.lexsort((rows["bytes"], -rows["improvement"]))[:top]
+    return {name: values[order] for name, values in rows.items()}
 
 
 def replicas_on(model: pd.DataFrame, brokers: Sequence[int]) -> pd.DataFrame:
     """One row per replica of ``model`` (one row per partition: its ``replicas`` and ``leader``)
     held by one of ``brokers``: the partition's columns plus ``broker``, ``rf`` and ``is_leader``,
     in the model's order."""
-    lists = model["replicas"].to_numpy()
-    rf = np.fromiter((len(r) for r in lists), np.int64, len(lists))
-    broker = np.concatenate([np.asarray(r, np.int64) for r in lists]) if len(lists) else np.empty(0, np.int64)
+    broker, rf = _flat(model["replicas"])
     row = np.repeat(np.arange(len(model)), rf)
     keep = np.isin(broker, np.asarray(brokers, np.int64))
     on = model.iloc[row[keep]].reset_index(drop=True)
@@ -275,6 +284,14 @@ def replicas_on(model: pd.DataFrame, brokers: Sequence[int]) -> pd.DataFrame:
     on["broker"] = broker[keep]
     on["is_leader"] = on["broker"].to_numpy() == on["leader"].to_numpy()
     return on
+
+
+def _flat(lists: pd.Series) -> tuple[IntArray, IntArray]:
+    """A column of broker id lists as one array of ids and each list's length. Read as Python
+    ints in one pass: an array a list cost most of the candidates' time on a large cluster."""
+    lengths = np.fromiter(map(len, lists), np.int64, len(lists))
+    ids = np.fromiter(chain.from_iterable(lists), np.int64, int(lengths.sum()))
+    return ids, lengths
 
 
 def candidates(

@@ -139,3 +139,36 @@ def test_scores_and_candidates_for_an_overloaded_broker() -> None:
     assert [(r["action"], r["partition"], r["target_broker"]) for r in found] == [("move", 1, 2)]
     assert found[0]["improvement"] == pytest.approx(0.8)
     assert found[0]["bytes"] == 100.0
+
+
+def test_candidates_are_each_goals_best_top_by_improvement_then_bytes_then_order() -> None:
+    # Broker 1 holds 70 of 72 disk bytes and 4 of 6 replicas; bands of ±0 around 24 bytes and
+    # 2 replicas. A move of d bytes to broker 2 (the lightest, first by id) gains d at broker 1
+    # and d at broker 2 up to its band (23): 30 bytes gain 46, 20 gain 40, 10 gain 20. Every
+    # move gains the replica band the same: the fewest bytes first, then the model's order.
+    partitions = [
+        ("t", 0, [1], 1, 10.0, 0.0, 0.0, 0.0, 0.0),
+        ("t", 1, [1], 1, 10.0, 0.0, 0.0, 0.0, 0.0),
+        ("t", 2, [1], 1, 30.0, 0.0, 0.0, 0.0, 0.0),
+        ("t", 3, [1], 1, 20.0, 0.0, 0.0, 0.0, 0.0),
+        ("t", 4, [2], 2, 1.0, 0.0, 0.0, 0.0, 0.0),
+        ("t", 5, [3], 3, 1.0, 0.0, 0.0, 0.0, 0.0),
+    ]
+    loads_pd = loads_of(partitions, [1, 2, 3], disk=1000.0)
+    goals = [
+        GoalSpec.default(GoalType.REPLICA_DISTRIBUTION, threshold_percent=0),
+        GoalSpec.default(GoalType.DISK_DISTRIBUTION, threshold_percent=0),
+    ]
+    model = pd.DataFrame(partitions, columns=["topic", "partition", "replicas", "leader", *LOAD_COLUMNS])
+    found = scores.candidates(model, loads_pd, goals, top=3, violating=[1])
+    labels = {goal.type: goal.label for goal in goals}
+    # Goals in label order, each its own best three.
+    assert found["goal"].tolist() == sorted(found["goal"].tolist())
+    by_goal = found.groupby("goal", sort=False)["partition"].apply(list).to_dict()
+    assert by_goal == {
+        labels[GoalType.DISK_DISTRIBUTION]: [2, 3, 0],
+        labels[GoalType.REPLICA_DISTRIBUTION]: [0, 1, 3],
+    }
+    disk = found[found["goal"] == labels[GoalType.DISK_DISTRIBUTION]]
+    assert disk["improvement"].tolist() == pytest.approx([46 / 24, 40 / 24, 20 / 24])
+    assert set(found["target_broker"]) == {2}
