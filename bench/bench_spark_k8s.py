@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import statistics
@@ -50,7 +49,7 @@ from bench_scoring import (
 )
 from kafka_balancer.api import Scoring, ScoringResources
 from kafka_balancer.k8s.spark_runs import SparkSettings
-from kafka_balancer.k8s.spark_submit import driver_pod_name, spark_home, submit_conf
+from kafka_balancer.k8s.spark_submit import driver_pod_name, spark_home, submit_conf, submit_env
 from kafka_balancer.model.cluster import Cluster
 from kafka_balancer.scoring.launch import ScoringRequest
 from kafka_balancer_dev.localbed import kube, node
@@ -243,8 +242,7 @@ def k8s_run(
     with PodSampler(bed) as sampler:
         started = time.monotonic()
         usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        env = {**os.environ, "SPARK_HOME": str(spark_home())}
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, env=submit_env(spark_home()))
         submitted = time.monotonic() - started
         usage1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:

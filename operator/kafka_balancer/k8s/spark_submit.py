@@ -51,6 +51,7 @@ from kafka_balancer.scoring.launch import (
     job_arguments,
     read_outputs,
 )
+from kafka_balancer.scoring.options import JVM_OPTIONS
 from kafka_balancer.scoring.seal import TERMINATION_LOG
 
 log = logging.getLogger(__name__)
@@ -402,9 +403,17 @@ class SparkSubmitScorer:
             self._sleep(self.settings.poll_s)
 
 
+def submit_env(home: Path) -> dict[str, str]:
+    """spark-submit's environment: its Spark home, and its own JVM (the client that creates the
+    driver pod and returns) run as the job's are, C1 only with the serial collector: with the
+    second JIT tier and a parallel collector it spent several CPU seconds starting, on the cores
+    the driver pod starts on. ``SPARK_SUBMIT_OPTS`` set for the operator still comes after, and wins."""
+    options = " ".join(filter(None, (JVM_OPTIONS, os.environ.get("SPARK_SUBMIT_OPTS"))))
+    return {**os.environ, "SPARK_HOME": str(home), "SPARK_SUBMIT_OPTS": options}
+
+
 def _spark_submit(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    home = Path(argv[0]).parent.parent
-    env = {**os.environ, "SPARK_HOME": str(home)}
+    env = submit_env(Path(argv[0]).parent.parent)
     try:
         return subprocess.run(
             argv, env=env, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S, check=False

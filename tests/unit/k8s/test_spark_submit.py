@@ -23,9 +23,11 @@ from kafka_balancer.k8s.spark_submit import (
     driver_pod_name,
     driver_template,
     submit_conf,
+    submit_env,
     submit_error,
 )
 from kafka_balancer.scoring.launch import ScoringRequest
+from kafka_balancer.scoring.options import JVM_OPTIONS
 from kafka_balancer.scoring.seal import TERMINATION_LOG, seal
 from tests.unit.k8s.kube_fake import FakeKube
 
@@ -352,3 +354,14 @@ def test_both_launchers_start_the_jobs_jvms_lean_unless_the_charts_spark_conf_sa
             lean,
             "-XX:+UseG1GC",
         )
+
+
+def test_spark_submits_jvm_runs_as_the_jobs_and_the_operators_own_options_win(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)
+    env = submit_env(Path("/opt/spark"))
+    assert (env["SPARK_HOME"], env["SPARK_SUBMIT_OPTS"]) == ("/opt/spark", JVM_OPTIONS)
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-XX:+UseParallelGC")
+    # The JVM takes the last of two flags: the operator's environment, after ours.
+    assert submit_env(Path("/opt/spark"))["SPARK_SUBMIT_OPTS"] == f"{JVM_OPTIONS} -XX:+UseParallelGC"
