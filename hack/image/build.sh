@@ -25,7 +25,8 @@ s3a_jars="$("$KB_ROOT/hack/s3a/provision.sh")"
 # for), the image on that, the package's files, this script and the packer.
 hash_files() { (cd "$KB_ROOT" && sha256sum "$@" | sha256sum | cut -c1-16); }
 lock=requirements/image.txt
-deps_key="$(echo "$base_layer $(hash_files "$lock")" | sha256sum | cut -c1-16)"
+# "bytecode": the layers' bytecode is compiled as hash_bytecode below does (an older layer's is not).
+deps_key="$(echo "$base_layer $(hash_files "$lock") bytecode=unchecked-hash" | sha256sum | cut -c1-16)"
 mapfile -t package_files < <(cd "$KB_ROOT" && find operator -type f -not -path '*/__pycache__/*' | sort)
 packer=devtools/kafka_balancer_dev/localbed/oci_image.py
 s3a_key="$(cat "$s3a_jars"/*.jar | sha256sum | cut -c1-16)"
@@ -51,6 +52,13 @@ if [ ! -f "$archive" ]; then
   fix_scripts() {
     find "$1/opt/kafka-balancer/bin" -maxdepth 1 -type f -exec sed -i '1s|^#!.*python.*$|#!/usr/bin/python3|' {} +
   }
+  # Bytecode valid whatever the sources' mtimes, which the layers set to 0: the bytecode pip wrote
+  # records the install's times, so every Python of the image compiled what it imported, every time
+  # (its root filesystem is read-only): seconds of CPU at each start of the scoring job.
+  hash_bytecode() {
+    "$KB_VENV/bin/python" -m compileall -q -f -j 0 --invalidation-mode unchecked-hash -s "$1" -p / \
+      "$1/opt/kafka-balancer" >&2
+  }
   deps_layer="$home/deps-$deps_key.tar.gz"
   if [ ! -f "$deps_layer" ]; then
     log "installing $lock into the dependency layer"
@@ -58,6 +66,7 @@ if [ ! -f "$archive" ]; then
     "$KB_VENV/bin/pip" install --quiet --require-hashes --no-build-isolation \
       --target "$work/deps/opt/kafka-balancer" -r "$KB_ROOT/$lock" >&2
     fix_scripts "$work/deps"
+    hash_bytecode "$work/deps"
     tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/deps" -cf - . |
       gzip -6 -n >"$deps_layer.partial"
     mv "$deps_layer.partial" "$deps_layer"
@@ -67,6 +76,7 @@ if [ ! -f "$archive" ]; then
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/s3a" -cf "$work/s3a.tar" .
   "$KB_VENV/bin/pip" install --quiet --no-deps --target "$work/package/opt/kafka-balancer" "$wheel" >&2
   fix_scripts "$work/package"
+  hash_bytecode "$work/package"
   # Spark's driver and executor pods start this image too: the entrypoint dispatches their commands.
   install -m 0755 "$KB_ROOT/hack/image/entrypoint.sh" "$work/package/opt/kafka-balancer/bin/kafka-balancer-entrypoint"
   # The image's user gets a name: Hadoop's login (in Spark's driver and executors, and the embedded
