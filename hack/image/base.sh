@@ -61,6 +61,11 @@ ln -s "$jvm" "$rootfs/usr/lib/jvm/java-17"
 # A container's resolver and hostname come from the runtime.
 : >"$rootfs/etc/resolv.conf"
 : >"$rootfs/etc/hostname"
+# The standard library's bytecode checked by hash, not by its sources' mtimes, which the layer sets
+# to 0: else every Python of the image compiles what it imports of it (as build.sh's layers). By
+# the image's own Python, inside it: a module may be a link to an absolute path (sitecustomize).
+chroot "$rootfs" /usr/bin/python3.11 -m compileall -q -f --invalidation-mode unchecked-hash \
+  /usr/lib/python3.11 /usr/lib/python3 >&2
 tar --sort=name --mtime=@0 --numeric-owner --xattrs -C "$rootfs" -cf - . | gzip -6 -n >"$staging/base.tar.gz"
 mkdir -p "$home"
 mv "$staging/base.tar.gz" "$layer"

@@ -6,11 +6,13 @@ every start of the operator, the CLI or the scoring job's driver compiled its mo
 What it plays: the image's /opt/kafka-balancer unpacked from its OCI archive as containerd unpacks
 it (each file's mtime from its layer), imported as the scoring job and the CLI import it by this
 machine's Python 3.11 (the image's is Debian's 3.11: the same bytecode), site-packages off, so that
-only the image's modules are found. The standard library's bytecode (the base layer) is not checked.
+only the image's modules are found. This Python does not import the image's standard library (the
+base layer), so of that the bytecode's header is checked: to be checked by hash, never by source.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -19,22 +21,32 @@ import tarfile
 from pathlib import Path
 from typing import IO
 
+import pytest
+
 from kafka_balancer_dev.localbed import node
 
 PACKAGE_DIR = "opt/kafka-balancer"
+STDLIB_DIR = "usr/lib/python3.11"
+# A .pyc header's flags (PEP 552): bit 0, checked by hash rather than by mtime; bit 1, checked at all.
+UNCHECKED_HASH = 0b01
 
 
-def unpack_python(archive: Path, root: Path) -> None:
-    """What Python imports under ``PACKAGE_DIR`` of every layer of ``archive`` (Spark's jars left
-    out), into ``root``."""
-    with tarfile.open(archive) as image:
+@pytest.fixture(scope="module")
+def unpacked(operator_image: node.LocalImage, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What Python imports under ``PACKAGE_DIR`` and ``STDLIB_DIR`` of every layer of the image
+    (Spark's jars left out), unpacked with the layers' mtimes."""
+    root = tmp_path_factory.mktemp("image")
+    with tarfile.open(operator_image.archive) as image:
         (entry,) = json.load(member(image, "index.json"))["manifests"]
         for layer in json.load(member(image, blob(entry["digest"])))["layers"]:
             with tarfile.open(fileobj=member(image, blob(layer["digest"])), mode="r|*") as files:
                 for found in files:
                     name = found.name.removeprefix("./")
-                    if name.startswith(PACKAGE_DIR) and not name.endswith(".jar"):
+                    wanted = name.startswith((PACKAGE_DIR, STDLIB_DIR)) and not name.endswith(".jar")
+                    # Links left out: one module is a link out of the tree (sitecustomize).
+                    if wanted and (found.isfile() or found.isdir()):
                         files.extract(found, root, filter="data")
+    return root
 
 
 def blob(digest: str) -> str:
@@ -47,9 +59,8 @@ def member(image: tarfile.TarFile, name: str) -> IO[bytes]:
     return found
 
 
-def test_the_images_modules_load_from_their_bytecode(operator_image: node.LocalImage, tmp_path: Path) -> None:
-    unpack_python(operator_image.archive, tmp_path)
-    package = tmp_path / PACKAGE_DIR
+def test_the_images_modules_load_from_their_bytecode(unpacked: Path) -> None:
+    package = unpacked / PACKAGE_DIR
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(package), "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run(
         [sys.executable, "-S", "-v", "-c", "import kafka_balancer.scoring.job, kafka_balancer.cli"],
@@ -70,3 +81,14 @@ def test_the_images_modules_load_from_their_bytecode(operator_image: node.LocalI
     assert compiled == [], f"{len(compiled)} of {len(ours)} modules compiled from source, e.g. {compiled[:3]}"
     # numpy, pandas, pyarrow, pyspark and the package: hundreds, all from the image.
     assert len(ours) > 300
+
+
+def test_the_standard_librarys_bytecode_is_checked_by_hash(unpacked: Path) -> None:
+    sources = sorted((unpacked / STDLIB_DIR).rglob("*.py"))
+    flags = {}
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        flags[source] = int.from_bytes(cached.read_bytes()[4:8], "little") if cached.exists() else None
+    stale = [str(source.relative_to(unpacked)) for source, flag in flags.items() if flag != UNCHECKED_HASH]
+    assert stale == [], f"{len(stale)} of {len(sources)} modules lack hash-checked bytecode: {stale[:3]}"
+    assert len(sources) > 500
