@@ -39,7 +39,7 @@ def partition_model(rolled: pa.Table, windows: int, min_samples: int) -> pa.Tabl
     """One row per partition of ``rolled``, in topic and partition order (``MODEL``): the
     newest replicas, leader and ``disk`` (size), network in and out as Σ bytes ÷ Σ interval
     seconds, ``bytes_in``, ``samples`` in all ``windows`` used windows, and ``complete`` when
-    each of them holds at least ``min_samples`` samples."""
+    each of them holds at least ``min_samples`` samples. The job uses at least one window."""
     rows = rolled.take(
         pc.sort_indices(rolled, [("topic", "ascending"), ("partition", "ascending"), ("ts_ms", "ascending")])
     )
@@ -77,7 +77,7 @@ def partition_model(rolled: pa.Table, windows: int, min_samples: int) -> pa.Tabl
             "network_in": network_in,
             "network_out": network_out,
             "bytes_in": bytes_in,
-            "samples": np.sum(counts, axis=0, dtype=np.int64) if counts else np.zeros(len(starts), np.int64),
+            "samples": np.sum(counts, axis=0, dtype=np.int64),
             "complete": complete,
         },
         schema=MODEL,
