@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 # Candidates each broker offers per round of sheds apart: its first choice is usually taken.
 APART_HEAD = 1
+# Rounds in a row a broker may offer a head no broker takes before it leaves the rounds.
+APART_DEPTH = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,15 +351,18 @@ def shed_apart(search: Search, goal: BandGoal, brokers: list[int]) -> bool:
     broker still above its target band offers the head of its candidates (in its shed's
     order of preference), and each moves its first acceptable one at its best destination,
     unless a move of the round touched that destination or its partition (then it waits for
-    the next round). A broker whose head no broker would take leaves the rounds: its shed,
-    with deeper batches, exchanges and the lenient last resort, does the rest. Whether
-    anything moved. A broker whose rack has room keeps its moves in the rack (the rest of
-    them then go through its shed, which exchanges within the rack before crossing).
+    the next round). A broker whose head no broker would take offers its next candidate in the
+    next round, until APART_DEPTH of its heads in a row were refused: then it leaves the
+    rounds, and its shed, with deeper batches, exchanges and the lenient last resort, does the
+    rest. Whether anything moved. A broker whose rack has room keeps its moves in the rack
+    (the rest of them then go through its shed, which exchanges within the rack before
+    crossing).
 
     A capacity or count goal's shed moves thousands of replicas off a few brokers; one at a
     time, each cost a whole evaluation of vetoes, gain and the goals to come."""
     state = search.state
     pools = {b: new_pool(search, goal, replica_moves(state, b)) for b in brokers}
+    misses: dict[int, int] = {}
     progress = False
     while pools:
         heads = []
@@ -376,16 +381,22 @@ def shed_apart(search: Search, goal: BandGoal, brokers: list[int]) -> bool:
             break
         cands = Candidates.concat(heads)
         applied, refused = search.apart(goal, cands, in_order=True, in_rack=roomy[state.rack[cands.src]])
-        if not applied:
-            # The round's first acceptable move is always applied: none was acceptable.
-            break
         for k in applied:
             pools[int(cands.src[k])].retire(int(cands.part[k]))
-        progress = True
-        # A broker none of whose head any broker would take leaves the rounds.
+            misses.pop(int(cands.src[k]), None)
+        progress |= bool(applied)
+        # A round that applies nothing refuses every head, so the rounds end within
+        # APART_DEPTH of the last move.
         for b in np.unique(cands.src[refused]).tolist():
-            if refused[cands.src == b].all():
+            mine = cands.src == b
+            if not refused[mine].all():
+                continue
+            misses[b] = misses.get(b, 0) + 1
+            if misses[b] >= APART_DEPTH:
                 del pools[b]
+                continue
+            for p in cands.part[mine].tolist():
+                pools[b].retire(int(p))
     return progress
 
 

@@ -191,3 +191,25 @@ def test_a_round_ranks_each_move_by_the_racks_as_the_moves_before_it_left_them()
 
     assert applied[:2] == [(0, 0), (2, 1)]
     assert (int(state.replicas[0, 0]), int(state.replicas[2, 0])) == (3, 2)
+
+
+def test_a_broker_whose_first_choices_no_broker_takes_sheds_its_next_in_the_rounds() -> None:
+    """Broker 0 holds two large partitions with a replica on every broker (no destination can take
+    them, and their size ranks them first) and twelve small ones of its own: the rounds pass over
+    the two and shed the small ones, instead of dropping broker 0 at its first refused head."""
+    brokers = [broker(b, "a") for b in range(4)]
+    shared = [partition("wide", n, [0, 1, 2, 3], disk=10e9) for n in range(2)]
+    own = [partition("own", n, [0], disk=5e9 + n) for n in range(12)]
+    state = WorkingModel(parse_snapshot(snapshot(brokers, shared + own)))
+    goal = build_goal(GoalSpec.default(GoalType.DISK_DISTRIBUTION), state)
+    assert isinstance(goal, BandGoal)
+    search = Search(state, [], [])
+    disk = state.quantity(goal.column)
+    assert disk[0] > goal.hi[0]
+    applied = _checking(state, goal, search)
+
+    assert search.shed_apart(goal, [0])
+
+    assert disk[0] <= goal.aim_hi[0], disk
+    assert applied and {p for p, _ in applied} <= set(range(2, 14)), applied
+    assert [int(r) for r in state.replicas[:2, :4].ravel()] == [0, 1, 2, 3] * 2
