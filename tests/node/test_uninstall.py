@@ -27,6 +27,8 @@ from .conftest import (
 
 # The pool's deletion once the operator is gone: nothing is left to wait for.
 DELETION_S = 30.0
+# The garbage collector's deletion of the uninstalled Deployment's pods.
+OPERATOR_GONE_S = 60.0
 
 
 def meta(bed: node.NodeBed, namespace: str, name: str) -> dict[str, Any]:
@@ -62,7 +64,9 @@ def test_helm_uninstall_releases_a_pool_mid_execution_and_install_takes_it_back(
             )
         try:
             assert uninstalled.returncode == 0, uninstalled.stdout + uninstalled.stderr
-            assert not pods.live(), "the operator is still running"
+            # helm returns once the Deployment is gone; its ReplicaSet and pods are deleted after
+            # that by the garbage collector (background propagation), so they are polled for.
+            wait_for(lambda: not pods.live(), OPERATOR_GONE_S, "the operator's pods to be deleted")
             for name in ("main", "kept"):
                 released = meta(node_bed, namespace, name)
                 assert released["annotations"][RELEASE_ANNOTATION] == RELEASED
